@@ -1,0 +1,48 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""OVOS + A2A: answer a persona through a remote Agent2Agent agent.
+
+Public names load lazily: ``import ovos_a2a_solver`` imports neither the a2a-sdk,
+httpx, gRPC nor OPM (OPM imports every plugin module whenever a persona is built).
+
+    from ovos_a2a_solver import A2AClient
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ovos_a2a_solver.version import __version__
+
+_EXPORTS = {
+    "A2AClient": "ovos_a2a_solver.client",
+    "AgentCard": "ovos_a2a_solver.cards",
+    "AgentSkill": "ovos_a2a_solver.cards",
+    "AgentInterface": "ovos_a2a_solver.cards",
+    "AgentTaskError": "ovos_a2a_solver.policy",
+    "IncompleteAnswerError": "ovos_a2a_solver.policy",
+    "ConversationStore": "ovos_a2a_solver.conversations",
+    "A2AChatEngine": "ovos_a2a_solver.engine",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
+    from ovos_a2a_solver.client import A2AClient
+    from ovos_a2a_solver.conversations import ConversationStore
+    from ovos_a2a_solver.engine import A2AChatEngine
+    from ovos_a2a_solver.policy import AgentTaskError, IncompleteAnswerError
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ovos_a2a_solver' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,255 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``A2AClient``: talk to one A2A agent from ordinary (synchronous) Python.
+
+>>> with A2AClient("http://127.0.0.1:8337/a2a") as client:
+...     print(client.fetch_agent_card().name)
+...     print(client.send_task("hello", session_id="my-session"))
+
+Each call has one overall deadline, ``timeout`` seconds, covering card resolution and
+the whole answer (also a streamed one). A ``session_id`` names a conversation: its
+first message goes without a contextId, and every later one carries the contextId the
+agent gave. While the agent waits for the user (input-required / auth-required), the
+next message of that session continues the same task.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
+
+from a2a.client import A2AClientError, A2AClientTimeoutError
+from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
+                       SendMessageRequest, Task)
+from a2a.utils.errors import A2AError
+
+from ovos_a2a_solver._loop import BACKGROUND, timeout
+from ovos_a2a_solver.answers import AnswerAssembler
+from ovos_a2a_solver.auth import OriginCredentials, origin_of
+from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
+from ovos_a2a_solver.connection import AgentConnection
+from ovos_a2a_solver.conversations import Conversation, ConversationStore
+from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, WAITING_FOR_USER, AgentTaskError, Effect,
+                                    IncompleteAnswerError, effect_of_error, never_delivered)
+
+__all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError"]
+
+
+def conversation_key(agent_url: str, namespace: str = "", auth_header: str | None = None) -> str:
+    """The key a client's conversations are stored under: agent, namespace, and who is calling."""
+    origin = origin_of(agent_url)
+    path = agent_url.split("://", 1)[-1].partition("/")[2].rstrip("/")
+    key = f"{origin[0]}://{origin[1]}:{origin[2]}/{path}" if origin else agent_url
+    if namespace:
+        key += "#" + namespace
+    if auth_header:
+        key += "@" + hashlib.sha256(auth_header.encode()).hexdigest()[:12]
+    return key
+
+
+class A2AClient:
+    """A synchronous client for one A2A agent (1.0 or 0.3; JSON-RPC, HTTP+JSON or gRPC).
+
+    Args:
+        base_url: the agent's URL; its card is looked up under it (or it is the card's URL).
+        auth_header: sent as ``Authorization`` (``"Bearer abc"``), or ``"Name: value"`` for
+            another header; only ever to ``base_url``'s origin and ``trusted_origins``.
+        timeout: overall deadline of each call in seconds.
+        streaming: use streaming (SSE / server streaming) when the agent offers it.
+        trusted_origins: other origins (``https://host:port``, ``host:port`` for gRPC) that
+            may receive ``auth_header``.
+        conversations: where session -> contextId is kept; in memory by default.
+        namespace: keeps this client's sessions apart from another client's on the same agent.
+        signature_verifier: called with each fetched card (a2a-sdk protobuf); raise to reject it.
+    """
+
+    def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = 60,
+                 streaming: bool = False, *, trusted_origins: Iterable[str] = (),
+                 conversations: ConversationStore | None = None, namespace: str = "",
+                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+        if origin_of(base_url) is None or "://" not in base_url:
+            raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
+        if not timeout or timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.streaming = bool(streaming)
+        self.conversations = conversations if conversations is not None else ConversationStore()
+        self.conversation_key = conversation_key(base_url, namespace, auth_header)
+        self._credentials = OriginCredentials(auth_header, base_url, trusted_origins) if auth_header else None
+        self._verifier = signature_verifier
+        self._connection: AgentConnection | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ---- lifecycle ----------------------------------------------------------------
+
+    def __enter__(self) -> "A2AClient":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close connections; safe to call more than once."""
+        with self._lock:
+            connection, self._connection, self._closed = self._connection, None, True
+        if connection is not None:
+            BACKGROUND.run(connection.aclose())
+
+    def __repr__(self) -> str:
+        return f"A2AClient({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
+
+    # ---- the API ------------------------------------------------------------------
+
+    def fetch_agent_card(self) -> AgentCard:
+        """The agent's card (cached; fetched again only when it expires or the agent moved)."""
+        return BACKGROUND.run(self._deadline(self._card()))
+
+    def send_task(self, text: str, session_id: str | None = None) -> str:
+        """Send ``text``; return the agent's answer (or its question, if it needs more input).
+
+        Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
+        rejected or canceled the task.
+        """
+        return "".join(self.stream_task(text, session_id, _stream=self.streaming))
+
+    def stream_task(self, text: str, session_id: str | None = None, *, _stream: bool | None = None) -> Iterator[str]:
+        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming)."""
+        self._check_text(text)
+        streaming = self.streaming if _stream is None else _stream
+        return BACKGROUND.iterate(lambda: self._turn(text, session_id, streaming))
+
+    def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+        """The task as the agent has it now (a2a-sdk ``Task``)."""
+        request = GetTaskRequest(id=task_id)
+        if history_length is not None:
+            request.history_length = history_length
+        return BACKGROUND.run(self._deadline(self._call("get_task", request)))
+
+    def cancel_task(self, task_id: str) -> Task:
+        """Ask the agent to cancel a task; returns the task (canceled, if the agent could)."""
+        return BACKGROUND.run(self._deadline(self._call("cancel_task", CancelTaskRequest(id=task_id))))
+
+    def list_tasks(self, context_id: str = "", state: int | None = None, page_size: int = 50,
+                   page_token: str = ""):
+        """One page of the caller's tasks (a2a-sdk ``ListTasksResponse``)."""
+        request = ListTasksRequest(context_id=context_id, page_size=page_size, page_token=page_token)
+        if state is not None:
+            request.status = state
+        return BACKGROUND.run(self._deadline(self._call("list_tasks", request)))
+
+    def conversation(self, session_id: str) -> Conversation | None:
+        """Where ``session_id`` stands with the agent: its contextId and open taskId, if any."""
+        return self.conversations.get(self.conversation_key, session_id)
+
+    def reset(self, session_id: str) -> None:
+        """Start a new remote conversation on the session's next message."""
+        self.conversations.forget(self.conversation_key, session_id)
+
+    @property
+    def card_fetches(self) -> int:
+        """How many card requests this client made (a cached card costs none)."""
+        connection = self._connection
+        return connection.cards.fetches if connection else 0
+
+    # ---- internals ----------------------------------------------------------------
+
+    @staticmethod
+    def _check_text(text: str) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text must be a non-empty string")
+
+    def _get_connection(self) -> AgentConnection:
+        with self._lock:
+            if self._closed:
+                raise A2AClientError("this A2AClient is closed")
+            if self._connection is None:
+                self._connection = AgentConnection(self.base_url, timeout=self.timeout,
+                                                   credentials=self._credentials,
+                                                   signature_verifier=self._verifier)
+            return self._connection
+
+    async def _deadline(self, coro):
+        try:
+            async with timeout(self.timeout):
+                return await coro
+        except asyncio.TimeoutError:
+            raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
+
+    async def _card(self) -> AgentCard:
+        return AgentCard.from_proto(await self._get_connection().card())
+
+    async def _call(self, method: str, request):
+        connection = self._get_connection()
+        client = await connection.client(streaming=self.streaming)
+        try:
+            return await getattr(client, method)(request)
+        except A2AError as exc:
+            if never_delivered(exc):
+                connection.invalidate()
+            raise
+        except NotImplementedError as exc:
+            raise A2AClientError(f"{method} is not available over this agent's transport "
+                                 f"(A2A 0.3 agents cannot list tasks)") from exc
+
+    async def _turn(self, text: str, session_id: str | None, streaming: bool) -> AsyncIterator[str]:
+        conv = self.conversation(session_id) if session_id is not None else None
+        message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
+                          context_id=conv.context_id if conv else "",
+                          task_id=(conv.task_id or "") if conv else "")
+        answer = AnswerAssembler()
+        connection = self._get_connection()
+        try:
+            async with timeout(self.timeout):
+                for attempt in (1, 2):
+                    try:
+                        client = await connection.client(streaming)
+                        async for event in client.send_message(SendMessageRequest(message=message)):
+                            for piece in answer.feed(event):
+                                yield piece
+                        break
+                    except A2AError as exc:
+                        undelivered = never_delivered(exc)
+                        if undelivered:
+                            connection.invalidate()
+                        if undelivered and attempt == 1 and answer.events == 0:
+                            continue  # the agent may have moved: resolve its card again, resend once
+                        self._after_error(exc, session_id, conv)
+                        raise
+        except asyncio.TimeoutError:
+            raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
+        for piece in answer.finish():
+            yield piece
+        self._after_answer(answer, session_id, conv)
+
+    def _after_error(self, exc: BaseException, session_id: str | None, conv: Conversation | None) -> None:
+        if session_id is None or conv is None:
+            return
+        effect = effect_of_error(exc, named_task=bool(conv.task_id), named_context=bool(conv.context_id))
+        if effect is Effect.FORGET_TASK:
+            self.conversations.forget_task(self.conversation_key, session_id)
+        elif effect is Effect.NEW_CONVERSATION:
+            self.conversations.forget(self.conversation_key, session_id, refused=True)
+
+    def _after_answer(self, answer: AnswerAssembler, session_id: str | None, conv: Conversation | None) -> None:
+        context_id = answer.context_id or (conv.context_id if conv else "")
+        waiting = answer.state in WAITING_FOR_USER and not answer.message_reply
+        if session_id is not None:
+            self.conversations.remember(self.conversation_key, session_id, context_id,
+                                        answer.task_id if waiting else None)
+        if answer.message_reply or answer.state in ANSWERED or waiting:
+            return
+        if answer.state in ENDED_WITHOUT_ANSWER:
+            raise AgentTaskError(ENDED_WITHOUT_ANSWER[answer.state], answer.status_text,
+                                 answer.task_id, context_id)
+        state = "unknown" if answer.state is None else _state_name(answer.state)
+        raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
+
+
+def _state_name(state: int) -> str:
+    from a2a.types import TaskState
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")

@@ -1,0 +1,103 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""One agent, reachable: its card, one HTTP client, and the a2a-sdk clients built from the card.
+
+Everything here runs on the background loop (see ``_loop``). The card is resolved once
+and reused; transports are rebuilt only when the card changes.
+"""
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import httpx
+from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
+from a2a.utils.constants import TransportProtocol
+
+from ovos_a2a_solver.auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
+from ovos_a2a_solver.cards import CardResolver
+
+
+def grpc_available() -> bool:
+    """Whether the gRPC transport can be used (the ``grpc`` extra is installed)."""
+    return importlib.util.find_spec("grpc") is not None
+
+
+def supported_bindings() -> list[str]:
+    """Transport bindings this client speaks, in no particular order (the card's order decides)."""
+    bindings = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]
+    if grpc_available():
+        bindings.append(TransportProtocol.GRPC)
+    return bindings
+
+
+class AgentConnection:
+    """The card and the SDK clients of one agent; create and use it on the background loop."""
+
+    def __init__(self, agent_url: str, *, timeout: float, credentials: OriginCredentials | None = None,
+                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+        self.agent_url = agent_url
+        self._credentials = credentials
+        self._secure = urlsplit(agent_url).scheme == "https"
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            auth=httpx_auth(credentials) if credentials else None,
+            follow_redirects=False,
+        )
+        self.cards = CardResolver(agent_url, self.http, signature_verifier)
+        self._clients: dict[bool, tuple[int, Client]] = {}
+        self._lock = asyncio.Lock()
+
+    async def card(self):
+        """The agent's card (SDK protobuf), from cache when fresh."""
+        return await self.cards.get()
+
+    async def client(self, streaming: bool) -> Client:
+        """An SDK client for the card's preferred transport; one per mode, reused."""
+        card = await self.cards.get()
+        generation = self.cards.generation
+        cached = self._clients.get(streaming)
+        if cached and cached[0] == generation:
+            return cached[1]
+        async with self._lock:
+            cached = self._clients.get(streaming)
+            if cached and cached[0] == generation:
+                return cached[1]
+            config = ClientConfig(
+                streaming=streaming,
+                httpx_client=self.http,
+                supported_protocol_bindings=supported_bindings(),
+                grpc_channel_factory=self._grpc_channel,
+            )
+            try:
+                client = ClientFactory(config).create(card)
+            except ValueError as exc:
+                offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}".strip()
+                                    for i in card.supported_interfaces) or "none"
+                hint = "" if grpc_available() else " (gRPC needs: pip install 'ovos-a2a-solver-plugin[grpc]')"
+                raise A2AClientError(f"the agent offers no transport this client speaks: {offered}{hint}") from exc
+            if cached:
+                await cached[1].close()
+            self._clients[streaming] = (generation, client)
+            return client
+
+    def invalidate(self) -> None:
+        """Resolve the card again before the next call (the agent could not be reached)."""
+        self.cards.invalidate()
+
+    def _grpc_channel(self, target: str):
+        import grpc
+
+        interceptors = grpc_metadata_interceptors(self._credentials, target)
+        if self._secure:
+            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), interceptors=interceptors)
+        return grpc.aio.insecure_channel(target, interceptors=interceptors)
+
+    async def aclose(self) -> None:
+        """Close transports and the HTTP client."""
+        clients, self._clients = list(self._clients.values()), {}
+        for _, client in clients:
+            await client.close()
+        await self.http.aclose()

@@ -1,0 +1,240 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Which remote conversation each local session is in.
+
+For every (agent key, session id) the store keeps the agent's ``contextId`` and, while
+the agent waits for the user (input-required / auth-required), the open ``taskId``.
+Values only ever come from the agent: the store never makes up a contextId.
+
+The store is bounded (least recently used entries go first), forgets entries idle for
+longer than ``idle_ttl`` seconds, and, given a path, persists to one JSON file written
+atomically (temp file, fsync, rename) under an advisory lock, so the plugin inside
+ovos-core and the ``ovos-a2a`` command line can share it. A corrupt file is moved aside
+and logged, never fatal.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+try:  # POSIX advisory locks; elsewhere the thread lock alone guards the file
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
+LOG = logging.getLogger("ovos_a2a_solver")
+
+FORMAT_VERSION = 1
+MAX_REFUSED = 64  # refused contexts remembered per agent key
+
+
+def default_state_path() -> Path:
+    """``$XDG_STATE_HOME/ovos_a2a_solver/conversations.json`` (``~/.local/state`` by default)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "ovos_a2a_solver" / "conversations.json"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Where a session stands with the agent."""
+
+    context_id: str
+    task_id: str | None = None
+
+
+class ConversationStore:
+    """session -> (contextId, open taskId), per agent key; bounded, idle-expiring, optionally durable."""
+
+    def __init__(self, path: str | os.PathLike | None = None, max_conversations: int = 1000,
+                 idle_ttl: float = 86400.0) -> None:
+        if max_conversations < 1:
+            raise ValueError("max_conversations must be at least 1")
+        if idle_ttl <= 0:
+            raise ValueError("idle_ttl must be positive")
+        self.path = Path(path) if path is not None else None
+        self.max_conversations = int(max_conversations)
+        self.idle_ttl = float(idle_ttl)
+        self._lock = threading.RLock()
+        # {agent_key: {"sessions": {session_id: {"context_id", "task_id", "used"}}, "refused": [ctx, ...]}}
+        self._data: dict[str, dict] = {}
+        self._file_stamp: tuple[int, int] | None = None
+
+    @classmethod
+    def default(cls, **kwargs) -> "ConversationStore":
+        """The per-device store under the user's XDG state directory."""
+        return cls(default_state_path(), **kwargs)
+
+    # ---- public API -------------------------------------------------------------------
+
+    def get(self, agent_key: str, session_id: str) -> Conversation | None:
+        """The session's conversation, or ``None`` for a new (or expired) one."""
+        with self._lock:
+            self._reload_if_changed()
+            entry = self._data.get(agent_key, {}).get("sessions", {}).get(session_id)
+            if not entry or time.time() - entry.get("used", 0) > self.idle_ttl:
+                return None
+            return Conversation(entry["context_id"], entry.get("task_id") or None)
+
+    def remember(self, agent_key: str, session_id: str, context_id: str, task_id: str | None = None) -> None:
+        """Record the agent's contextId (and open taskId, if the task waits for the user)."""
+        if not context_id:
+            return
+        with self._lock:
+            self._reload_if_changed()
+            entry = self._data.get(agent_key, {}).get("sessions", {}).get(session_id)
+            now = time.time()
+            if entry and entry["context_id"] == context_id and entry["task_id"] == (task_id or None) \
+                    and now - entry["used"] < min(60.0, self.idle_ttl / 10):
+                entry["used"] = now  # unchanged and recently saved: no need to rewrite the file
+                return
+        with self._transaction() as data:
+            agent = data.setdefault(agent_key, {"sessions": {}, "refused": []})
+            if context_id in agent.get("refused", ()):
+                LOG.info("not adopting context %s: the agent refused it before", context_id)
+                return
+            agent["sessions"][session_id] = {"context_id": context_id, "task_id": task_id or None,
+                                             "used": time.time()}
+
+    def forget_task(self, agent_key: str, session_id: str) -> None:
+        """The agent no longer has the open task; keep the conversation."""
+        with self._transaction() as data:
+            entry = data.get(agent_key, {}).get("sessions", {}).get(session_id)
+            if entry:
+                entry["task_id"] = None
+
+    def forget(self, agent_key: str, session_id: str, refused: bool = False) -> None:
+        """Start a new conversation next time; with ``refused``, never send this context again."""
+        with self._transaction() as data:
+            agent = data.get(agent_key)
+            entry = agent.get("sessions", {}).pop(session_id, None) if agent else None
+            if refused and entry:
+                agent["refused"] = (agent.get("refused", []) + [entry["context_id"]])[-MAX_REFUSED:]
+
+    def sessions(self, agent_key: str) -> dict[str, Conversation]:
+        """Every live session of one agent key (for tools and tests)."""
+        with self._lock:
+            self._reload_if_changed()
+            now = time.time()
+            return {sid: Conversation(e["context_id"], e.get("task_id") or None)
+                    for sid, e in self._data.get(agent_key, {}).get("sessions", {}).items()
+                    if now - e.get("used", 0) <= self.idle_ttl}
+
+    # ---- persistence ------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _transaction(self):
+        with self._lock, self._file_lock():
+            self._reload_if_changed()
+            yield self._data
+            self._prune()
+            self._write()
+
+    @contextlib.contextmanager
+    def _file_lock(self):
+        if self.path is None or fcntl is None:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def _reload_if_changed(self) -> None:
+        if self.path is None:
+            return
+        stamp = self._stamp()
+        if stamp == self._file_stamp:
+            return
+        self._file_stamp = stamp
+        if stamp is None:
+            self._data = {}
+            return
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict) or raw.get("version") != FORMAT_VERSION \
+                    or not isinstance(raw.get("agents"), dict):
+                raise ValueError("unexpected layout")
+            self._data = _validated(raw["agents"])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            self._quarantine(exc)
+
+    def _quarantine(self, exc: Exception) -> None:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        try:
+            os.replace(self.path, aside)
+            LOG.warning("conversation file %s was unreadable (%s); moved to %s and started afresh",
+                        self.path, exc, aside)
+        except OSError as move_error:
+            LOG.warning("conversation file %s was unreadable (%s) and could not be moved aside (%s)",
+                        self.path, exc, move_error)
+        self._data = {}
+        self._file_stamp = self._stamp()
+
+    def _prune(self) -> None:
+        now = time.time()
+        live = []
+        for key, agent in list(self._data.items()):
+            sessions = agent.get("sessions", {})
+            for sid, entry in list(sessions.items()):
+                if now - entry.get("used", 0) > self.idle_ttl:
+                    del sessions[sid]
+                else:
+                    live.append((entry.get("used", 0), key, sid))
+            if not sessions and not agent.get("refused"):
+                del self._data[key]
+        if len(live) > self.max_conversations:
+            live.sort()
+            for _, key, sid in live[: len(live) - self.max_conversations]:
+                del self._data[key]["sessions"][sid]
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        payload = json.dumps({"version": FORMAT_VERSION, "agents": self._data}, separators=(",", ":"))
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._file_stamp = self._stamp()
+
+
+def _validated(agents: dict) -> dict:
+    """Keep only well-formed entries of a loaded file."""
+    clean: dict[str, dict] = {}
+    for key, agent in agents.items():
+        sessions = {}
+        for sid, e in (agent.get("sessions") or {}).items():
+            if isinstance(e, dict) and isinstance(e.get("context_id"), str) and e["context_id"]:
+                task = e.get("task_id")
+                sessions[str(sid)] = {"context_id": e["context_id"],
+                                      "task_id": task if isinstance(task, str) and task else None,
+                                      "used": float(e.get("used", 0))}
+        refused = [c for c in (agent.get("refused") or []) if isinstance(c, str)][-MAX_REFUSED:]
+        clean[str(key)] = {"sessions": sessions, "refused": refused}
+    return clean

@@ -1,0 +1,85 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``A2AChatEngine``: the OPM ChatEngine (plugin id ``ovos-a2a-solver``) that answers
+through a remote A2A agent.
+
+OPM imports every plugin module whenever a persona is built, so this module imports
+nothing heavy: the a2a-sdk, httpx and gRPC load on the first utterance.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
+from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
+
+from ovos_a2a_solver.settings import EngineSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver.client import A2AClient
+
+
+def newest_user_text(messages: List[AgentMessage]) -> str:
+    """The newest user message: the only one sent (the agent keeps the earlier turns)."""
+    for message in reversed(messages or []):
+        if message.role == MessageRole.USER and (message.content or "").strip():
+            return message.content
+    raise ValueError("ovos-a2a-solver: there is no user message to send")
+
+
+class A2AChatEngine(ChatEngine):
+    """An OVOS ChatEngine whose answers come from a remote A2A agent.
+
+    Config (the persona's ``"ovos-a2a-solver"`` block) is described by
+    :class:`~ovos_a2a_solver.settings.EngineSettings`. Construction validates it and
+    does no network I/O.
+    """
+
+    def __init__(self, config: Optional[Dict[str, Any]] = None):
+        super().__init__(config)
+        self.settings = EngineSettings.from_config(self.config)
+        self._client: Optional["A2AClient"] = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> "A2AClient":
+        """The A2A client, built on first use."""
+        with self._lock:
+            if self._client is None:
+                from ovos_a2a_solver.client import A2AClient
+                from ovos_a2a_solver.conversations import ConversationStore, default_state_path
+
+                s = self.settings
+                path = (s.state_file or default_state_path()) if s.persist_conversations else None
+                store = ConversationStore(path, max_conversations=s.max_conversations, idle_ttl=s.conversation_ttl)
+                self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
+                                         streaming=s.streaming, trusted_origins=s.trusted_origins,
+                                         conversations=store, namespace=s.namespace)
+            return self._client
+
+    def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",
+                      lang: Optional[str] = None, units: Optional[str] = None,
+                      tools: Any = None) -> AgentMessage:
+        """Send the newest user message in ``session_id``'s remote conversation; return the answer."""
+        answer = self.client.send_task(newest_user_text(messages), session_id=session_id)
+        return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
+
+    def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
+                      lang: Optional[str] = None, units: Optional[str] = None) -> Iterable[str]:
+        """Yield the answer's text as the agent sends it (one piece when ``streaming`` is off)."""
+        yield from self.client.stream_task(newest_user_text(messages), session_id=session_id)
+
+    def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
+                         lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
+        """Yield each sentence of the answer as soon as it is complete (for TTS)."""
+        from ovos_a2a_solver.sentences import stream_sentences
+
+        yield from stream_sentences(self.stream_tokens(messages, session_id, lang, units))
+
+    def shutdown(self) -> None:
+        """Close the connection to the agent."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

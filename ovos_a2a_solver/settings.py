@@ -1,0 +1,73 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The plugin's settings: every key of the persona's ``ovos-a2a-solver`` block, typed and
+defaulted here and nowhere else."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from ovos_a2a_solver.auth import origin_of
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Settings of one persona's A2A handler (see the README's settings table)."""
+
+    agent_url: str
+    auth_header: str | None = None
+    timeout: float = 30.0
+    streaming: bool = False
+    trusted_origins: tuple[str, ...] = ()
+    namespace: str = ""
+    state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
+    persist_conversations: bool = True   # False: keep the session map in memory only
+    max_conversations: int = 1000
+    conversation_ttl: float = 86400.0    # seconds a conversation may sit idle before a new one starts
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
+        """Validate a persona config block; raise ``ValueError`` naming the bad key."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in (config or {}).items() if k in known}
+        url = values.get("agent_url") or (config or {}).get("url")  # "url" as older docs wrote it
+        if not isinstance(url, str) or "://" not in url or origin_of(url) is None:
+            raise ValueError(f"ovos-a2a-solver: 'agent_url' must be the agent's http(s) URL, got {url!r}")
+        values["agent_url"] = url.strip()
+        for key in ("timeout", "conversation_ttl"):
+            if key in values:
+                values[key] = _positive(key, values[key], float)
+        if "max_conversations" in values:
+            values["max_conversations"] = int(_positive("max_conversations", values["max_conversations"], int))
+        for key in ("streaming", "persist_conversations"):
+            if key in values:
+                values[key] = _boolean(key, values[key])
+        if "trusted_origins" in values:
+            origins = values["trusted_origins"]
+            if isinstance(origins, str):
+                origins = [origins]
+            values["trusted_origins"] = tuple(str(o) for o in origins or ())
+        for key in ("auth_header", "state_file"):
+            if key in values and values[key] is not None and not isinstance(values[key], str):
+                raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
+        values["auth_header"] = values.get("auth_header") or None
+        values["namespace"] = str(values.get("namespace") or "")
+        return cls(**values)
+
+
+def _positive(key: str, value: Any, kind: type) -> float:
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"ovos-a2a-solver: {key!r} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"ovos-a2a-solver: {key!r} must be positive, got {value!r}")
+    return number
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    raise ValueError(f"ovos-a2a-solver: {key!r} must be true or false, got {value!r}")

@@ -19,15 +19,21 @@ ARTIFACT_SEPARATOR = "\n"
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
 
 
-def _text(parts: Any) -> str:
-    return "\n".join(p.text for p in parts if p.WhichOneof("content") == "text")
-
-
 def _join_chunk(text: str, chunk: str) -> str:
     """Append a streamed chunk; a sentence that ends right where the next begins gets a space."""
     if text and chunk and _SENTENCE_END.search(text) and chunk[0].isupper():
         return text + " " + chunk
     return text + chunk
+
+
+def _text(parts: Any) -> str:
+    """The text parts, joined the way their chunks were streamed (an SDK server aggregates
+    appended chunks into one artifact with a part per chunk)."""
+    text = ""
+    for part in parts:
+        if part.WhichOneof("content") == "text":
+            text = _join_chunk(text, part.text)
+    return text
 
 
 class AnswerAssembler:

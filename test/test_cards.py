@@ -1,0 +1,95 @@
+"""Agent cards: where they are found, how often they are fetched, when they are fetched again."""
+import time
+
+import pytest
+from a2a.client import AgentCardResolutionError
+
+from agent_process import AgentProcess, free_port
+from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard
+
+
+def card_fetches(agent, name):
+    return agent.stats()["card_fetches"].get(name, 0)
+
+
+def test_card_is_resolved_from_the_well_known_path(agent):
+    with A2AClient(agent.agent("echo")) as client:
+        card = client.fetch_agent_card()
+    assert isinstance(card, AgentCard)
+    assert card.name == "echo"
+    assert card.url == agent.agent("echo") + "/"
+    assert card.version == "1.0.0"
+    assert card.streaming is True
+    assert card.skills and card.skills[0].id == "echo" and "hello" in card.skills[0].examples
+    assert [i.binding for i in card.interfaces] == ["JSONRPC", "HTTP+JSON"]
+
+
+def test_older_agents_card_falls_back_to_agent_json(agent):
+    with A2AClient(agent.agent("old")) as client:
+        assert client.fetch_agent_card().name == "old"
+        assert "echo[" in client.send_task("hi")
+
+
+def test_a_url_that_is_the_card_itself_works(agent):
+    with A2AClient(agent.agent("echo") + "/.well-known/agent-card.json") as client:
+        assert client.send_task("hi").startswith("echo[")
+
+
+def test_card_is_fetched_once_across_turns_and_modes(agent):
+    before = card_fetches(agent, "jsonrpc-only")
+    with A2AClient(agent.agent("jsonrpc-only"), streaming=True) as client:
+        for n in range(5):
+            client.send_task(f"turn {n}", session_id="s")
+            "".join(client.stream_task(f"stream {n}", session_id="s"))
+            client.fetch_agent_card()
+        assert client.card_fetches == 1
+    assert card_fetches(agent, "jsonrpc-only") - before == 1
+
+
+def test_engine_construction_does_no_network_io(agent):
+    before = card_fetches(agent, "echo")
+    engine = A2AChatEngine({"agent_url": agent.agent("echo")})
+    A2AChatEngine({"agent_url": f"http://127.0.0.1:{free_port()}/nobody"})  # nothing listens: still fine
+    assert card_fetches(agent, "echo") == before
+    engine.get_response("hello")
+    assert card_fetches(agent, "echo") == before + 1
+
+
+def test_an_expired_card_is_revalidated_with_its_etag(agent):
+    with A2AClient(agent.agent("cached")) as client:
+        client.send_task("one")
+        client.send_task("two")  # still fresh (max-age=1)
+        assert client.card_fetches == 1
+        time.sleep(1.2)
+        client.send_task("three")
+        assert client.card_fetches == 2
+    hits = [h for h in agent.headers() if h["path"].startswith("/cached/.well-known")]
+    assert hits[-1]["headers"].get("if-none-match")
+
+
+def test_card_is_resolved_again_after_the_agent_could_not_be_reached():
+    port = free_port()
+    first = AgentProcess(port=port)
+    with A2AClient(first.agent("echo")) as client:
+        try:
+            assert client.send_task("before").startswith("echo[")
+        finally:
+            first.stop()
+        with pytest.raises(AgentCardResolutionError):
+            client.send_task("while down")
+        with AgentProcess(port=port) as second:
+            assert client.send_task("after").startswith("echo[")
+            assert second.stats()["card_fetches"]["echo"] == 1
+
+
+def test_an_agent_that_is_down_gives_a_card_resolution_error():
+    with A2AClient(f"http://127.0.0.1:{free_port()}/a2a", timeout=5) as client:
+        with pytest.raises(AgentCardResolutionError):
+            client.send_task("anyone there?")
+
+
+def test_a_missing_card_says_where_it_looked(agent):
+    with A2AClient(agent.agent("no-such-agent")) as client:
+        with pytest.raises(AgentCardResolutionError) as info:
+            client.fetch_agent_card()
+    assert "agent-card.json" in str(info.value) and info.value.status_code == 404

@@ -1,0 +1,143 @@
+"""Sessions and remote conversations: contextIds come from the agent, continuations, resets."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore
+
+
+def context_of(answer):
+    return answer[answer.index("[") + 1:answer.index("]")]
+
+
+def user(text):
+    return AgentMessage(role=MessageRole.USER, content=text)
+
+
+def test_first_message_goes_without_context_and_the_agents_value_is_kept(agent):
+    with A2AClient(agent.agent("refuse")) as client:  # refuses any context it did not issue
+        first = client.send_task("one", session_id="s")
+        assert client.conversation("s").context_id == context_of(first)
+        second = client.send_task("two", session_id="s")
+    assert context_of(second) == context_of(first)
+
+
+def test_two_sessions_never_share_a_conversation(agent):
+    with A2AClient(agent.agent("echo")) as client:
+        a = client.send_task("a", session_id="kitchen")
+        b = client.send_task("b", session_id="bedroom")
+        a2 = client.send_task("a2", session_id="kitchen")
+    assert context_of(a) != context_of(b)
+    assert context_of(a2) == context_of(a)
+
+
+def test_without_a_session_each_call_is_its_own_conversation(agent):
+    with A2AClient(agent.agent("echo")) as client:
+        assert context_of(client.send_task("x")) != context_of(client.send_task("y"))
+
+
+def test_only_the_newest_user_message_is_sent(agent, tmp_path):
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json")})
+    history = [AgentMessage(role=MessageRole.SYSTEM, content="be nice"), user("first question"),
+               AgentMessage(role=MessageRole.ASSISTANT, content="first answer"), user("second question")]
+    answer = engine.continue_chat(history, session_id="s")
+    assert answer.role == MessageRole.ASSISTANT
+    assert answer.content.endswith("]: second question")
+
+
+def test_two_engines_on_one_device_with_different_namespaces_do_not_collide(agent, tmp_path):
+    state = str(tmp_path / "c.json")
+    one = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": state, "namespace": "one"})
+    two = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": state, "namespace": "two"})
+    a = one.continue_chat([user("a")], session_id="default").content
+    b = two.continue_chat([user("b")], session_id="default").content
+    assert context_of(a) != context_of(b)
+    assert context_of(one.continue_chat([user("c")], session_id="default").content) == context_of(a)
+
+
+def test_the_same_session_continues_after_a_process_restart(agent, tmp_path):
+    script = textwrap.dedent("""
+        import sys
+        from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+        from ovos_a2a_solver import A2AChatEngine
+        engine = A2AChatEngine({"agent_url": sys.argv[1], "state_file": sys.argv[2]})
+        print(engine.continue_chat([AgentMessage(role=MessageRole.USER, content=sys.argv[3])],
+                                   session_id="kitchen").content)
+    """)
+    run = lambda text: subprocess.run([sys.executable, "-c", script, agent.agent("memory"),
+                                       str(tmp_path / "c.json"), text],
+                                      capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    assert run("remember gold") == "ok, I will remember gold"
+    assert run("recall") == "you told me gold"
+
+
+def test_input_required_question_is_answered_by_the_next_utterance(agent):
+    with A2AClient(agent.agent("ask")) as client:
+        assert client.send_task("ask", session_id="s") == "which city?"
+        waiting = client.conversation("s")
+        assert waiting.task_id
+        answer = client.send_task("lisbon", session_id="s")
+        assert answer == f"continued[{waiting.context_id}]: lisbon"
+        assert client.conversation("s").task_id is None
+        assert client.send_task("ask", session_id="s") == "which city?"  # a new task, same context
+        assert client.conversation("s").context_id == waiting.context_id
+
+
+def test_auth_required_is_continued_the_same_way(agent):
+    with A2AClient(agent.agent("auth"), streaming=True) as client:
+        assert client.send_task("book", session_id="s") == "please sign in"
+        ctx = client.conversation("s").context_id
+        assert client.send_task("token", session_id="s") == f"signed in[{ctx}]: token"
+
+
+def test_a_task_finished_out_of_band_raises_once_then_the_context_goes_on(agent):
+    with A2AClient(agent.agent("memory")) as client:
+        assert client.send_task("remember gold", session_id="s") == "ok, I will remember gold"
+        assert client.send_task("login", session_id="s") == "password?"
+        ctx = client.conversation("s").context_id
+        agent.finish()
+        with pytest.raises(UnsupportedOperationError):
+            client.send_task("hunter2", session_id="s")
+        assert client.conversation("s").context_id == ctx
+        assert client.send_task("recall", session_id="s") == "you told me gold"
+
+
+def test_a_task_the_agent_forgot_raises_once_then_a_new_task_starts_in_the_context(agent):
+    with A2AClient(agent.agent("memory"), streaming=True) as client:
+        client.send_task("remember silver", session_id="s")
+        assert client.send_task("login", session_id="s") == "password?"
+        agent.forget()
+        with pytest.raises(TaskNotFoundError):
+            client.send_task("hunter2", session_id="s")
+        assert client.send_task("recall", session_id="s") == "you told me silver"
+
+
+def test_a_refused_conversation_raises_once_and_is_never_sent_again(agent, tmp_path):
+    store = ConversationStore(tmp_path / "c.json")
+    with A2AClient(agent.agent("refuse"), conversations=store) as client:
+        first = client.send_task("one", session_id="s")
+        agent.expire()
+        with pytest.raises(InvalidParamsError):
+            client.send_task("two", session_id="s")
+        third = client.send_task("three", session_id="s")
+        fourth = client.send_task("four", session_id="s")
+    assert context_of(third) != context_of(first)
+    assert context_of(fourth) == context_of(third)
+
+
+@pytest.mark.parametrize("error, named_task, effect", [
+    (TaskNotFoundError(), True, "forget_task"),
+    (UnsupportedOperationError(), True, "forget_task"),
+    (TaskNotFoundError(), False, "new_conversation"),
+    (UnsupportedOperationError(), False, "new_conversation"),
+    (InvalidParamsError(), True, "new_conversation"),
+    (InvalidParamsError(), False, "new_conversation"),
+])
+def test_policy_table(error, named_task, effect):
+    from ovos_a2a_solver.policy import effect_of_error
+    assert effect_of_error(error, named_task=named_task, named_context=True).value == effect
+    assert effect_of_error(error, named_task=False, named_context=False).value == "keep"

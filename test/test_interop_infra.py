@@ -1,0 +1,221 @@
+"""Proves the interop infrastructure in ``test/interop.py`` works end to end.
+
+* a genuine a2a-sdk 0.3.26 server (own venv) answers the a2a-sdk 1.3 client, blocking and
+  streaming, including the input-required -> continue flow;
+* ovos-persona-server serving a rivescript persona answers a 1.3 client over A2A.
+
+The first run builds the 0.3 venv (about 30 s); tests FAIL if it cannot be built.
+"""
+import asyncio
+import json
+import urllib.request
+import uuid
+
+import httpx
+import pytest
+
+from a2a.client import ClientConfig, create_client
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+
+from interop import LegacyAgentProcess, PersonaServerProcess, legacy_python
+
+# building the legacy venv on a cold cache can take longer than the default test timeout
+LEGACY_TIMEOUT = pytest.mark.timeout(900)
+
+
+def _user_msg(text, task_id=None, context_id=None) -> Message:
+    msg = Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)])
+    if task_id:
+        msg.task_id = task_id
+    if context_id:
+        msg.context_id = context_id
+    return msg
+
+
+async def _send(agent_url: str, message: Message, streaming: bool):
+    """Send one message with a fresh 1.3 client; return the [StreamResponse] events."""
+    async with httpx.AsyncClient(timeout=30) as hc:
+        client = await create_client(
+            agent_url, client_config=ClientConfig(httpx_client=hc, streaming=streaming))
+        try:
+            events = [ev async for ev in client.send_message(SendMessageRequest(message=message))]
+            return events
+        finally:
+            await client.close()
+
+
+def _artifact_text(events) -> str:
+    """Text of all artifact parts, from a final Task or from artifact_update events, in order."""
+    out = []
+    for ev in events:
+        kind = ev.WhichOneof("payload")
+        if kind == "task":
+            out += [p.text for a in ev.task.artifacts for p in a.parts]
+        elif kind == "artifact_update":
+            out += [p.text for p in ev.artifact_update.artifact.parts]
+    return "".join(out)
+
+
+def _states(events):
+    states = []
+    for ev in events:
+        kind = ev.WhichOneof("payload")
+        if kind == "task":
+            states.append(TaskState.Name(ev.task.status.state))
+        elif kind == "status_update":
+            states.append(TaskState.Name(ev.status_update.status.state))
+    return states
+
+
+def _ids(events):
+    """(task_id, context_id) carried by the events; asserts they all agree."""
+    ids = set()
+    for ev in events:
+        kind = ev.WhichOneof("payload")
+        if kind == "task":
+            ids.add((ev.task.id, ev.task.context_id))
+        elif kind in ("status_update", "artifact_update"):
+            payload = getattr(ev, kind)
+            ids.add((payload.task_id, payload.context_id))
+    assert len(ids) == 1, ids
+    return ids.pop()
+
+
+# ---------------------------------------------------------------------------
+# genuine a2a-sdk 0.3 server  <->  a2a-sdk 1.3 client
+# ---------------------------------------------------------------------------
+
+@LEGACY_TIMEOUT
+def test_legacy_python_has_a2a_sdk_03():
+    import subprocess
+    out = subprocess.run([legacy_python(), "-c",
+                          "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip().startswith("0.3.")
+
+
+def test_legacy_python_env_override(monkeypatch):
+    monkeypatch.setenv("A2A_V03_PYTHON", "/some/where/python")
+    assert legacy_python() == "/some/where/python"
+
+
+@LEGACY_TIMEOUT
+def test_legacy_python_build_failure_raises_with_pip_output(monkeypatch, tmp_path):
+    """A venv that cannot be built is an error (RuntimeError with pip's output), never a skip."""
+    import interop
+    monkeypatch.delenv("A2A_V03_PYTHON", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(interop, "_legacy_python_cache", None)
+    monkeypatch.setattr(interop, "LEGACY_REQUIREMENTS", ("a2a-sdk==0.0.0.dev4242",))
+    with pytest.raises(RuntimeError) as err:
+        interop.legacy_python()
+    assert "pip install" in str(err.value) and "0.0.0.dev4242" in str(err.value)
+    assert not (tmp_path / "ovos-a2a-solver-tests" / interop.LEGACY_VENV_NAME).exists()
+
+
+@LEGACY_TIMEOUT
+def test_legacy_card_is_a_genuine_03_card():
+    with LegacyAgentProcess() as legacy:
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+            with urllib.request.urlopen(legacy.agent("echo") + path, timeout=10) as r:
+                card = json.loads(r.read())
+            assert card["url"] == legacy.agent("echo") + "/"
+            assert card["preferredTransport"] == "JSONRPC"
+            assert card["protocolVersion"] == "0.3.0"
+            assert card["capabilities"]["streaming"] is True
+            assert "supportedInterfaces" not in card
+    assert legacy.proc is None
+    legacy.stop()  # idempotent
+
+
+@LEGACY_TIMEOUT
+def test_legacy_echo_blocking_and_streaming_with_13_client():
+    with LegacyAgentProcess() as legacy:
+        echo = legacy.agent("echo")
+
+        events = asyncio.run(_send(echo, _user_msg("hello"), streaming=False))
+        assert len(events) == 1 and events[0].WhichOneof("payload") == "task"
+        task = events[0].task
+        assert TaskState.Name(task.status.state) == "TASK_STATE_COMPLETED"
+        assert _artifact_text(events) == f"echo03[{task.context_id}]: hello"
+
+        events = asyncio.run(_send(echo, _user_msg("stream me"), streaming=True))
+        kinds = [ev.WhichOneof("payload") for ev in events]
+        assert kinds[0] == "task" and "artifact_update" in kinds, kinds
+        assert _states(events)[-1] == "TASK_STATE_COMPLETED"
+        _, context_id = _ids(events)
+        assert _artifact_text(events) == f"echo03[{context_id}]: stream me"
+
+
+@LEGACY_TIMEOUT
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_legacy_ask_then_continue_with_13_client(streaming):
+    with LegacyAgentProcess() as legacy:
+        ask = legacy.agent("ask")
+
+        _, events = asyncio.run(_send(ask, _user_msg("book a table"), streaming=streaming))
+        assert _states(events)[-1] == "TASK_STATE_INPUT_REQUIRED"
+        task_id, context_id = _ids(events)
+        last = events[-1]
+        status = last.task.status if last.WhichOneof("payload") == "task" else last.status_update.status
+        assert [p.text for p in status.message.parts] == ["which city?"]
+
+        _, events = asyncio.run(_send(
+            ask, _user_msg("Paris", task_id=task_id, context_id=context_id), streaming=streaming))
+        assert _states(events)[-1] == "TASK_STATE_COMPLETED"
+        assert _ids(events) == (task_id, context_id)
+        assert _artifact_text(events) == f"continued03[{context_id}]: Paris"
+
+
+# ---------------------------------------------------------------------------
+# ovos-persona-server (rivescript persona)  <->  a2a-sdk 1.3 client
+# ---------------------------------------------------------------------------
+
+@pytest.fixture
+def rive_persona(tmp_path):
+    path = tmp_path / "rive.json"
+    path.write_text(json.dumps({"name": "rive", "handlers": ["ovos-solver-rivescript-plugin"]}))
+    return path
+
+
+def test_persona_server_answers_13_client(rive_persona):
+    with PersonaServerProcess(rive_persona) as srv:
+        events = asyncio.run(_send(srv.a2a_url, _user_msg("hello"), streaming=False))
+        assert len(events) == 1 and events[0].WhichOneof("payload") == "task"
+        assert TaskState.Name(events[0].task.status.state) == "TASK_STATE_COMPLETED"
+        assert _artifact_text(events).strip()
+
+        # a client-chosen contextId is kept; streaming works
+        ctx = f"ctx-{uuid.uuid4()}"
+        _, events = asyncio.run(_send(srv.a2a_url, _user_msg("what is your name", context_id=ctx),
+                                      streaming=True))
+        kinds = [ev.WhichOneof("payload") for ev in events]
+        assert kinds[0] == "task" and "artifact_update" in kinds, kinds
+        assert _states(events) == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+        assert _ids(events)[1] == ctx
+        assert _artifact_text(events).strip()
+    assert srv.proc is None
+
+
+def test_persona_server_wire_versions(rive_persona):
+    """Raw JSON-RPC: 1.0 needs the A2A-Version header; 0.3 message/send works without one."""
+    def message(v03):
+        part = {"kind": "text", "text": "hello"} if v03 else {"text": "hello"}
+        return {"role": "user" if v03 else "ROLE_USER", "messageId": str(uuid.uuid4()),
+                "parts": [part]}
+
+    with PersonaServerProcess(rive_persona) as srv, httpx.Client(timeout=30) as hc:
+        rpc = srv.a2a_url + "/"
+        ok = hc.post(rpc, headers={"A2A-Version": "1.0"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message(False)}}).json()
+        assert ok["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+        no_header = hc.post(rpc, json={
+            "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": message(False)}}).json()
+        assert no_header["error"]["code"] == -32009
+
+        legacy = hc.post(rpc, json={
+            "jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message(True)}}).json()
+        assert legacy["result"]["kind"] == "task"
+        assert legacy["result"]["status"]["state"] == "completed"
+        assert legacy["result"]["artifacts"][0]["parts"][0]["text"].strip()

@@ -153,14 +153,14 @@ def test_legacy_ask_then_continue_with_13_client(streaming):
     with LegacyAgentProcess() as legacy:
         ask = legacy.agent("ask")
 
-        _, events = asyncio.run(_send(ask, _user_msg("book a table"), streaming=streaming))
+        events = asyncio.run(_send(ask, _user_msg("book a table"), streaming=streaming))
         assert _states(events)[-1] == "TASK_STATE_INPUT_REQUIRED"
         task_id, context_id = _ids(events)
         last = events[-1]
         status = last.task.status if last.WhichOneof("payload") == "task" else last.status_update.status
         assert [p.text for p in status.message.parts] == ["which city?"]
 
-        _, events = asyncio.run(_send(
+        events = asyncio.run(_send(
             ask, _user_msg("Paris", task_id=task_id, context_id=context_id), streaming=streaming))
         assert _states(events)[-1] == "TASK_STATE_COMPLETED"
         assert _ids(events) == (task_id, context_id)
@@ -187,7 +187,7 @@ def test_persona_server_answers_13_client(rive_persona):
 
         # a client-chosen contextId is kept; streaming works
         ctx = f"ctx-{uuid.uuid4()}"
-        _, events = asyncio.run(_send(srv.a2a_url, _user_msg("what is your name", context_id=ctx),
+        events = asyncio.run(_send(srv.a2a_url, _user_msg("what is your name", context_id=ctx),
                                       streaming=True))
         kinds = [ev.WhichOneof("payload") for ev in events]
         assert kinds[0] == "task" and "artifact_update" in kinds, kinds

@@ -1,0 +1,803 @@
+#!/usr/bin/env python3
+"""Scripted A2A test agents, served by the real a2a-sdk 1.3 server stack.
+
+Usage::
+
+    python test/a2a_agent.py [PORT] [--grpc-port N] [--foreign-url URL]
+
+PORT 0 (the default) and N 0 pick free ports. Everything binds to 127.0.0.1.
+Once the HTTP and gRPC servers both accept connections, exactly one JSON line
+is printed to stdout: ``{"url": "http://127.0.0.1:PORT", "grpc": "127.0.0.1:GPORT"}``.
+SIGTERM / SIGINT stop the process within about a second.
+
+Every agent lives under ``{url}/{name}``:
+card ``{url}/{name}/.well-known/agent-card.json`` (ETag / 304 from the SDK),
+JSON-RPC 1.0 at ``{url}/{name}/`` (also ``{url}/{name}``),
+HTTP+JSON 1.0 under ``{url}/{name}/rest``. Each agent has its own
+InMemoryTaskStore and DefaultRequestHandler. ``ctx`` below is the context id
+the SDK assigned.
+
+Behaviour agents:
+  echo             working "working..." -> artifact "echo[ctx]: TEXT" -> completed.
+                   "sleep:N" sleeps N seconds first (cancellable).
+  memory           per-context memory: "remember X" -> "ok, I will remember X";
+                   "recall" -> "you told me X" / "I remember nothing";
+                   "login" -> INPUT_REQUIRED "password?", follow-up -> "logged in";
+                   anything else -> "memory[ctx]: TEXT".
+  ask              INPUT_REQUIRED "which city?"; follow-up -> "continued[ctx]: TEXT".
+  auth             AUTH_REQUIRED "please sign in"; follow-up -> "signed in[ctx]: TEXT".
+  fail             FAILED "the backend exploded".
+  reject           REJECTED "I will not do that".
+  cancelled        CANCELED "stopped by the agent".
+  refuse           echo, but refuses (InvalidParamsError "unknown or expired
+                   context") a context id it never issued or that was expired.
+Streaming shapes (about 30 ms between events):
+  stream-chunks    one artifact in 4 chunks (append) "Hello there. How are you today? Fine."
+  stream-cumulative  one artifact re-sent whole: "The answer" .. "The answer is 42."
+  stream-rewrite   "The answer is 4" then replaced by "The answer is 42."
+  stream-multi     two artifacts "First part." and "Second part."
+  stream-message   a single Message "message reply[ctx]" (no task)
+  stream-status    no artifacts; "thinking..." twice; COMPLETED message "status answer[ctx]"
+  stream-snapshot  a second Task snapshot carrying the answer (see SnapshotScript)
+  stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
+  stall            working, then sleeps 600 s (cancellable)
+  drip             a chunk "drop N. " every 0.2 s for a minute
+Card / transport variants (echo behaviour):
+  jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
+  v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
+  v03-legacy (same endpoint, card with only the 0.3 fields, as a 0.3 server sends it),
+  hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
+  cached (Cache-Control: max-age=1), secure (needs "Authorization: Bearer s3cret"),
+  foreign (with --foreign-url: card pointing at URL),
+  redirect (with --foreign-url: card answers 307 to URL's card).
+
+Admin endpoints (plain JSON):
+  GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}}
+  GET    /_admin/headers  every request received (admin excluded); DELETE clears
+  POST   /_admin/forget   empty every task store (agent restart that lost tasks)
+  POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
+  POST   /_admin/expire   expire every context issued so far
+  POST   /_admin/release  let stream-gated send its second sentence
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import sys
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+import uvicorn
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse
+from starlette.routing import BaseRoute, Mount, Route
+
+from a2a.compat.v0_3.conversions import to_compat_agent_card
+from a2a.helpers import new_task_from_user_message, new_text_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import (
+    DefaultRequestHandler,
+    GrpcHandler,
+    RequestHandler,
+)
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    Artifact,
+    HTTPAuthSecurityScheme,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+    Task,
+    TaskState,
+    a2a_pb2_grpc,
+)
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+
+
+STEP = 0.03  # pause between streamed events
+BEARER_TOKEN = 's3cret'
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
+INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+
+
+@dataclass
+class Observations:
+    """State shared by the agents and the admin endpoints."""
+
+    agent_names: list[str] = field(default_factory=list)
+    card_fetches: Counter = field(default_factory=Counter)
+    messages: Counter = field(default_factory=Counter)
+    requests: list[dict] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    handlers: dict[str, ObservedHandler] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------
+# Executors: a Turn wraps one execute() call; scripts are async functions.
+# --------------------------------------------------------------------------
+
+
+class Turn:
+    """One execute() call: the user's text plus helpers to answer."""
+
+    def __init__(self, context: RequestContext, queue: EventQueue):
+        self.context = context
+        self.queue = queue
+        self.text = context.get_user_input()
+        self.task: Task | None = context.current_task
+        self.is_followup = context.current_task is not None
+        self.updater: TaskUpdater | None = None
+
+    @property
+    def context_id(self) -> str:
+        return self.task.context_id if self.task else self.context.context_id
+
+    async def open(self) -> TaskUpdater:
+        """Enqueue the Task first when it is new; return its updater."""
+        if self.task is None:
+            self.task = new_task_from_user_message(self.context.message)
+            await self.queue.enqueue_event(self.task)
+        self.updater = TaskUpdater(self.queue, self.task.id, self.task.context_id)
+        return self.updater
+
+    def msg(self, text: str) -> Message:
+        return self.updater.new_agent_message([Part(text=text)])
+
+    async def artifact(self, text: str, artifact_id: str = 'answer', **kw) -> None:
+        await self.updater.add_artifact([Part(text=text)], artifact_id=artifact_id, name=artifact_id, **kw)
+
+    async def answer(self, text: str) -> None:
+        await self.artifact(text)
+        await self.updater.complete()
+
+
+Script = Callable[[Turn], Awaitable[None]]
+
+
+class ScriptedExecutor(AgentExecutor):
+    def __init__(self, script: Script):
+        self.script = script
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await self.script(Turn(context, event_queue))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+async def pause() -> None:
+    await asyncio.sleep(STEP)
+
+
+async def echo(turn: Turn) -> None:
+    await turn.open()
+    await turn.updater.start_work(turn.msg('working...'))
+    if turn.text.startswith('sleep:'):
+        await asyncio.sleep(float(turn.text[len('sleep:'):]))
+    await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
+
+
+async def drip(turn: Turn) -> None:
+    """Streams a short chunk every 0.2 s for a minute: a reader never waits long."""
+    await turn.open()
+    await turn.updater.start_work(turn.msg('working...'))
+    for n in range(300):
+        await turn.artifact(f'drop {n}. ', append=n > 0)
+        await asyncio.sleep(0.2)
+    await turn.updater.complete()
+
+
+async def stall(turn: Turn) -> None:
+    await turn.open()
+    await turn.updater.start_work(turn.msg('working...'))
+    await asyncio.sleep(600)
+    await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
+
+
+class MemoryScript:
+    """Remembers per context id, in this process (not in the task store)."""
+
+    def __init__(self):
+        self.remembered: dict[str, list[str]] = {}
+
+    async def __call__(self, turn: Turn) -> None:
+        await turn.open()
+        text, ctx = turn.text.strip(), turn.context_id
+        if turn.is_followup and turn.task.status.state in INTERRUPTED:
+            await turn.answer('logged in')
+        elif text.lower().startswith('remember '):
+            item = text[len('remember '):]
+            self.remembered.setdefault(ctx, []).append(item)
+            await turn.answer(f'ok, I will remember {item}')
+        elif text.lower() == 'recall':
+            items = self.remembered.get(ctx)
+            await turn.answer(f'you told me {items[-1]}' if items else 'I remember nothing')
+        elif text.lower() == 'login':
+            await turn.updater.requires_input(turn.msg('password?'))
+        else:
+            await turn.answer(f'memory[{ctx}]: {text}')
+
+
+def interrupting(state: TaskState, question: str, reply: str) -> Script:
+    """Pause the new task in `state`; complete it on the follow-up."""
+
+    async def script(turn: Turn) -> None:
+        await turn.open()
+        if not turn.is_followup:
+            await turn.updater.update_status(state, turn.msg(question))
+            return
+        await turn.answer(f'{reply}[{turn.context_id}]: {turn.text}')
+
+    return script
+
+
+def ending(state: TaskState, text: str) -> Script:
+    """End the task in a terminal `state` with a status message."""
+
+    async def script(turn: Turn) -> None:
+        await turn.open()
+        await turn.updater.update_status(state, turn.msg(text))
+
+    return script
+
+
+async def stream_chunks(turn: Turn) -> None:
+    chunks = ['Hello there. ', 'How are ', 'you today? ', 'Fine.']
+    await turn.open()
+    await turn.updater.start_work()
+    for i, chunk in enumerate(chunks):
+        await pause()
+        # The SDK refuses append=True for an artifact id it has not seen
+        # (InvalidAgentResponseError), so the first chunk creates it.
+        await turn.artifact(chunk, append=i > 0, last_chunk=i == len(chunks) - 1)
+    await pause()
+    await turn.updater.complete()
+
+
+async def stream_cumulative(turn: Turn) -> None:
+    texts = ['The answer', 'The answer is', 'The answer is 42.']
+    await turn.open()
+    await turn.updater.start_work()
+    for i, text in enumerate(texts):
+        await pause()
+        await turn.artifact(text, append=False, last_chunk=i == len(texts) - 1)
+    await pause()
+    await turn.updater.complete()
+
+
+async def stream_rewrite(turn: Turn) -> None:
+    await turn.open()
+    await turn.updater.start_work()
+    await pause()
+    await turn.artifact('The answer is 4', append=False)
+    await pause()
+    await turn.artifact('The answer is 42.', append=False, last_chunk=True)
+    await pause()
+    await turn.updater.complete()
+
+
+async def stream_multi(turn: Turn) -> None:
+    await turn.open()
+    await turn.updater.start_work()
+    await pause()
+    await turn.artifact('First part.', artifact_id='part-1', last_chunk=True)
+    await pause()
+    await turn.artifact('Second part.', artifact_id='part-2', last_chunk=True)
+    await pause()
+    await turn.updater.complete()
+
+
+async def stream_message(turn: Turn) -> None:
+    ctx = turn.context_id
+    await turn.queue.enqueue_event(new_text_message(f'message reply[{ctx}]', context_id=ctx, role=Role.ROLE_AGENT))
+
+
+async def stream_status(turn: Turn) -> None:
+    await turn.open()
+    await turn.updater.start_work(turn.msg('thinking...'))
+    await pause()
+    await turn.updater.update_status(TaskState.TASK_STATE_WORKING, turn.msg('thinking...'))
+    await pause()
+    await turn.updater.complete(turn.msg(f'status answer[{turn.context_id}]'))
+
+
+async def stream_snapshot(turn: Turn) -> None:
+    """The final state as a second Task snapshot.
+
+    What DefaultRequestHandler (v2) does with a second Task event: it logs
+    "Task ... already exists. Ignoring task replacement." and does NOT store
+    it, but still forwards the snapshot unchanged to the stream (and a
+    blocking SendMessage returns the snapshot itself, as it is a Task in a
+    terminal state). The store would then keep the task WORKING, without the
+    artifact, forever. So after the snapshot the same artifact (same id, full
+    text, append=False, i.e. idempotent) and COMPLETED are sent as ordinary
+    updates, which keeps the store, get_task and the stream consistent.
+    """
+    await turn.open()
+    await turn.updater.start_work()
+    await pause()
+    snapshot = Task()
+    snapshot.CopyFrom(turn.task)
+    snapshot.status.state = TaskState.TASK_STATE_COMPLETED
+    snapshot.artifacts.append(Artifact(artifact_id='answer', name='answer', parts=[Part(text='snapshot answer')]))
+    await turn.queue.enqueue_event(snapshot)
+    await pause()
+    await turn.artifact('snapshot answer', append=False, last_chunk=True)
+    await turn.updater.complete()
+
+
+def gated(release: asyncio.Event) -> Script:
+    async def script(turn: Turn) -> None:
+        await turn.open()
+        await turn.updater.start_work()
+        await pause()
+        await turn.artifact('First sentence. ', append=False, last_chunk=False)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(release.wait(), 30)
+        release.clear()
+        await turn.artifact('Second sentence.', append=True, last_chunk=True)
+        await pause()
+        await turn.updater.complete()
+
+    return script
+
+
+# --------------------------------------------------------------------------
+# Request handler wrapper: counts messages, tracks and checks contexts.
+# --------------------------------------------------------------------------
+
+
+class ObservedHandler(RequestHandler):
+    """Delegates every call to a DefaultRequestHandler.
+
+    It counts messages, remembers the context ids on outgoing tasks and
+    messages, and, with ``refuse_unknown_contexts``, rejects a message that
+    names a context this agent never issued or that was expired.
+
+    It also rejects a message to a task the store holds in a terminal state.
+    The SDK does that itself unless the task is still parked in its
+    in-memory ActiveTaskRegistry (input-required tasks are), in which case it
+    would run the executor again; /_admin/finish relies on the check here.
+    """
+
+    def __init__(self, name: str, inner: DefaultRequestHandler, store: InMemoryTaskStore,
+                 obs: Observations, refuse_unknown_contexts: bool = False):
+        self.name = name
+        self.inner = inner
+        self.store = store
+        self.obs = obs
+        self.refuse_unknown_contexts = refuse_unknown_contexts
+        self.issued: set[str] = set()
+        self.expired: set[str] = set()
+
+    def expire_contexts(self) -> None:
+        self.expired |= self.issued
+        self.issued.clear()
+
+    async def _admit(self, params, context: ServerCallContext) -> None:
+        self.obs.messages[self.name] += 1
+        message = params.message
+        ctx = message.context_id
+        if self.refuse_unknown_contexts and ctx and (ctx not in self.issued or ctx in self.expired):
+            raise InvalidParamsError('unknown or expired context')
+        if message.task_id:
+            task = await self.store.get(message.task_id, context)
+            if task is not None and task.status.state in TERMINAL:
+                state = TaskState.Name(task.status.state)
+                raise UnsupportedOperationError(f'Task {task.id} is in terminal state: {state}')
+
+    def _issue(self, context_id: str) -> None:
+        if context_id and context_id not in self.expired:
+            self.issued.add(context_id)
+
+    async def on_message_send(self, params, context):
+        await self._admit(params, context)
+        result = await self.inner.on_message_send(params, context)
+        self._issue(result.context_id)
+        return result
+
+    async def on_message_send_stream(self, params, context):
+        await self._admit(params, context)
+        async with contextlib.aclosing(self.inner.on_message_send_stream(params, context)) as events:
+            async for event in events:
+                self._issue(event.context_id)
+                yield event
+
+    async def on_subscribe_to_task(self, params, context):
+        async with contextlib.aclosing(self.inner.on_subscribe_to_task(params, context)) as events:
+            async for event in events:
+                yield event
+
+    async def on_get_task(self, params, context):
+        return await self.inner.on_get_task(params, context)
+
+    async def on_list_tasks(self, params, context):
+        return await self.inner.on_list_tasks(params, context)
+
+    async def on_cancel_task(self, params, context):
+        return await self.inner.on_cancel_task(params, context)
+
+    async def on_create_task_push_notification_config(self, params, context):
+        return await self.inner.on_create_task_push_notification_config(params, context)
+
+    async def on_get_task_push_notification_config(self, params, context):
+        return await self.inner.on_get_task_push_notification_config(params, context)
+
+    async def on_list_task_push_notification_configs(self, params, context):
+        return await self.inner.on_list_task_push_notification_configs(params, context)
+
+    async def on_delete_task_push_notification_config(self, params, context):
+        return await self.inner.on_delete_task_push_notification_config(params, context)
+
+    async def on_get_extended_agent_card(self, params, context):
+        return await self.inner.on_get_extended_agent_card(params, context)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def all_tasks(self) -> list[Task]:
+        tasks, token, call = [], '', ServerCallContext()
+        while True:
+            page = await self.store.list(ListTasksRequest(page_size=100, page_token=token), call)
+            tasks.extend(page.tasks)
+            token = page.next_page_token
+            if not token:
+                return tasks
+
+
+# --------------------------------------------------------------------------
+# The agent catalogue, cards and routes.
+# --------------------------------------------------------------------------
+
+JSONRPC_1, JSONRPC_03, REST, GRPC = 'jsonrpc', 'jsonrpc-0.3', 'rest', 'grpc'
+DEFAULT_BINDINGS = (JSONRPC_1, REST)
+
+
+@dataclass
+class AgentSpec:
+    name: str
+    description: str
+    script: Script | None  # None: card only, no endpoint
+    examples: tuple[str, ...] = ('hello',)
+    bindings: tuple[str, ...] = DEFAULT_BINDINGS
+    card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect
+    cache_control: str | None = None
+    secure: bool = False
+    refuse_unknown_contexts: bool = False
+    target_url: str | None = None  # foreign / redirect
+
+
+def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
+    specs = [
+        AgentSpec('echo', 'Echoes the text back; "sleep:N" waits N seconds first.', echo, ('hello', 'sleep:0.5')),
+        AgentSpec('memory', 'Remembers things per conversation.', MemoryScript(),
+                  ('remember the milk', 'recall', 'login')),
+        AgentSpec('ask', 'Asks which city before answering.',
+                  interrupting(TaskState.TASK_STATE_INPUT_REQUIRED, 'which city?', 'continued'), ('weather', 'Paris')),
+        AgentSpec('auth', 'Needs a sign-in before answering.',
+                  interrupting(TaskState.TASK_STATE_AUTH_REQUIRED, 'please sign in', 'signed in'), ('my mail',)),
+        AgentSpec('fail', 'Always fails.', ending(TaskState.TASK_STATE_FAILED, 'the backend exploded')),
+        AgentSpec('reject', 'Always rejects.', ending(TaskState.TASK_STATE_REJECTED, 'I will not do that')),
+        AgentSpec('cancelled', 'Cancels its own task.', ending(TaskState.TASK_STATE_CANCELED, 'stopped by the agent')),
+        AgentSpec('refuse', 'Echo that refuses unknown or expired context ids.', echo, refuse_unknown_contexts=True),
+        AgentSpec('stream-chunks', 'One artifact streamed in appended chunks.', stream_chunks),
+        AgentSpec('stream-cumulative', 'One artifact re-sent whole as it grows.', stream_cumulative),
+        AgentSpec('stream-rewrite', 'An artifact that is rewritten once.', stream_rewrite),
+        AgentSpec('stream-multi', 'Two artifacts.', stream_multi),
+        AgentSpec('stream-message', 'Replies with a single message, no task.', stream_message),
+        AgentSpec('stream-status', 'Answers in the final status message only.', stream_status),
+        AgentSpec('stream-snapshot', 'Sends the final state as a Task snapshot.', stream_snapshot),
+        AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
+        AgentSpec('stall', 'Works for 600 seconds.', stall),
+        AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
+        AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
+        AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
+        AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
+        AgentSpec('v03', 'Echo speaking A2A 0.3 JSON-RPC only.', echo, bindings=(JSONRPC_03,)),
+        AgentSpec('v03-legacy', 'Echo with a card holding only 0.3 fields.', echo, bindings=(JSONRPC_03,),
+                  card_style='legacy-fields'),
+        AgentSpec('hybrid', 'Echo speaking JSON-RPC 1.0 and 0.3 on one URL.', echo, bindings=(JSONRPC_1, JSONRPC_03)),
+        AgentSpec('old', 'Echo whose card is only at .well-known/agent.json.', echo, card_style='legacy-path'),
+        AgentSpec('cached', 'Echo whose card may be cached for 1 s.', echo, cache_control='max-age=1'),
+        AgentSpec('secure', 'Echo that needs a bearer token.', echo, secure=True),
+    ]
+    if foreign_url:
+        specs += [
+            AgentSpec('foreign', 'Card pointing at another server.', None, bindings=(), target_url=foreign_url),
+            AgentSpec('redirect', 'Card redirecting to another server.', None, bindings=(),
+                      card_style='redirect', target_url=foreign_url),
+        ]
+    return specs
+
+
+def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
+    home = f'{base}/{spec.name}'
+    urls = {
+        JSONRPC_1: ('JSONRPC', '1.0', f'{home}/'),
+        JSONRPC_03: ('JSONRPC', '0.3', f'{home}/'),
+        REST: ('HTTP+JSON', '1.0', f'{home}/rest'),
+        GRPC: ('GRPC', '1.0', grpc_address),
+    }
+    interfaces = [
+        AgentInterface(protocol_binding=b, protocol_version=v, url=u)
+        for b, v, u in (urls[kind] for kind in spec.bindings)
+    ]
+    if spec.target_url:
+        interfaces = [AgentInterface(protocol_binding='JSONRPC', protocol_version='1.0', url=spec.target_url)]
+    skill = AgentSkill(id=spec.name, name=spec.name, description=spec.description,
+                       tags=['test'], examples=list(spec.examples))
+    card = AgentCard(
+        name=spec.name, description=spec.description, version='1.0.0',
+        supported_interfaces=interfaces,
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=['text/plain'], default_output_modes=['text/plain'],
+        skills=[skill],
+    )
+    if spec.secure:
+        card.security_schemes['bearer'].CopyFrom(
+            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme='bearer')))
+        card.security_requirements.append(SecurityRequirement(schemes={'bearer': StringList()}))
+    return card
+
+
+def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
+    """Card routes, relative to the agent's mount point."""
+    well_known = '/.well-known/agent-card.json'
+    if spec.card_style == 'legacy-path':
+        return create_agent_card_routes(card, card_url='/.well-known/agent.json')
+    if spec.card_style == 'legacy-fields':
+        legacy = to_compat_agent_card(card).model_dump(mode='json', by_alias=True, exclude_none=True)
+        return [Route(well_known, lambda request: JSONResponse(legacy), methods=['GET'])]
+    if spec.card_style == 'redirect':
+        target = f"{spec.target_url.rstrip('/')}{well_known}"
+        return [Route(well_known, lambda request: RedirectResponse(target, status_code=307), methods=['GET'])]
+    return create_agent_card_routes(card, card_url=well_known, cache_control=spec.cache_control)
+
+
+def protocol_routes(spec: AgentSpec, handler: RequestHandler | None) -> list[BaseRoute]:
+    """JSON-RPC at '/', REST under '/rest' (last: it ends with a /{tenant} mount)."""
+    routes: list[BaseRoute] = []
+    if handler is None:
+        return routes
+    compat = JSONRPC_03 in spec.bindings
+    if compat or JSONRPC_1 in spec.bindings:
+        routes += create_jsonrpc_routes(handler, rpc_url='/', enable_v0_3_compat=compat)
+    if REST in spec.bindings:
+        routes += create_rest_routes(handler, path_prefix='/rest')
+    return routes
+
+
+def no_slash_routes(spec: AgentSpec, handler: RequestHandler | None) -> list[BaseRoute]:
+    """JSON-RPC also at '/{name}' without the trailing slash."""
+    if handler is None or not ({JSONRPC_1, JSONRPC_03} & set(spec.bindings)):
+        return []
+    return create_jsonrpc_routes(handler, rpc_url=f'/{spec.name}', enable_v0_3_compat=JSONRPC_03 in spec.bindings)
+
+
+# --------------------------------------------------------------------------
+# Middleware and admin endpoints.
+# --------------------------------------------------------------------------
+
+CARD_PATH = re.compile(r'^/([^/]+)/\.well-known/agent(?:-card)?\.json$')
+
+
+class RequestRecorder:
+    """Records every non-admin request and counts card fetches (status < 400)."""
+
+    def __init__(self, app, obs: Observations):
+        self.app, self.obs = app, obs
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['path'].startswith('/_admin'):
+            return await self.app(scope, receive, send)
+        headers: dict[str, str] = {}
+        for key, value in scope['headers']:
+            name = key.decode('latin-1').lower()
+            text = value.decode('latin-1')
+            headers[name] = f'{headers[name]}, {text}' if name in headers else text
+        entry = {'path': scope['path'], 'method': scope['method'], 'headers': headers}
+        self.obs.requests.append(entry)
+        card = CARD_PATH.match(scope['path'])
+
+        async def observe(message):
+            if message['type'] == 'http.response.start':
+                entry['status'] = message['status']
+                if card and scope['method'] == 'GET' and message['status'] < 400 \
+                        and card.group(1) in self.obs.agent_names:
+                    self.obs.card_fetches[card.group(1)] += 1
+            await send(message)
+
+        await self.app(scope, receive, observe)
+
+
+class BearerGuard:
+    """401 for requests under `prefix` without the bearer token (cards stay public)."""
+
+    def __init__(self, app, prefix: str, token: str):
+        self.app, self.prefix, self.expected = app, prefix, f'Bearer {token}'
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get('path', '')
+        guarded = scope['type'] == 'http' and (path == self.prefix or path.startswith(self.prefix + '/')) \
+            and not CARD_PATH.match(path)
+        if guarded:
+            sent = dict(scope['headers']).get(b'authorization', b'').decode('latin-1')
+            if sent != self.expected:
+                response = JSONResponse({'error': 'unauthorized', 'detail': 'missing or wrong bearer token'},
+                                        status_code=401, headers={'WWW-Authenticate': 'Bearer'})
+                return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
+def admin_routes(obs: Observations) -> list[BaseRoute]:
+    async def stats(request: Request):
+        return JSONResponse({
+            'card_fetches': {n: obs.card_fetches[n] for n in obs.agent_names},
+            'messages': {n: obs.messages[n] for n in obs.agent_names},
+        })
+
+    async def headers(request: Request):
+        if request.method == 'DELETE':
+            obs.requests.clear()
+            return JSONResponse({'cleared': True})
+        return JSONResponse(obs.requests)
+
+    async def forget(request: Request):
+        count, call = 0, ServerCallContext()
+        for handler in obs.handlers.values():
+            for task in await handler.all_tasks():
+                await handler.store.delete(task.id, call)
+                count += 1
+        return JSONResponse({'forgotten': count})
+
+    async def finish(request: Request):
+        count, call = 0, ServerCallContext()
+        for handler in obs.handlers.values():
+            for task in await handler.all_tasks():
+                if task.status.state in INTERRUPTED:
+                    task.status.state = TaskState.TASK_STATE_COMPLETED
+                    task.status.timestamp.GetCurrentTime()
+                    await handler.store.save(task, call)
+                    count += 1
+        return JSONResponse({'finished': count})
+
+    async def expire(request: Request):
+        for handler in obs.handlers.values():
+            handler.expire_contexts()
+        return JSONResponse({'expired': True})
+
+    async def release(request: Request):
+        obs.release.set()
+        return JSONResponse({'released': True})
+
+    return [
+        Route('/_admin/stats', stats, methods=['GET']),
+        Route('/_admin/headers', headers, methods=['GET', 'DELETE']),
+        Route('/_admin/forget', forget, methods=['POST']),
+        Route('/_admin/finish', finish, methods=['POST']),
+        Route('/_admin/expire', expire, methods=['POST']),
+        Route('/_admin/release', release, methods=['POST']),
+    ]
+
+
+def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server, grpc_address: str):
+    top: list[BaseRoute] = admin_routes(obs)
+    mounts: list[BaseRoute] = []
+    for spec in specs:
+        obs.agent_names.append(spec.name)
+        card = build_card(spec, base, grpc_address)
+        handler = None
+        if spec.script is not None:
+            store = InMemoryTaskStore()
+            inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script), task_store=store,
+                                          agent_card=card)
+            handler = ObservedHandler(spec.name, inner, store, obs, spec.refuse_unknown_contexts)
+            obs.handlers[spec.name] = handler
+            if GRPC in spec.bindings:
+                a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        top += no_slash_routes(spec, handler)
+        mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
+    app = Starlette(routes=top + mounts)
+    app = BearerGuard(app, '/secure', BEARER_TOKEN)
+    return RequestRecorder(app, obs)
+
+
+# --------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('port', nargs='?', type=int, default=0, help='HTTP port (0: pick a free one)')
+    parser.add_argument('--grpc-port', type=int, default=0, help='gRPC port (0: pick a free one)')
+    parser.add_argument('--foreign-url', default=None, help='URL for the foreign / redirect agents')
+    return parser.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> None:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio then enables TCP_NODELAY
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(('127.0.0.1', args.port))
+    base = f'http://127.0.0.1:{sock.getsockname()[1]}'
+
+    grpc_server = grpc.aio.server()
+    grpc_port = grpc_server.add_insecure_port(f'127.0.0.1:{args.grpc_port}')
+    grpc_address = f'127.0.0.1:{grpc_port}'
+
+    obs = Observations()
+    app = build_app(agent_catalogue(obs, args.foreign_url), obs, base, grpc_server, grpc_address)
+    config = uvicorn.Config(app, log_level='warning', access_log=False, lifespan='off',
+                            timeout_graceful_shutdown=0.5)
+    server = uvicorn.Server(config)
+
+    def stop(*_):
+        server.should_exit = True
+
+    # uvicorn installs its own handlers while serving, then restores these and
+    # re-raises the signal; ours only set a flag, so the process exits with 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+    await grpc_server.start()
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.01)
+    if server.started:
+        print(json.dumps({'url': base, 'grpc': grpc_address}), flush=True)
+    try:
+        await serving
+    finally:
+        await grpc_server.stop(grace=0.2)
+        closing = asyncio.gather(*(h.aclose() for h in obs.handlers.values()), return_exceptions=True)
+        with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+            await asyncio.wait_for(closing, 1.0)
+
+
+def main(argv=None) -> None:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    asyncio.run(serve(parse_args(argv)))
+
+
+if __name__ == '__main__':
+    main()
+    # Everything is shut down by now. Tearing down the interpreter (the SDK
+    # pulls in fastapi, sqlalchemy, pydantic) would take another ~0.5 s.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

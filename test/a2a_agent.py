@@ -53,7 +53,8 @@ Card / transport variants (echo behaviour):
 
 Admin endpoints (plain JSON):
   GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}}
-  GET    /_admin/headers  every request received (admin excluded); DELETE clears
+  GET    /_admin/headers  every request received (admin excluded; gRPC calls too, with
+                          their metadata as headers); DELETE clears
   POST   /_admin/forget   empty every task store (agent restart that lost tasks)
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
@@ -643,6 +644,19 @@ class RequestRecorder:
         await self.app(scope, receive, observe)
 
 
+class GrpcRecorder(grpc.aio.ServerInterceptor):
+    """Records gRPC calls in the same log: path = the gRPC method, headers = its metadata."""
+
+    def __init__(self, obs: Observations):
+        self.obs = obs
+
+    async def intercept_service(self, continuation, handler_call_details):
+        self.obs.requests.append({'path': handler_call_details.method, 'method': 'GRPC',
+                                  'headers': {k: v for k, v in handler_call_details.invocation_metadata
+                                              if isinstance(v, str)}})
+        return await continuation(handler_call_details)
+
+
 class BearerGuard:
     """401 for requests under `prefix` without the bearer token (cards stay public)."""
 
@@ -754,11 +768,10 @@ async def serve(args: argparse.Namespace) -> None:
     sock.bind(('127.0.0.1', args.port))
     base = f'http://127.0.0.1:{sock.getsockname()[1]}'
 
-    grpc_server = grpc.aio.server()
+    obs = Observations()
+    grpc_server = grpc.aio.server(interceptors=[GrpcRecorder(obs)])
     grpc_port = grpc_server.add_insecure_port(f'127.0.0.1:{args.grpc_port}')
     grpc_address = f'127.0.0.1:{grpc_port}'
-
-    obs = Observations()
     app = build_app(agent_catalogue(obs, args.foreign_url), obs, base, grpc_server, grpc_address)
     config = uvicorn.Config(app, log_level='warning', access_log=False, lifespan='off',
                             timeout_graceful_shutdown=0.5)

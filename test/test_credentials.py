@@ -56,3 +56,25 @@ def test_the_credential_never_shows_in_reprs():
 ])
 def test_origins_normalise_default_ports(url, origin):
     assert origin_of(url) == origin
+
+
+def grpc_calls(agent):
+    return [h for h in agent.headers() if h["method"] == "GRPC"]
+
+
+def test_a_grpc_interface_on_another_origin_gets_no_credential(agent):
+    agent.clear_headers()
+    with A2AClient(agent.agent("grpc-only"), auth_header="Bearer s3cret") as client:
+        assert client.send_task("hello").startswith("echo[")
+    calls = grpc_calls(agent)
+    assert calls and all("authorization" not in c["headers"] for c in calls)
+
+
+def test_a_trusted_grpc_origin_gets_the_credential_as_metadata(agent):
+    agent.clear_headers()
+    with A2AClient(agent.agent("grpc-only"), auth_header="Bearer s3cret", trusted_origins=[agent.grpc],
+                   streaming=True) as client:
+        assert client.send_task("hello").startswith("echo[")
+        assert "".join(client.stream_task("again")).startswith("echo[")
+    calls = grpc_calls(agent)
+    assert len(calls) == 2 and all(c["headers"].get("authorization") == "Bearer s3cret" for c in calls)

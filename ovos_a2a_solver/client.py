@@ -115,13 +115,13 @@ class A2AClient:
         Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
         rejected or canceled the task.
         """
-        return "".join(self.stream_task(text, session_id, _stream=self.streaming))
+        return "".join(self.stream_task(text, session_id))
 
-    def stream_task(self, text: str, session_id: str | None = None, *, _stream: bool | None = None) -> Iterator[str]:
+    def stream_task(self, text: str, session_id: str | None = None) -> Iterator[str]:
         """Send ``text``; yield the answer's text as it arrives (one piece when not streaming)."""
-        self._check_text(text)
-        streaming = self.streaming if _stream is None else _stream
-        return BACKGROUND.iterate(lambda: self._turn(text, session_id, streaming))
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text must be a non-empty string")
+        return BACKGROUND.iterate(lambda: self._turn(text, session_id))
 
     def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""
@@ -158,11 +158,6 @@ class A2AClient:
 
     # ---- internals ----------------------------------------------------------------
 
-    @staticmethod
-    def _check_text(text: str) -> None:
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("text must be a non-empty string")
-
     def _get_connection(self) -> AgentConnection:
         with self._lock:
             if self._closed:
@@ -196,7 +191,7 @@ class A2AClient:
             raise A2AClientError(f"{method} is not available over this agent's transport "
                                  f"(A2A 0.3 agents cannot list tasks)") from exc
 
-    async def _turn(self, text: str, session_id: str | None, streaming: bool) -> AsyncIterator[str]:
+    async def _turn(self, text: str, session_id: str | None) -> AsyncIterator[str]:
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
@@ -207,7 +202,7 @@ class A2AClient:
             async with timeout(self.timeout):
                 for attempt in (1, 2):
                     try:
-                        client = await connection.client(streaming)
+                        client = await connection.client(self.streaming)
                         async for event in client.send_message(SendMessageRequest(message=message)):
                             for piece in answer.feed(event):
                                 yield piece

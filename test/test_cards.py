@@ -93,3 +93,16 @@ def test_a_missing_card_says_where_it_looked(agent):
         with pytest.raises(AgentCardResolutionError) as info:
             client.fetch_agent_card()
     assert "agent-card.json" in str(info.value) and info.value.status_code == 404
+
+
+def test_a_card_the_signature_verifier_rejects_is_not_used(agent):
+    seen = []
+
+    def verifier(card):
+        seen.append(card.name)
+        raise ValueError("no valid signature")
+
+    with A2AClient(agent.agent("echo"), signature_verifier=verifier) as client:
+        with pytest.raises(AgentCardResolutionError) as info:
+            client.send_task("hello")
+    assert seen == ["echo"] and "signature" in str(info.value)

@@ -77,6 +77,13 @@ class A2AChatEngine(ChatEngine):
 
         yield from stream_sentences(self.stream_tokens(messages, session_id, lang, units))
 
+    def has_open_task(self, session_id: str) -> bool:
+        """Whether the agent waits for this session's user (input-required / auth-required)."""
+        if self._client is None:
+            return False
+        conversation = self._client.conversation(session_id)
+        return bool(conversation and conversation.task_id)
+
     def shutdown(self) -> None:
         """Close the connection to the agent."""
         with self._lock:

@@ -29,12 +29,17 @@ def ask(persona, text, session):
     return persona.chat([AgentMessage(role=MessageRole.USER, content=text)], session)
 
 
-def test_every_example_is_valid_json_with_the_plugin_configured():
-    files = sorted(EXAMPLES.glob("*.json"))
+def test_every_remote_example_is_valid_json_with_the_plugin_configured():
+    files = sorted(EXAMPLES.glob("remote-*.json"))
     assert len(files) >= 3
     for path in files:
         config = json.loads(path.read_text())
         assert "ovos-a2a-solver" in config["handlers"] and config["ovos-a2a-solver"]["agent_url"]
+
+
+def test_the_bridges_embedded_persona_is_the_offline_example():
+    from ovos_a2a_solver.bridge.backends import DEFAULT_PERSONA
+    assert json.loads(DEFAULT_PERSONA.read_text()) == json.loads((EXAMPLES / "offline-rivescript.json").read_text())
 
 
 def test_the_persona_speaks_the_agents_answer(agent):

@@ -1,0 +1,120 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The bridge's Starlette app: cards, JSON-RPC (1.0 and 0.3 on one URL), HTTP+JSON, health.
+
+Routes (``/a2a`` is the path of ``base_url``):
+
+* ``/.well-known/agent-card.json``, ``/.well-known/agent.json`` and the same under ``/a2a``
+* ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
+* ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
+* ``GET /health``: ``{"ok": true, ...}``
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import DatabaseTaskStore
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import create_async_engine
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ovos_a2a_solver.bridge.backends import Backend
+from ovos_a2a_solver.bridge.cards import build_card
+from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.executor import PersonaExecutor
+from ovos_a2a_solver.bridge.handler import BridgeRequestHandler
+from ovos_a2a_solver.bridge.operations import OperationLog
+from ovos_a2a_solver.bridge.security import Guard
+from ovos_a2a_solver.bridge.turns import TurnRegistry
+from ovos_a2a_solver.version import __version__
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def make_engine(url: str):
+    """An async SQLAlchemy engine; SQLite gets WAL (durable across crashes, readers never block)."""
+    if url.startswith("sqlite"):
+        database = url.split(":///", 1)[-1]
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(connection, _record):
+            cursor = connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    return create_async_engine(url, pool_pre_ping=True)
+
+
+class Bridge:
+    """Everything one bridge process serves; ``app`` is the ASGI application."""
+
+    def __init__(self, settings: BridgeSettings, backend: Backend) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.card = build_card(settings, backend)
+        self.engine = make_engine(settings.database_url)
+        self.task_store = DatabaseTaskStore(self.engine)
+        self.operations = OperationLog(self.engine, settings.replica)
+        self.turns = TurnRegistry()
+        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store,
+                                        on_bound=self._bound, on_finished=self._finished)
+        self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
+                                                 agent_card=self.card)
+        self.handler = BridgeRequestHandler(self.sdk_handler, self.operations, self.turns, self.task_store, settings)
+        self.app = Guard(Starlette(routes=self._routes(), lifespan=self._lifespan), settings)
+
+    async def _bound(self, key: str, task_id: str, context_id: str) -> None:
+        await self.handler.operation_bound(key, task_id, context_id)
+
+    async def _finished(self, key: str) -> None:
+        await self.handler.operation_finished(key)
+
+    def _routes(self) -> list:
+        path = urlsplit(self.settings.public_url).path.rstrip("/") or ""
+        routes: list = [Route("/health", self._health, methods=["GET"])]
+        for prefix in dict.fromkeys(["", path]):
+            for card_path in CARD_PATHS:
+                routes += create_agent_card_routes(self.card, card_url=prefix + card_path,
+                                                   cache_control="max-age=300")
+        for rpc_url in dict.fromkeys([path or "/", path + "/"]):
+            routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True)
+        routes += create_rest_routes(self.handler, path_prefix=path + "/rest")  # last: it mounts /{tenant}
+        return routes
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, _app):
+        await self.task_store.initialize()
+        await self.operations.initialize()
+        await self.handler.recover_interrupted()
+        try:
+            yield
+        finally:
+            await self.sdk_handler.aclose()
+            await self.engine.dispose()
+
+    async def _health(self, _request):
+        try:
+            async with self.engine.connect() as conn:
+                await asyncio.wait_for(conn.execute(text("SELECT 1")), 2)
+            store = "ok"
+        except Exception as exc:  # any database failure is reported, not raised
+            store = f"error: {type(exc).__name__}"
+        return JSONResponse({"ok": store == "ok", "version": __version__, "store": store,
+                             "persona": self.card.name, "running": len(self.turns)},
+                            status_code=200 if store == "ok" else 503)

@@ -1,0 +1,162 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What answers behind the bridge: an OVOS persona, or (for tests and benchmarks) an echo.
+
+A backend turns one user message of one session into sentences. ``reply`` is a plain
+generator run in a worker thread: the bridge pulls one sentence at a time, so a turn can
+be stopped between sentences.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_PERSONA = Path(__file__).resolve().parent.parent / "personas" / "default.json"
+
+
+class NoAnswerError(RuntimeError):
+    """The backend produced no text; ``str()`` says why if it knows."""
+
+
+class NeedsInput(str):
+    """A sentence that is a question back to the user: the task waits for their answer."""
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One thing the backend can do, for the card's skill list."""
+
+    id: str
+    name: str
+    description: str
+
+
+class Backend(Protocol):
+    """The interface the bridge needs from whatever answers."""
+
+    name: str
+    description: str
+
+    def capabilities(self) -> list[Capability]:
+        """What the backend really has (one per persona handler)."""
+
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
+        """The answer's sentences, in order. Raise to fail the turn."""
+
+
+class PersonaBackend:
+    """An ovos-persona ``Persona``; the A2A contextId is its session."""
+
+    def __init__(self, config: dict) -> None:
+        from ovos_persona import Persona
+
+        self.config = config
+        self.name = config.get("name") or "OVOS persona"
+        self.description = config.get("description") or f"The OVOS persona {self.name}."
+        self.persona = Persona(self.name, config)
+        self._handlers = list(config.get("handlers") or config.get("solvers") or [])
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike | None) -> "PersonaBackend":
+        """Load a persona JSON file (the embedded default persona when ``path`` is None)."""
+        path = Path(path) if path else DEFAULT_PERSONA
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read persona file {path}: {exc}") from exc
+        if not isinstance(config, dict):
+            raise ValueError(f"persona file {path} is not a JSON object")
+        config.setdefault("name", path.stem)
+        return cls(config)
+
+    def capabilities(self) -> list[Capability]:
+        return [Capability(id=h, name=h, description=f"Answers through the OVOS plugin {h}.")
+                for h in self._handlers]
+
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
+        from ovos_bus_client.session import Session
+
+        session = Session(session_id)
+        if lang:
+            session.lang = lang
+        messages = self.persona.get_messages(text, session)
+        said = []
+        for sentence in self.persona.stream(messages, session):
+            if sentence and sentence.strip():
+                said.append(sentence.strip())
+                yield sentence.strip()
+        if not said:
+            error = getattr(self.persona.solvers, "last_error", None)
+            raise NoAnswerError(f"the persona had no answer ({error})" if error else "the persona had no answer")
+        self.persona.remember(text, " ".join(said), session)
+        if self._relay_waits_for_user(session_id):
+            yield NeedsInput("")
+
+    def _relay_waits_for_user(self, session_id: str) -> bool:
+        """Whether a relaying handler (this package's A2A plugin) left its remote task
+        waiting for the user: then this task waits too, and the next message continues it."""
+        from ovos_a2a_solver.engine import A2AChatEngine
+
+        for handler in self.persona.solvers.loaded_modules.values():
+            if isinstance(handler, A2AChatEngine) and handler.has_open_task(session_id):
+                return True
+        return False
+
+
+class EchoBackend:
+    """A scripted backend for tests, demos and benchmarks; no OVOS needed.
+
+    ``"echo: <text>"`` per message, with commands: ``sleep:N`` (one uninterruptible step of
+    N s), ``slow:N`` (five sentences, N s apart), ``ask:Q`` (asks Q back: input-required),
+    ``fail``, ``empty``, ``remember X`` /
+    ``recall`` (per session). If ``call_log`` is set, each call appends a line there.
+    """
+
+    name = "echo"
+    description = "Echoes what it is told (a test backend)."
+
+    def __init__(self, call_log: str | None = None) -> None:
+        self.call_log = call_log
+        self.calls = 0
+        self._memory: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def capabilities(self) -> list[Capability]:
+        return [Capability(id="echo", name="echo", description="Repeats the message.")]
+
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
+        with self._lock:
+            self.calls += 1
+            if self.call_log:
+                with open(self.call_log, "a", encoding="utf-8") as log:
+                    log.write(json.dumps({"session": session_id, "text": text}) + "\n")
+        command, _, arg = text.strip().partition(":")
+        if command == "sleep":
+            time.sleep(float(arg or 1))
+        elif command == "slow":
+            for n in range(5):
+                yield f"Sentence {n + 1}."
+                time.sleep(float(arg or 1))
+            return
+        elif command == "ask":
+            yield NeedsInput(arg.strip() or "which one?")
+            return
+        elif text == "fail":
+            raise RuntimeError("the echo backend was told to fail")
+        elif text == "empty":
+            return
+        elif text.startswith("remember "):
+            self._memory[session_id] = text[len("remember "):]
+            yield f"ok, I will remember {self._memory[session_id]}."
+            return
+        elif text == "recall":
+            remembered = self._memory.get(session_id)
+            yield f"you told me {remembered}." if remembered else "I remember nothing."
+            return
+        yield f"echo: {text}"

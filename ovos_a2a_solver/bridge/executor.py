@@ -1,0 +1,186 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The AgentExecutor: one A2A message -> one persona turn -> task events.
+
+Each sentence becomes an appended chunk of one ``answer`` artifact as soon as the
+persona says it (the artifact's parts joined with "" are the answer's text). While the
+persona is quiet the task says "still working" every ``heartbeat`` seconds. Every ending
+is a task state, never a protocol error: ``completed``; ``failed`` with the reason;
+``input-required`` when the persona asks back; ``canceled`` only for work that stopped.
+When the per-message ``deadline`` passes, the task stays ``working`` with a message that
+the outcome is unknown; should the persona answer later, that answer is stored then.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+from a2a.helpers import new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import Artifact, Message, Part, Role, TaskState
+from a2a.utils.errors import TaskNotCancelableError
+
+from ovos_a2a_solver.bridge.backends import Backend, NeedsInput, NoAnswerError
+from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnRegistry
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+ANSWER_ARTIFACT = "answer"
+OPERATION_KEY = "ovos_a2a.operation"  # ServerCallContext.state key set by the request handler
+
+
+class PersonaExecutor(AgentExecutor):
+    """Runs persona turns for the a2a-sdk request handler."""
+
+    def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
+                 task_store: TaskStore,
+                 on_bound: Callable[[str, str, str], Awaitable[None]],
+                 on_finished: Callable[[str], Awaitable[None]]) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.turns = turns
+        self.task_store = task_store
+        self._on_bound = on_bound
+        self._on_finished = on_finished
+        self._late: set[asyncio.Task] = set()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        if task is None:
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        key = (context.call_context.state.get(OPERATION_KEY) if context.call_context else None)
+        if key:
+            await self._on_bound(key, task.id, task.context_id)
+        try:
+            await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
+            text = context.get_user_input()
+            lang = _lang_of(context)
+            loop = asyncio.get_running_loop()
+            turn = Turn(lambda: self.backend.reply(text, task.context_id, lang), loop).start()
+            self.turns.add(task.id, turn)
+            finished = await self._relay(turn, updater)
+            if not finished:  # deadline: the turn goes on; keep it cancellable, adopt its late answer
+                self._adopt_late_answer(turn, task.id, context.call_context)
+            else:
+                self.turns.discard(task.id, turn)
+        finally:
+            if key:
+                await self._on_finished(key)
+
+    async def _relay(self, turn: Turn, updater: TaskUpdater) -> bool:
+        """Turn events -> task events. False when the deadline passed with the turn still running."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + self.settings.deadline
+        said: list[str] = []
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
+                    f"No answer within {self.settings.deadline:g} s: the outcome is unknown; the persona may "
+                    f"still be working. Ask for this task again later."))
+                return False
+            try:
+                event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
+            except asyncio.TimeoutError:
+                if loop.time() < deadline:
+                    await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
+                        f"Still working ({loop.time() - started:.0f} s)."))
+                continue
+            if event.kind == "sentence" and isinstance(event.text, NeedsInput):
+                question = str(event.text) or " ".join(said)
+                if said:
+                    await _close_answer(updater)
+                await updater.requires_input(_agent_message(question or "Please say more."))
+                return True
+            if event.kind == "sentence":
+                await updater.add_artifact([Part(text=" " + event.text if said else event.text)],
+                                           artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                           append=bool(said), last_chunk=False)
+                said.append(event.text)
+            elif event.kind == "done":
+                if said:
+                    await _close_answer(updater)
+                    await updater.complete()
+                else:
+                    await updater.failed(_agent_message("The persona had no answer."))
+                return True
+            elif event.kind == "error":
+                await updater.failed(_agent_message(_reason(event)))
+                return True
+            else:  # stopped: cancel() reports the canceled state
+                return True
+
+    def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None) -> None:
+        async def adopt() -> None:
+            sentences = []
+            while True:
+                event = await turn.events.get()
+                if event.kind == "sentence" and not isinstance(event.text, NeedsInput):
+                    sentences.append(event.text)
+                elif event.kind != "sentence":
+                    break
+            self.turns.discard(task_id, turn)
+            if event.kind == "stopped" or call_context is None:
+                return
+            task = await self.task_store.get(task_id, call_context)
+            if task is None or task.status.state != TaskState.TASK_STATE_WORKING:
+                return  # canceled, or otherwise settled meanwhile: the late result must not overwrite it
+            if event.kind == "done" and sentences:
+                task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                               parts=[Part(text=" ".join(sentences))]))
+                task.status.state = TaskState.TASK_STATE_COMPLETED
+                task.status.message.CopyFrom(_agent_message("Answered after the deadline.", task))
+            else:
+                task.status.state = TaskState.TASK_STATE_FAILED
+                task.status.message.CopyFrom(_agent_message(
+                    _reason(event) if event.kind == "error" else "The persona had no answer.", task))
+            task.status.timestamp.GetCurrentTime()
+            await self.task_store.save(task, call_context)
+            LOG.info("task %s: late outcome stored (%s)", task_id, TaskState.Name(task.status.state))
+
+        late = asyncio.get_running_loop().create_task(adopt())
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        turn = self.turns.get(context.task_id or "")
+        if turn is not None and turn.running and not await turn.stop(self.settings.cancel_grace):
+            # the request handler checks this before it lets the SDK cancel; this is the backstop
+            raise TaskNotCancelableError(message="The persona is in a step that cannot be interrupted.")
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
+
+
+async def _close_answer(updater: TaskUpdater) -> None:
+    """The answer's last chunk: empty text, ``lastChunk`` set."""
+    await updater.add_artifact([Part(text="")], artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                               append=True, last_chunk=True)
+
+
+def _agent_message(text: str, task=None) -> Message:
+    message = Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
+    if task is not None:
+        message.task_id, message.context_id = task.id, task.context_id
+    return message
+
+
+def _reason(event: TurnEvent) -> str:
+    error = event.error
+    if isinstance(error, NoAnswerError):
+        return str(error).capitalize() + "."
+    return f"The persona failed: {type(error).__name__}: {error}"
+
+
+def _lang_of(context: RequestContext) -> str | None:
+    metadata = context.metadata or {}
+    lang = metadata.get("lang") if isinstance(metadata, dict) else None
+    return lang if isinstance(lang, str) and lang else None

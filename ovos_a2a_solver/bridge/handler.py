@@ -1,0 +1,307 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The request handler: the a2a-sdk's ``DefaultRequestHandler``, wrapped (never patched).
+
+Before a message reaches the SDK it is claimed as an operation (see ``operations``):
+a message delivered again (a retry, a reconnect, 20 concurrent duplicates) is replayed
+from its first delivery, never worked on twice; the same messageId with other content or
+another context is refused. A message naming a task that is still working is refused
+(only a task waiting for input takes a follow-up), so a late result can never overwrite a
+newer one. Past ``max_concurrent`` running turns the answer is "busy", at once.
+
+A cancel is honest: the persona turn is stopped first, and only once it stopped does the
+SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
+on. Work cut short by a crash or ``kill -9`` is marked ``failed`` on the next start.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncGenerator
+
+from a2a.auth.user import UnauthenticatedUser, User
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.request_handler import validate_request_params
+from a2a.server.tasks import TaskStore
+from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, SendMessageRequest,
+                       SubscribeToTaskRequest, Task, TaskState)
+from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
+                              UnsupportedOperationError)
+
+from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.executor import OPERATION_KEY
+from ovos_a2a_solver.bridge.operations import Operation, OperationLog, content_digest, operation_key
+from ovos_a2a_solver.bridge.turns import TurnRegistry
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
+                      TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED})
+SETTLED = TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
+POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
+
+
+class Owner(User):
+    """An authenticated caller, as the stores know it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+def call_context_for(owner: str) -> ServerCallContext:
+    """A call context that reads and writes the stores as ``owner``."""
+    return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
+
+
+class BridgeRequestHandler(RequestHandler):
+    """Replay, supersession, busy and honest cancel around the SDK's request handler."""
+
+    def __init__(self, inner: RequestHandler, operations: OperationLog, turns: TurnRegistry,
+                 task_store: TaskStore, settings: BridgeSettings) -> None:
+        self.inner = inner
+        self.operations = operations
+        self.turns = turns
+        self.task_store = task_store
+        self.settings = settings
+        # operations admitted in this process and not finished: their task id, and their end
+        self._bound: dict[str, asyncio.Future] = {}
+        self._finished: dict[str, asyncio.Event] = {}
+
+    # ---- callbacks from the executor ---------------------------------------------------
+
+    async def operation_bound(self, key: str, task_id: str, context_id: str) -> None:
+        await self.operations.bind(key, task_id, context_id)
+        future = self._bound.setdefault(key, asyncio.get_running_loop().create_future())
+        if not future.done():
+            future.set_result(task_id)
+
+    async def operation_finished(self, key: str) -> None:
+        await self.operations.finish(key)
+        self._bound.pop(key, None)
+        event = self._finished.pop(key, None)
+        if event is not None:
+            event.set()
+
+    # ---- messages ----------------------------------------------------------------------
+
+    @validate_request_params
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        claim = await self._admit(params, context)
+        if claim is not None:
+            return await self._replay(claim, params, context)
+        try:
+            return await self.inner.on_message_send(params, context)
+        finally:
+            await self._settle_admission(context)
+
+    @validate_request_params
+    async def on_message_send_stream(self, params: SendMessageRequest,
+                                     context: ServerCallContext) -> AsyncGenerator:
+        claim = await self._admit(params, context)
+        if claim is not None:
+            async for event in self._replay_stream(claim, context):
+                yield event
+            return
+        try:
+            async for event in self.inner.on_message_send_stream(params, context):
+                yield event
+        finally:
+            await self._settle_admission(context)
+
+    async def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> Operation | None:
+        """Claim the message; return the earlier claim if it was delivered before."""
+        message = params.message
+        owner = resolve_user_scope(context)
+        claim = await self.operations.claim(owner, message, message.context_id)
+        if claim is not None:
+            same_context = not message.context_id or not claim.context_id or message.context_id == claim.context_id
+            if claim.content != content_digest(message) or not same_context:
+                raise InvalidParamsError(message=f"messageId {message.message_id!r} was already accepted with "
+                                                 f"different content or context")
+            return claim
+        key = operation_key(owner, message.task_id, message.message_id)
+        try:
+            if message.task_id:
+                task = await self.task_store.get(message.task_id, context)
+                if task is not None and task.status.state not in SETTLED:
+                    raise UnsupportedOperationError(
+                        message=f"Task {message.task_id} is still working on an earlier message; send a "
+                                f"follow-up once it is answered, or without taskId in the same context.")
+            if len(self._finished) >= self.settings.max_concurrent:
+                raise InternalError(message=f"The bridge is busy ({len(self._finished)} messages in progress); "
+                                            f"retry later.")
+        except BaseException:
+            await self.operations.release(key)
+            raise
+        context.state[OPERATION_KEY] = key
+        self._bound[key] = asyncio.get_running_loop().create_future()
+        self._finished[key] = asyncio.Event()
+        return None
+
+    async def _settle_admission(self, context: ServerCallContext) -> None:
+        """After the SDK returned: a message it refused before creating a task is forgotten."""
+        key = context.state.get(OPERATION_KEY)
+        future = self._bound.get(key)
+        if future is not None and not future.done():
+            future.cancel()
+            self._bound.pop(key, None)
+            event = self._finished.pop(key, None)
+            if event is not None:
+                event.set()
+            await self.operations.release(key)
+
+    async def _task_of(self, claim: Operation) -> str:
+        """The task of a claimed operation, waiting for its first delivery to create it."""
+        if claim.task_id:
+            return claim.task_id
+        future = self._bound.get(claim.key)
+        deadline = asyncio.get_running_loop().time() + self.settings.deadline
+        while True:
+            if future is not None:
+                try:
+                    return await asyncio.shield(future)
+                except asyncio.CancelledError:
+                    if future.cancelled():
+                        raise InvalidParamsError(message="the first delivery of this message was refused") from None
+                    raise
+            current = await self.operations.get(claim.key)
+            if current is None:
+                raise InvalidParamsError(message="the first delivery of this message was refused")
+            if current.task_id:
+                return current.task_id
+            if asyncio.get_running_loop().time() > deadline:
+                raise InternalError(message="the first delivery of this message has not started its task")
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _wait_finished(self, claim: Operation) -> None:
+        """Until the operation's work is over (in this process, or in another sharing the database)."""
+        event = self._finished.get(claim.key)
+        while True:
+            if event is not None:
+                await event.wait()
+                return
+            current = await self.operations.get(claim.key)
+            if current is None or current.done:
+                return
+            await asyncio.sleep(POLL_SECONDS)
+
+    async def _replay(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        task_id = await self._task_of(claim)
+        if not params.configuration.return_immediately:
+            await self._wait_finished(claim)
+        request = GetTaskRequest(id=task_id)
+        if params.configuration.HasField("history_length"):
+            request.history_length = params.configuration.history_length
+        return await self.inner.on_get_task(request, context)
+
+    async def _replay_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
+        task_id = await self._task_of(claim)
+        current = await self.operations.get(claim.key)
+        if current is None or not current.done:
+            try:
+                async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
+                    yield event
+                    if _settles(event):
+                        return
+                return
+            except (UnsupportedOperationError, TaskNotFoundError):
+                pass  # finished meanwhile: the stored task is the answer
+        yield await self.inner.on_get_task(GetTaskRequest(id=task_id), context)
+
+    # ---- cancel ------------------------------------------------------------------------
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        task = await self.task_store.get(params.id, context)
+        if task is None:
+            raise TaskNotFoundError(message=f"Task {params.id} not found")
+        if task.status.state in TERMINAL:
+            raise TaskNotCancelableError(message=f"Task {params.id} is already {_state(task)}")
+        turn = self.turns.get(params.id)
+        if turn is not None and turn.running:
+            if not await turn.stop(self.settings.cancel_grace):
+                raise TaskNotCancelableError(
+                    message=f"The persona could not be stopped within {self.settings.cancel_grace:g} s (it is in "
+                            f"a step that cannot be interrupted); the task goes on.")
+            if turn.outcome is not None and turn.outcome.kind != "stopped":
+                await asyncio.sleep(0.05)  # let the executor record the outcome it reached meanwhile
+                task = await self.task_store.get(params.id, context)
+                raise TaskNotCancelableError(message=f"Task {params.id} finished before it could be canceled: "
+                                                     f"{_state(task)}")
+        return await self.inner.on_cancel_task(params, context)
+
+    # ---- start-up recovery -------------------------------------------------------------
+
+    async def recover_interrupted(self) -> int:
+        """Mark work cut short by an earlier crash as failed; return how many tasks."""
+        count = 0
+        for operation in await self.operations.interrupted():
+            if operation.task_id:
+                context = call_context_for(operation.owner)
+                task = await self.task_store.get(operation.task_id, context)
+                if task is not None and task.status.state not in SETTLED:
+                    task.status.state = TaskState.TASK_STATE_FAILED
+                    task.status.message.CopyFrom(_interrupted_message(task))
+                    task.status.timestamp.GetCurrentTime()
+                    await self.task_store.save(task, context)
+                    count += 1
+            await self.operations.finish(operation.key)
+        if count:
+            LOG.warning("%d task(s) were interrupted by a restart and are now failed", count)
+        return count
+
+    # ---- everything else: the SDK's own ----------------------------------------------------
+
+    async def on_get_task(self, params, context):
+        return await self.inner.on_get_task(params, context)
+
+    async def on_list_tasks(self, params, context):
+        return await self.inner.on_list_tasks(params, context)
+
+    async def on_subscribe_to_task(self, params, context):
+        async for event in self.inner.on_subscribe_to_task(params, context):
+            yield event
+
+    async def on_create_task_push_notification_config(self, params, context):
+        return await self.inner.on_create_task_push_notification_config(params, context)
+
+    async def on_get_task_push_notification_config(self, params, context):
+        return await self.inner.on_get_task_push_notification_config(params, context)
+
+    async def on_list_task_push_notification_configs(self, params, context):
+        return await self.inner.on_list_task_push_notification_configs(params, context)
+
+    async def on_delete_task_push_notification_config(self, params, context):
+        return await self.inner.on_delete_task_push_notification_config(params, context)
+
+    async def on_get_extended_agent_card(self, params, context):
+        return await self.inner.on_get_extended_agent_card(params, context)
+
+
+def _state(task: Task | None) -> str:
+    if task is None:
+        return "gone"
+    return TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
+def _settles(event) -> bool:
+    if isinstance(event, Task):
+        return event.status.state in SETTLED
+    status = getattr(event, "status", None)
+    return status is not None and status.state in SETTLED
+
+
+def _interrupted_message(task: Task) -> Message:
+    return Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task.id, context_id=task.context_id,
+                   parts=[Part(text="Interrupted by a restart of the bridge before the persona answered; "
+                                    "the answer was lost. Please ask again.")])

@@ -1,0 +1,63 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Run the bridge: bind, build, serve until a signal."""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import socket
+import sys
+
+from ovos_a2a_solver.bridge.config import BridgeSettings
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket; ``proto`` is set so that asyncio turns on TCP_NODELAY
+    (without it every keep-alive response waits ~40 ms for a delayed ACK)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    return sock
+
+
+def load_backend(settings: BridgeSettings, kind: str = "persona"):
+    """The backend named by ``kind``: ``persona`` (the settings' persona file) or ``echo``."""
+    from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend
+
+    if kind == "echo":
+        import os
+        return EchoBackend(call_log=os.environ.get("OVOS_A2A_ECHO_LOG"))
+    return PersonaBackend.from_file(settings.persona)
+
+
+def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -> None:
+    """Serve until SIGINT/SIGTERM. ``ready(settings)`` is called once the port accepts."""
+    import uvicorn
+
+    from ovos_a2a_solver.bridge.app import Bridge
+
+    settings.check_exposure()
+    sock = bind(settings.host, settings.port)
+    settings = dataclasses.replace(settings, port=sock.getsockname()[1])
+    backend = load_backend(settings, backend_kind)
+    bridge = Bridge(settings, backend)
+    config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
+                            lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def run() -> None:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started and ready is not None:
+            ready(settings, bridge)
+        await serving
+
+    asyncio.run(run())
+    if not server.started:
+        sys.exit(1)

@@ -1,0 +1,117 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""One persona turn, running in a worker thread, stoppable between sentences.
+
+The backend's generator runs in its own thread; each sentence is handed to the event
+loop as it comes. A stop request is honoured at the next sentence boundary; whoever
+asked learns within ``grace`` seconds whether the turn really stopped, so the bridge only
+reports ``canceled`` for work that was stopped.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+
+@dataclass(frozen=True)
+class TurnEvent:
+    """``kind`` is ``sentence``, ``done``, ``stopped`` or ``error``."""
+
+    kind: str
+    text: str = ""
+    error: BaseException | None = None
+
+
+class Turn:
+    """A backend reply being produced in a worker thread."""
+
+    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop) -> None:
+        self._produce = produce
+        self._loop = loop
+        self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
+        self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
+        self.outcome: TurnEvent | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True)
+
+    def start(self) -> "Turn":
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return not self.ended.is_set()
+
+    def _post(self, event: TurnEvent) -> None:
+        def deliver() -> None:
+            self.events.put_nowait(event)
+            if event.kind != "sentence":
+                self.outcome = event
+                self.ended.set()
+        try:
+            self._loop.call_soon_threadsafe(deliver)
+        except RuntimeError:  # the loop is gone (shutdown): nobody is listening any more
+            pass
+
+    def _run(self) -> None:
+        generator = None
+        try:
+            generator = self._produce()
+            for sentence in generator:
+                if self._stop.is_set():
+                    self._post(TurnEvent("stopped"))
+                    return
+                self._post(TurnEvent("sentence", sentence))
+                if self._stop.is_set():
+                    self._post(TurnEvent("stopped"))
+                    return
+            self._post(TurnEvent("done"))
+        except Exception as exc:  # the backend failed: reported as the turn's outcome
+            self._post(TurnEvent("error", error=exc))
+        finally:
+            if generator is not None:
+                try:
+                    generator.close()
+                except Exception as exc:  # closing a stopped backend generator: log, nothing else to do
+                    LOG.debug("closing a stopped persona turn raised %r", exc)
+
+    async def stop(self, grace: float) -> bool:
+        """Ask the turn to stop at its next sentence boundary.
+
+        True when it stopped (or had already finished) within ``grace`` seconds. If not,
+        the request is withdrawn and the turn goes on undisturbed.
+        """
+        if not self.running:
+            return True
+        self._stop.set()
+        try:
+            await asyncio.wait_for(self.ended.wait(), grace)
+            return True
+        except asyncio.TimeoutError:
+            self._stop.clear()
+            return not self.running
+
+
+class TurnRegistry:
+    """The turns running in this process, by task id."""
+
+    def __init__(self) -> None:
+        self._turns: dict[str, Turn] = {}
+
+    def __len__(self) -> int:
+        return sum(1 for t in self._turns.values() if t.running)
+
+    def add(self, task_id: str, turn: Turn) -> None:
+        self._turns[task_id] = turn
+
+    def get(self, task_id: str) -> Turn | None:
+        return self._turns.get(task_id)
+
+    def discard(self, task_id: str, turn: Turn) -> None:
+        if self._turns.get(task_id) is turn:
+            del self._turns[task_id]

@@ -112,7 +112,7 @@ class PersonaBackend:
 class EchoBackend:
     """A scripted backend for tests, demos and benchmarks; no OVOS needed.
 
-    ``"echo: <text>"`` per message, with commands: ``sleep:N`` (one uninterruptible step of
+    ``"echo: <text>"`` per message, with commands (words after N are ignored): ``sleep:N`` (one uninterruptible step of
     N s), ``slow:N`` (five sentences, N s apart), ``ask:Q`` (asks Q back: input-required),
     ``fail``, ``empty``, ``remember X`` /
     ``recall`` (per session). If ``call_log`` is set, each call appends a line there.
@@ -137,12 +137,13 @@ class EchoBackend:
                 with open(self.call_log, "a", encoding="utf-8") as log:
                     log.write(json.dumps({"session": session_id, "text": text}) + "\n")
         command, _, arg = text.strip().partition(":")
+        seconds = float((arg.split() or ["1"])[0]) if command in ("sleep", "slow") else 0.0
         if command == "sleep":
-            time.sleep(float(arg or 1))
+            time.sleep(seconds)
         elif command == "slow":
             for n in range(5):
                 yield f"Sentence {n + 1}."
-                time.sleep(float(arg or 1))
+                time.sleep(seconds)
             return
         elif command == "ask":
             yield NeedsInput(arg.strip() or "which one?")

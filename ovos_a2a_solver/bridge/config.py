@@ -25,7 +25,7 @@ ENV_PREFIX = "OVOS_A2A_"
 BOUNDS: dict[str, tuple[float, float]] = {
     "port": (0, 65535),
     "heartbeat": (1, 300),
-    "deadline": (5, 86400),
+    "deadline": (1, 86400),
     "cancel_grace": (0.1, 60),
     "max_concurrent": (1, 1000),
     "max_body": (1024, 64 * 1024 * 1024),

@@ -184,31 +184,46 @@ class BridgeRequestHandler(RequestHandler):
                 raise InternalError(message="the first delivery of this message has not started its task")
             await asyncio.sleep(POLL_SECONDS)
 
-    async def _wait_finished(self, claim: Operation) -> None:
-        """Until the operation's work is over (in this process, or in another sharing the database)."""
+    async def _stored_task(self, claim: Operation, task_id: str, context: ServerCallContext,
+                           settled: bool) -> Task:
+        """The operation's task from the store, once it is there (and, with ``settled``, once
+        it is final or waits for input; or, if the work ended undecided, as it stands)."""
         event = self._finished.get(claim.key)
+        delay, over_since = 0.01, None
+        loop = asyncio.get_running_loop()
         while True:
-            if event is not None:
-                await event.wait()
-                return
+            task = await self.task_store.get(task_id, context)
+            if task is not None and (not settled or task.status.state in SETTLED):
+                return task
             current = await self.operations.get(claim.key)
-            if current is None or current.done:
-                return
-            await asyncio.sleep(POLL_SECONDS)
+            if current is None:
+                raise InvalidParamsError(message="the first delivery of this message was refused")
+            if current.done and task is not None:
+                # the executor is done; give the SDK a moment to store its last events
+                over_since = over_since or loop.time()
+                if loop.time() - over_since > 1.0:
+                    return task
+            if event is not None and not event.is_set():
+                try:
+                    await asyncio.wait_for(event.wait(), POLL_SECONDS)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_SECONDS)
 
     async def _replay(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
         task_id = await self._task_of(claim)
-        if not params.configuration.return_immediately:
-            await self._wait_finished(claim)
-        request = GetTaskRequest(id=task_id)
+        task = await self._stored_task(claim, task_id, context, settled=not params.configuration.return_immediately)
         if params.configuration.HasField("history_length"):
-            request.history_length = params.configuration.history_length
-        return await self.inner.on_get_task(request, context)
+            return await self.inner.on_get_task(
+                GetTaskRequest(id=task_id, history_length=params.configuration.history_length), context)
+        return task
 
     async def _replay_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
         task_id = await self._task_of(claim)
-        current = await self.operations.get(claim.key)
-        if current is None or not current.done:
+        task = await self._stored_task(claim, task_id, context, settled=False)
+        if task.status.state not in SETTLED:
             try:
                 async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
                     yield event
@@ -217,7 +232,7 @@ class BridgeRequestHandler(RequestHandler):
                 return
             except (UnsupportedOperationError, TaskNotFoundError):
                 pass  # finished meanwhile: the stored task is the answer
-        yield await self.inner.on_get_task(GetTaskRequest(id=task_id), context)
+        yield await self._stored_task(claim, task_id, context, settled=True)
 
     # ---- cancel ------------------------------------------------------------------------
 

@@ -1,0 +1,72 @@
+"""Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates."""
+from __future__ import annotations
+
+import json
+import uuid
+
+import httpx
+
+HEADERS = {"A2A-Version": "1.0"}
+
+
+def message(text: str, message_id: str | None = None, task_id: str = "", context_id: str = "") -> dict:
+    msg = {"role": "ROLE_USER", "messageId": message_id or uuid.uuid4().hex, "parts": [{"text": text}]}
+    if task_id:
+        msg["taskId"] = task_id
+    if context_id:
+        msg["contextId"] = context_id
+    return msg
+
+
+def rpc(url: str, method: str, params: dict, timeout: float = 60, auth=None) -> dict:
+    """One JSON-RPC call; returns the whole response object (``result`` or ``error``)."""
+    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+    response = httpx.post(url + "/", json=body, headers=HEADERS, timeout=timeout, auth=auth)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def send(url: str, msg: dict, blocking: bool = True, timeout: float = 60) -> dict:
+    params = {"message": msg}
+    if not blocking:
+        params["configuration"] = {"returnImmediately": True}
+    return rpc(url, "SendMessage", params, timeout)
+
+
+def stream(url: str, msg: dict, timeout: float = 60) -> list[dict]:
+    """SendStreamingMessage; every event's ``result`` in order (an ``error`` event ends the list)."""
+    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": "SendStreamingMessage", "params": {"message": msg}}
+    events = []
+    with httpx.stream("POST", url + "/", json=body, headers={**HEADERS, "Accept": "text/event-stream"},
+                      timeout=timeout) as response:
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                data = json.loads(line[5:])
+                events.append(data.get("result") or {"error": data.get("error")})
+    return events
+
+
+def get_task(url: str, task_id: str) -> dict:
+    return rpc(url, "GetTask", {"id": task_id})
+
+
+def cancel(url: str, task_id: str) -> dict:
+    return rpc(url, "CancelTask", {"id": task_id})
+
+
+def task_of(response: dict) -> dict:
+    assert "result" in response, response
+    return response["result"]["task"] if "task" in response["result"] else response["result"]
+
+
+def state(task: dict) -> str:
+    return task["status"]["state"]
+
+
+def answer(task: dict) -> str:
+    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
+
+
+def status_text(task: dict) -> str:
+    message = task["status"].get("message") or {}
+    return "".join(p.get("text", "") for p in message.get("parts", []))

@@ -1,0 +1,56 @@
+"""The bridge in front of real OVOS personas: the embedded offline one, and one that relays
+to another A2A agent through this package's plugin (input-required included)."""
+import json
+
+import pytest
+
+from bridge_process import BridgeProcess
+from ovos_a2a_solver import A2AClient, AgentTaskError
+
+
+@pytest.fixture()
+def private_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    return tmp_path
+
+
+def test_the_embedded_default_persona_answers_offline(private_state):
+    with BridgeProcess(backend="persona") as bridge:
+        with A2AClient(bridge.url, streaming=True) as client:
+            card = client.fetch_agent_card()
+            assert card.name == "OVOS"
+            assert [s.id for s in card.skills][:2] == ["conversation", "questions"]
+            assert {"ovos-solver-rivescript-plugin", "ovos-solver-failure-plugin"} <= {s.id for s in card.skills}
+            answer = client.send_task("hello", session_id="s")
+    assert answer.strip()
+
+
+def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, private_state):
+    persona = private_state / "relay.json"
+    persona.write_text(json.dumps({
+        "name": "relay", "handlers": ["ovos-a2a-solver"],
+        "ovos-a2a-solver": {"agent_url": agent.agent("ask"), "timeout": 20},
+    }))
+    env = {"XDG_STATE_HOME": str(private_state / "bridge-xdg")}
+    with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
+        with A2AClient(bridge.url) as client:
+            assert client.send_task("book a trip", session_id="s") == "which city?"
+            waiting = client.conversation("s")
+            assert waiting.task_id  # the bridge's task waits for the user, as the remote one does
+            answer = client.send_task("lisbon", session_id="s")
+            assert answer.startswith("continued[") and answer.endswith("]: lisbon")
+            assert client.conversation("s").task_id is None
+
+
+def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(agent, private_state):
+    persona = private_state / "broken.json"
+    persona.write_text(json.dumps({
+        "name": "broken", "handlers": ["ovos-a2a-solver"],
+        "ovos-a2a-solver": {"agent_url": agent.agent("fail"), "timeout": 20},
+    }))
+    env = {"XDG_STATE_HOME": str(private_state / "bridge-xdg")}
+    with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
+        with A2AClient(bridge.url) as client:
+            with pytest.raises(AgentTaskError) as info:
+                client.send_task("hello")
+    assert info.value.state == "failed" and "no answer" in info.value.reason

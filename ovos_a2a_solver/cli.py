@@ -29,6 +29,7 @@ def _serve_parser(commands) -> None:
     p.add_argument("--heartbeat", type=float, help="seconds of silence before a 'still working' update (15)")
     p.add_argument("--deadline", type=float, help="seconds one message may work (3600)")
     p.add_argument("--max-concurrent", type=int, help="persona turns at once before 'busy' (8)")
+    p.add_argument("--grpc-port", type=int, help="also serve gRPC on this port (0: a free one; needs the grpc extra)")
     p.add_argument("--username", help="Basic auth user name (default a2a)")
     p.add_argument("--password", help="Basic auth password (better: OVOS_A2A_PASSWORD)")
     p.add_argument("--backend", choices=["persona", "echo"], default="persona",
@@ -43,7 +44,7 @@ def _serve(args) -> int:
 
     values = {k: getattr(args, k) for k in ("persona", "host", "port", "base_url", "state_dir", "db", "name",
                                             "description", "heartbeat", "deadline", "max_concurrent",
-                                            "username", "password")}
+                                            "grpc_port", "username", "password")}
     settings = BridgeSettings.load(values)
 
     def ready(settings, bridge) -> None:

@@ -1,8 +1,13 @@
 """The bridge in front of real OVOS personas: the embedded offline one, and one that relays
 to another A2A agent through this package's plugin (input-required included)."""
+import asyncio
 import json
 
+import grpc
+import httpx
 import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.types import Message, Part, Role, SendMessageRequest
 
 from bridge_process import BridgeProcess
 from ovos_a2a_solver import A2AClient, AgentTaskError
@@ -54,3 +59,30 @@ def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(a
             with pytest.raises(AgentTaskError) as info:
                 client.send_task("hello")
     assert info.value.state == "failed" and "no answer" in info.value.reason
+
+
+def test_the_bridge_serves_grpc_too_when_asked():
+    with BridgeProcess("--grpc-port", "0") as bridge:
+        with A2AClient(bridge.url) as client:
+            card = client.fetch_agent_card()
+        grpc_interface = [i for i in card.interfaces if i.binding == "GRPC"]
+        assert grpc_interface
+
+        async def over_grpc():
+            config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
+                                  httpx_client=httpx.AsyncClient(timeout=30),
+                                  grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
+            sdk = await create_client(bridge.url, client_config=config)
+            msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
+            events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
+            await sdk.close()
+            return events[0].task
+
+        task = asyncio.run(over_grpc())
+    assert "".join(p.text for a in task.artifacts for p in a.parts) == "echo: over grpc"
+
+
+def test_grpc_with_credentials_is_refused_at_start():
+    with pytest.raises(Exception) as info:
+        BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PASSWORD": "pw"})
+    assert "grpc" in str(info.value).lower()

@@ -102,11 +102,26 @@ class Bridge:
         await self.task_store.initialize()
         await self.operations.initialize()
         await self.handler.recover_interrupted()
+        grpc_server = await self._start_grpc() if self.settings.grpc_port else None
         try:
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=2)
             await self.sdk_handler.aclose()
             await self.engine.dispose()
+
+    async def _start_grpc(self):
+        """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store."""
+        import grpc
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)
+        server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
+        await server.start()
+        return server
 
     async def _health(self, _request):
         try:

@@ -58,6 +58,11 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
         default_output_modes=["text/plain"],
         skills=skills,
     )
+    if settings.grpc_port:
+        host = settings.public_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+        card.supported_interfaces.append(AgentInterface(url=f"{host}:{settings.grpc_port}",
+                                                        protocol_binding=TransportProtocol.GRPC,
+                                                        protocol_version="1.0"))
     if settings.password:
         card.security_schemes["basic"].CopyFrom(SecurityScheme(
             http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Basic")))

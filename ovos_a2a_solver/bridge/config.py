@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "cancel_grace": (0.1, 60),
     "max_concurrent": (1, 1000),
     "max_body": (1024, 64 * 1024 * 1024),
+    "grpc_port": (0, 65535),
 }
 
 
@@ -113,7 +114,11 @@ class BridgeSettings:
         return replace(self, **clean)
 
     def check_exposure(self) -> None:
-        """Refuse to listen beyond loopback with no credentials configured."""
+        """Refuse to listen beyond loopback with no credentials configured, and gRPC with
+        credentials (the gRPC endpoint does not check them)."""
+        if self.grpc_port is not None and self.requires_auth:
+            raise ValueError("gRPC cannot be combined with a password or tokens yet: the gRPC endpoint "
+                             "does not check credentials; serve JSON-RPC and HTTP+JSON only")
         if not is_loopback(self.host) and not self.requires_auth:
             raise ValueError(f"refusing to listen on {self.host} without credentials: set a password "
                              f"(--password / {ENV_PREFIX}PASSWORD) or tokens ({ENV_PREFIX}TOKENS), "

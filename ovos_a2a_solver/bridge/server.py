@@ -44,6 +44,9 @@ def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -
     settings.check_exposure()
     sock = bind(settings.host, settings.port)
     settings = dataclasses.replace(settings, port=sock.getsockname()[1])
+    if settings.grpc_port == 0:  # gRPC binds inside its own server: find it a free port first
+        with bind(settings.host, 0) as probe:
+            settings = dataclasses.replace(settings, grpc_port=probe.getsockname()[1])
     backend = load_backend(settings, backend_kind)
     bridge = Bridge(settings, backend)
     config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,

@@ -24,3 +24,13 @@ def agent_pair():
     """(A, B): B is a plain server; A's `foreign` / `redirect` agents point at B's echo."""
     with AgentProcess() as b, AgentProcess('--foreign-url', f'{b.url}/echo/') as a:
         yield a, b
+
+
+from bridge_process import BridgeProcess  # noqa: E402
+
+
+@pytest.fixture(scope='session')
+def bridge():
+    """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir."""
+    with BridgeProcess('--heartbeat', '1') as process:
+        yield process

@@ -243,6 +243,12 @@ class BridgeRequestHandler(RequestHandler):
         if task.status.state in TERMINAL:
             raise TaskNotCancelableError(message=f"Task {params.id} is already {_state(task)}")
         turn = self.turns.get(params.id)
+        if turn is None or not turn.running:
+            elsewhere = await self.operations.running_for_task(params.id)
+            if elsewhere is not None and not self.operations.is_mine(elsewhere):
+                raise TaskNotCancelableError(
+                    message=f"Task {params.id} is being worked on by another bridge process "
+                            f"({elsewhere.replica}); send the cancel to the one serving this conversation.")
         if turn is not None and turn.running:
             if not await turn.stop(self.settings.cancel_grace):
                 raise TaskNotCancelableError(

@@ -128,6 +128,18 @@ class OperationLog:
                 OPERATIONS.c.boot != self.boot))).mappings().all()
         return [_operation(r) for r in rows]
 
+    async def running_for_task(self, task_id: str) -> Operation | None:
+        """The operation still working on ``task_id``, if any (in any process)."""
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(select(OPERATIONS).where(
+                OPERATIONS.c.task_id == task_id, OPERATIONS.c.state == RUNNING)
+                .order_by(OPERATIONS.c.created.desc()).limit(1))).mappings().first()
+        return _operation(row) if row else None
+
+    def is_mine(self, operation: Operation) -> bool:
+        """Whether this process is the one doing ``operation``'s work."""
+        return operation.replica == self.replica and operation.boot == self.boot
+
     async def _update(self, key: str, **values) -> None:
         async with self.engine.begin() as conn:
             await conn.execute(update(OPERATIONS).where(OPERATIONS.c.key == key).values(updated=time.time(), **values))

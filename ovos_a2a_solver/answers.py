@@ -39,14 +39,15 @@ def _text(parts: Any) -> str:
 class AnswerAssembler:
     """Collects one reply; ``feed`` returns the new text of each event, ``finish`` the rest."""
 
-    def __init__(self, on_status: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None) -> None:
         self.task_id = ""
         self.context_id = ""
         self.state: int | None = None
         self.status_text = ""
         self.message_reply = False
         self.events = 0
-        self._on_status = on_status
+        self.progress = ""  # a "working" status message the latest event carried
+        self._on_update = on_update
         self._artifacts: dict[str, str] = {}   # artifact id -> its text as the agent has it now
         self._spoken: dict[str, str] = {}      # artifact id -> the part of it already given out
         self._given: list[str] = []
@@ -59,6 +60,14 @@ class AnswerAssembler:
     def feed(self, event: Any) -> list[str]:
         """Take one ``StreamResponse``; return the text it adds."""
         self.events += 1
+        self.progress = ""
+        try:
+            return self._feed(event)
+        finally:
+            if self._on_update is not None:
+                self._on_update(self)
+
+    def _feed(self, event: Any) -> list[str]:
         kind = event.WhichOneof("payload")
         if kind == "message":
             msg = event.message
@@ -112,8 +121,8 @@ class AnswerAssembler:
             text = _text(status.message.parts)
             if text:
                 self.status_text = text
-                if self._on_status is not None and status.state == TaskState.TASK_STATE_WORKING:
-                    self._on_status(TaskState.Name(status.state), text)
+                if status.state == TaskState.TASK_STATE_WORKING:
+                    self.progress = text
 
     def _set(self, key: str, text: str) -> list[str]:
         """The agent's text for ``key`` is now ``text``; return what was not given yet."""

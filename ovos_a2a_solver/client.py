@@ -19,11 +19,12 @@ import hashlib
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-                       SendMessageRequest, Task)
+                       SendMessageRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
@@ -35,7 +36,18 @@ from ovos_a2a_solver.conversations import Conversation, ConversationStore
 from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, WAITING_FOR_USER, AgentTaskError, Effect,
                                     IncompleteAnswerError, effect_of_error, never_delivered)
 
-__all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError"]
+__all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError",
+           "TurnUpdate"]
+
+
+@dataclass(frozen=True)
+class TurnUpdate:
+    """Where a turn stands after one event from the agent."""
+
+    task_id: str
+    context_id: str
+    state: str        # "submitted", "working", "completed", "input-required", ... ("" before any)
+    progress: str     # the agent's "working" message of this event, if any
 
 
 def conversation_key(agent_url: str, namespace: str = "", auth_header: str | None = None) -> str:
@@ -117,11 +129,16 @@ class A2AClient:
         """
         return "".join(self.stream_task(text, session_id))
 
-    def stream_task(self, text: str, session_id: str | None = None) -> Iterator[str]:
-        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming)."""
+    def stream_task(self, text: str, session_id: str | None = None, *,
+                    on_update: Callable[[TurnUpdate], None] | None = None) -> Iterator[str]:
+        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming).
+
+        ``on_update``, if given, sees every event's :class:`TurnUpdate` (task id, state,
+        progress message), e.g. to show progress or to cancel the task.
+        """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
-        return BACKGROUND.iterate(lambda: self._turn(text, session_id))
+        return BACKGROUND.iterate(lambda: self._turn(text, session_id, on_update))
 
     def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""
@@ -191,12 +208,17 @@ class A2AClient:
             raise A2AClientError(f"{method} is not available over this agent's transport "
                                  f"(A2A 0.3 agents cannot list tasks)") from exc
 
-    async def _turn(self, text: str, session_id: str | None) -> AsyncIterator[str]:
+    async def _turn(self, text: str, session_id: str | None,
+                    on_update: Callable[[TurnUpdate], None] | None = None) -> AsyncIterator[str]:
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
-        answer = AnswerAssembler()
+        report = None
+        if on_update is not None:
+            def report(a: AnswerAssembler) -> None:
+                on_update(TurnUpdate(a.task_id, a.context_id, _state_name(a.state) if a.state else "", a.progress))
+        answer = AnswerAssembler(on_update=report)
         connection = self._get_connection()
         try:
             async with timeout(self.timeout):
@@ -246,5 +268,4 @@ class A2AClient:
 
 
 def _state_name(state: int) -> str:
-    from a2a.types import TaskState
     return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")

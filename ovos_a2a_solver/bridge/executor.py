@@ -51,14 +51,13 @@ class PersonaExecutor(AgentExecutor):
         self._late: set[asyncio.Task] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task = context.current_task
-        if task is None:
-            task = new_task_from_user_message(context.message)
+        task = context.current_task or new_task_from_user_message(context.message)
+        key = context.call_context.state.get(OPERATION_KEY) if context.call_context else None
+        if key:  # bound before the task is announced: nobody can see the task and miss its binding
+            await self._on_bound(key, task.id, task.context_id)
+        if context.current_task is None:
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
-        key = (context.call_context.state.get(OPERATION_KEY) if context.call_context else None)
-        if key:
-            await self._on_bound(key, task.id, task.context_id)
         try:
             await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
             text = context.get_user_input()

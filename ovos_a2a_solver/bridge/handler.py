@@ -198,10 +198,12 @@ class BridgeRequestHandler(RequestHandler):
             current = await self.operations.get(claim.key)
             if current is None:
                 raise InvalidParamsError(message="the first delivery of this message was refused")
-            if current.done and task is not None:
-                # the executor is done; give the SDK a moment to store its last events
+            if current.done:  # the executor is done; give the SDK a moment to store its last events
                 over_since = over_since or loop.time()
                 if loop.time() - over_since > 1.0:
+                    if task is None:
+                        raise InternalError(message="the first delivery of this message failed before its "
+                                                    "task was stored; send it again with a new messageId")
                     return task
             if event is not None and not event.is_set():
                 try:

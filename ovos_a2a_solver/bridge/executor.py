@@ -160,8 +160,8 @@ class PersonaExecutor(AgentExecutor):
 
 
 async def _close_answer(updater: TaskUpdater) -> None:
-    """The answer's last chunk: empty text, ``lastChunk`` set."""
-    await updater.add_artifact([Part(text="")], artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+    """The answer's last chunk: no parts, ``lastChunk`` set."""
+    await updater.add_artifact([], artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
                                append=True, last_chunk=True)
 
 

@@ -74,8 +74,10 @@ class Bridge:
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store,
                                         on_bound=self._bound, on_finished=self._finished)
+        # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
+        # released (it stays in the store, and a follow-up brings it back)
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
-                                                 agent_card=self.card)
+                                                 agent_card=self.card, interrupted_task_timeout=600)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.operations, self.turns, self.task_store, settings)
         self.app = Guard(Starlette(routes=self._routes(), lifespan=self._lifespan), settings)
 

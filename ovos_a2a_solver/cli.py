@@ -180,9 +180,9 @@ def cmd_send(args, out: Output) -> int:
 
 
 def _task_summary(task, out: Output) -> None:
-    from a2a.types import TaskState
+    from ovos_a2a_solver.policy import state_name
 
-    state = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    state = state_name(task.status.state)
     print(f"{out.bold('task')}     {task.id}")
     print(f"{out.bold('context')}  {task.context_id}")
     print(f"{out.bold('state')}    {state}")
@@ -196,26 +196,23 @@ def _task_summary(task, out: Output) -> None:
         out.para(answer, "  ")
 
 
-def cmd_status(args, out: Output) -> int:
-    with open_client(args, out) as client:
-        task = client.get_task(args.task_id)
+def _show_task(task, out: Output) -> int:
     if out.as_json:
         from google.protobuf.json_format import MessageToDict
         out.json(MessageToDict(task))
     else:
         _task_summary(task, out)
     return 0
+
+
+def cmd_status(args, out: Output) -> int:
+    with open_client(args, out) as client:
+        return _show_task(client.get_task(args.task_id), out)
 
 
 def cmd_cancel(args, out: Output) -> int:
     with open_client(args, out) as client:
-        task = client.cancel_task(args.task_id)
-    if out.as_json:
-        from google.protobuf.json_format import MessageToDict
-        out.json(MessageToDict(task))
-    else:
-        _task_summary(task, out)
-    return 0
+        return _show_task(client.cancel_task(args.task_id), out)
 
 
 def cmd_tasks(args, out: Output) -> int:
@@ -239,8 +236,10 @@ def cmd_tasks(args, out: Output) -> int:
         return 0
     if not rows:
         print("no tasks")
+    from ovos_a2a_solver.policy import state_name
+
     for task in rows:
-        name = TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+        name = state_name(task.status.state)
         when = task.status.timestamp.ToJsonString() if task.status.HasField("timestamp") else ""
         print(f"{task.id}  {name:<14} {out.dim('context ' + task.context_id)}  {out.dim(when)}")
     if token:

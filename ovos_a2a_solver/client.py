@@ -24,7 +24,7 @@ from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-                       SendMessageRequest, Task, TaskState)
+                       SendMessageRequest, Task)
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
@@ -34,7 +34,7 @@ from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.connection import AgentConnection
 from ovos_a2a_solver.conversations import Conversation, ConversationStore
 from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, WAITING_FOR_USER, AgentTaskError, Effect,
-                                    IncompleteAnswerError, effect_of_error, never_delivered)
+                                    IncompleteAnswerError, effect_of_error, never_delivered, state_name)
 
 __all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError",
            "TurnUpdate"]
@@ -217,7 +217,7 @@ class A2AClient:
         report = None
         if on_update is not None:
             def report(a: AnswerAssembler) -> None:
-                on_update(TurnUpdate(a.task_id, a.context_id, _state_name(a.state) if a.state else "", a.progress))
+                on_update(TurnUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
         answer = AnswerAssembler(on_update=report)
         connection = self._get_connection()
         try:
@@ -263,9 +263,5 @@ class A2AClient:
         if answer.state in ENDED_WITHOUT_ANSWER:
             raise AgentTaskError(ENDED_WITHOUT_ANSWER[answer.state], answer.status_text,
                                  answer.task_id, context_id)
-        state = "unknown" if answer.state is None else _state_name(answer.state)
+        state = "unknown" if answer.state is None else state_name(answer.state)
         raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
-
-
-def _state_name(state: int) -> str:
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")

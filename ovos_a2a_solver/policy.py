@@ -53,6 +53,11 @@ ENDED_WITHOUT_ANSWER = {
 }
 
 
+def state_name(state: int) -> str:
+    """``TASK_STATE_INPUT_REQUIRED`` -> ``"input-required"`` (the words A2A 0.3 used, readable)."""
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+
+
 def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -> Effect:
     """The conversation effect of an error raised by a send.
 

@@ -35,6 +35,7 @@ from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.executor import OPERATION_KEY
 from ovos_a2a_solver.bridge.operations import Operation, OperationLog, content_digest, operation_key
 from ovos_a2a_solver.bridge.turns import TurnRegistry
+from ovos_a2a_solver.policy import state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -312,9 +313,7 @@ class BridgeRequestHandler(RequestHandler):
 
 
 def _state(task: Task | None) -> str:
-    if task is None:
-        return "gone"
-    return TaskState.Name(task.status.state).removeprefix("TASK_STATE_").lower().replace("_", "-")
+    return "gone" if task is None else state_name(task.status.state)
 
 
 def _settles(event) -> bool:

@@ -47,7 +47,8 @@ class Output:
 
     def __init__(self, as_json: bool = False) -> None:
         self.as_json = as_json
-        self.color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        self.tty = sys.stdout.isatty()
+        self.color = self.tty and not os.environ.get("NO_COLOR")
         self.width = max(40, min(shutil.get_terminal_size((100, 24)).columns, 120))
 
     def style(self, text: str, code: str) -> str:
@@ -60,7 +61,11 @@ class Output:
         return self.style(text, "2")
 
     def para(self, text: str, indent: str = "") -> None:
+        """Text wrapped to the terminal; piped output keeps its lines as they are."""
         for line in (text or "").splitlines() or [""]:
+            if not self.tty:
+                print(indent + line)
+                continue
             print(textwrap.fill(line, self.width, initial_indent=indent, subsequent_indent=indent) or indent.rstrip())
 
     def json(self, value) -> None:

@@ -64,7 +64,7 @@ class ConversationStore:
         self._lock = threading.RLock()
         # {agent_key: {"sessions": {session_id: {"context_id", "task_id", "used"}}, "refused": [ctx, ...]}}
         self._data: dict[str, dict] = {}
-        self._file_stamp: tuple[int, int] | None = None
+        self._file_stamp: tuple[int, int, int] | None = None
 
     @classmethod
     def default(cls, **kwargs) -> "ConversationStore":
@@ -149,12 +149,13 @@ class ConversationStore:
             finally:
                 fcntl.flock(lock_file, fcntl.LOCK_UN)
 
-    def _stamp(self) -> tuple[int, int] | None:
+    def _stamp(self) -> tuple[int, int, int] | None:
+        """What identifies one version of the file: every write replaces it, so a new inode."""
         try:
             st = self.path.stat()
         except FileNotFoundError:
             return None
-        return st.st_mtime_ns, st.st_size
+        return st.st_ino, st.st_mtime_ns, st.st_size
 
     def _reload_if_changed(self) -> None:
         if self.path is None:

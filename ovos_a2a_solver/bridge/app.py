@@ -30,9 +30,10 @@ from ovos_a2a_solver.bridge.backends import Backend
 from ovos_a2a_solver.bridge.cards import build_card
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
-from ovos_a2a_solver.bridge.handler import BridgeRequestHandler
+from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
 from ovos_a2a_solver.bridge.security import Guard
+from ovos_a2a_solver.bridge.store import BufferedTaskStore
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.version import __version__
 
@@ -69,20 +70,22 @@ class Bridge:
         self.backend = backend
         self.card = build_card(settings, backend)
         self.engine = make_engine(settings.database_url)
-        self.task_store = DatabaseTaskStore(self.engine)
+        self.database_store = DatabaseTaskStore(self.engine)
+        self.task_store = BufferedTaskStore(self.database_store)
         self.operations = OperationLog(self.engine, settings.replica)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store,
-                                        on_bound=self._bound, on_finished=self._finished)
+                                        on_started=self._started, on_finished=self._finished)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back)
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
-                                                 agent_card=self.card, interrupted_task_timeout=600)
+                                                 agent_card=self.card, interrupted_task_timeout=600,
+                                                 request_context_builder=ChosenTaskIds())
         self.handler = BridgeRequestHandler(self.sdk_handler, self.operations, self.turns, self.task_store, settings)
         self.app = Guard(Starlette(routes=self._routes(), lifespan=self._lifespan), settings)
 
-    async def _bound(self, key: str, task_id: str, context_id: str) -> None:
-        await self.handler.operation_bound(key, task_id, context_id)
+    def _started(self, key: str) -> None:
+        self.handler.operation_started(key)
 
     async def _finished(self, key: str) -> None:
         await self.handler.operation_finished(key)
@@ -101,7 +104,7 @@ class Bridge:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app):
-        await self.task_store.initialize()
+        await self.database_store.initialize()
         await self.operations.initialize()
         await self.handler.recover_interrupted()
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
@@ -111,6 +114,7 @@ class Bridge:
             if grpc_server is not None:
                 await grpc_server.stop(grace=2)
             await self.sdk_handler.aclose()
+            await self.task_store.aclose()
             await self.engine.dispose()
 
     async def _start_grpc(self):

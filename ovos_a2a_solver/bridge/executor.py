@@ -40,22 +40,23 @@ class PersonaExecutor(AgentExecutor):
 
     def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
                  task_store: TaskStore,
-                 on_bound: Callable[[str, str, str], Awaitable[None]],
+                 on_started: Callable[[str], None],
                  on_finished: Callable[[str], Awaitable[None]]) -> None:
         self.backend = backend
         self.settings = settings
         self.turns = turns
         self.task_store = task_store
-        self._on_bound = on_bound
+        self._on_started = on_started
         self._on_finished = on_finished
         self._late: set[asyncio.Task] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task = context.current_task or new_task_from_user_message(context.message)
         key = context.call_context.state.get(OPERATION_KEY) if context.call_context else None
-        if key:  # bound before the task is announced: nobody can see the task and miss its binding
-            await self._on_bound(key, task.id, task.context_id)
-        if context.current_task is None:
+        if key:
+            self._on_started(key)
+        task = context.current_task
+        if task is None:  # its id was chosen (and claimed) by the request handler
+            task = new_task_from_user_message(context.message)
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncGenerator
 
 from a2a.auth.user import UnauthenticatedUser, User
+from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.request_handlers import RequestHandler
@@ -43,6 +44,7 @@ TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILE
                       TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED})
 SETTLED = TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
+TASK_ID_KEY = "ovos_a2a.task_id"  # ServerCallContext.state: the id chosen for a new task
 
 
 class Owner(User):
@@ -65,6 +67,18 @@ def call_context_for(owner: str) -> ServerCallContext:
     return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
 
 
+class ChosenTaskIds(RequestContextBuilder):
+    """Gives a new task the id the request handler chose (and claimed) for it."""
+
+    def __init__(self) -> None:
+        self._inner = SimpleRequestContextBuilder()
+
+    async def build(self, context: ServerCallContext, params=None, task_id=None, context_id=None, task=None):
+        chosen = context.state.get(TASK_ID_KEY) if context is not None else None
+        return await self._inner.build(context=context, params=params, task_id=task_id or chosen,
+                                       context_id=context_id, task=task)
+
+
 class BridgeRequestHandler(RequestHandler):
     """Replay, supersession, busy and honest cancel around the SDK's request handler."""
 
@@ -75,21 +89,19 @@ class BridgeRequestHandler(RequestHandler):
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
-        # operations admitted in this process and not finished: their task id, and their end
-        self._bound: dict[str, asyncio.Future] = {}
+        # operations admitted in this process and not finished (set when they finish), and
+        # those whose work the executor has started
         self._finished: dict[str, asyncio.Event] = {}
+        self._started: set[str] = set()
 
     # ---- callbacks from the executor ---------------------------------------------------
 
-    async def operation_bound(self, key: str, task_id: str, context_id: str) -> None:
-        await self.operations.bind(key, task_id, context_id)
-        future = self._bound.setdefault(key, asyncio.get_running_loop().create_future())
-        if not future.done():
-            future.set_result(task_id)
+    def operation_started(self, key: str) -> None:
+        self._started.add(key)
 
     async def operation_finished(self, key: str) -> None:
         await self.operations.finish(key)
-        self._bound.pop(key, None)
+        self._started.discard(key)
         event = self._finished.pop(key, None)
         if event is not None:
             event.set()
@@ -124,9 +136,14 @@ class BridgeRequestHandler(RequestHandler):
         """Claim the message; return the earlier claim if it was delivered before."""
         message = params.message
         owner = resolve_user_scope(context)
-        claim = await self.operations.claim(owner, message, message.context_id)
+        task_id = message.task_id or str(uuid.uuid4())
+        claim = await self.operations.claim(owner, message, task_id)
         if claim is not None:
-            same_context = not message.context_id or not claim.context_id or message.context_id == claim.context_id
+            known_context = claim.context_id
+            if message.context_id and not known_context:  # the first delivery let the agent choose it
+                task = await self.task_store.get(claim.task_id, context)
+                known_context = task.context_id if task is not None else None
+            same_context = not message.context_id or not known_context or message.context_id == known_context
             if claim.content != content_digest(message) or not same_context:
                 raise InvalidParamsError(message=f"messageId {message.message_id!r} was already accepted with "
                                                  f"different content or context")
@@ -146,44 +163,17 @@ class BridgeRequestHandler(RequestHandler):
             await self.operations.release(key)
             raise
         context.state[OPERATION_KEY] = key
-        self._bound[key] = asyncio.get_running_loop().create_future()
+        context.state[TASK_ID_KEY] = task_id
         self._finished[key] = asyncio.Event()
         return None
 
     async def _settle_admission(self, context: ServerCallContext) -> None:
-        """After the SDK returned: a message it refused before creating a task is forgotten."""
+        """After the SDK returned: a message it refused before any work started is forgotten."""
         key = context.state.get(OPERATION_KEY)
-        future = self._bound.get(key)
-        if future is not None and not future.done():
-            future.cancel()
-            self._bound.pop(key, None)
-            event = self._finished.pop(key, None)
-            if event is not None:
-                event.set()
+        if key in self._finished and key not in self._started:
+            event = self._finished.pop(key)
+            event.set()
             await self.operations.release(key)
-
-    async def _task_of(self, claim: Operation) -> str:
-        """The task of a claimed operation, waiting for its first delivery to create it."""
-        if claim.task_id:
-            return claim.task_id
-        future = self._bound.get(claim.key)
-        deadline = asyncio.get_running_loop().time() + self.settings.deadline
-        while True:
-            if future is not None:
-                try:
-                    return await asyncio.shield(future)
-                except asyncio.CancelledError:
-                    if future.cancelled():
-                        raise InvalidParamsError(message="the first delivery of this message was refused") from None
-                    raise
-            current = await self.operations.get(claim.key)
-            if current is None:
-                raise InvalidParamsError(message="the first delivery of this message was refused")
-            if current.task_id:
-                return current.task_id
-            if asyncio.get_running_loop().time() > deadline:
-                raise InternalError(message="the first delivery of this message has not started its task")
-            await asyncio.sleep(POLL_SECONDS)
 
     async def _stored_task(self, claim: Operation, task_id: str, context: ServerCallContext,
                            settled: bool) -> Task:
@@ -216,7 +206,7 @@ class BridgeRequestHandler(RequestHandler):
             delay = min(delay * 2, POLL_SECONDS)
 
     async def _replay(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        task_id = await self._task_of(claim)
+        task_id = claim.task_id
         task = await self._stored_task(claim, task_id, context, settled=not params.configuration.return_immediately)
         if params.configuration.HasField("history_length"):
             return await self.inner.on_get_task(
@@ -224,7 +214,7 @@ class BridgeRequestHandler(RequestHandler):
         return task
 
     async def _replay_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
-        task_id = await self._task_of(claim)
+        task_id = claim.task_id
         task = await self._stored_task(claim, task_id, context, settled=False)
         if task.status.state not in SETTLED:
             try:

@@ -32,7 +32,7 @@ OPERATIONS = Table(
     Column("sent_task_id", String(255), nullable=False),
     Column("content", String(64), nullable=False),
     Column("context_id", String(255), nullable=True),
-    Column("task_id", String(255), nullable=True),
+    Column("task_id", String(255), nullable=False, index=True),
     Column("state", String(16), nullable=False),
     Column("replica", String(255), nullable=False),
     Column("boot", String(32), nullable=False),
@@ -63,7 +63,7 @@ class Operation:
     sent_task_id: str
     content: str
     context_id: str | None
-    task_id: str | None
+    task_id: str
     state: str
     replica: str
     boot: str
@@ -85,12 +85,15 @@ class OperationLog:
         async with self.engine.begin() as conn:
             await conn.run_sync(METADATA.create_all)
 
-    async def claim(self, owner: str, message, context_id: str | None) -> Operation | None:
-        """Claim ``message`` for this caller; ``None`` if this call won, else the existing claim."""
+    async def claim(self, owner: str, message, task_id: str) -> Operation | None:
+        """Claim ``message`` for this caller, its work to be done in task ``task_id``.
+
+        ``None`` if this call won the claim, else the existing claim.
+        """
         now = time.time()
         row = dict(key=operation_key(owner, message.task_id, message.message_id), owner=owner,
                    message_id=message.message_id, sent_task_id=message.task_id, content=content_digest(message),
-                   context_id=context_id or None, task_id=message.task_id or None, state=RUNNING,
+                   context_id=message.context_id or None, task_id=task_id, state=RUNNING,
                    replica=self.replica, boot=self.boot, created=now, updated=now)
         try:
             async with self.engine.begin() as conn:
@@ -99,17 +102,13 @@ class OperationLog:
         except IntegrityError:
             existing = await self.get(row["key"])
             if existing is None:  # released in between: try once more
-                return await self.claim(owner, message, context_id)
+                return await self.claim(owner, message, task_id)
             return existing
 
     async def get(self, key: str) -> Operation | None:
         async with self.engine.connect() as conn:
             row = (await conn.execute(select(OPERATIONS).where(OPERATIONS.c.key == key))).mappings().first()
         return _operation(row) if row else None
-
-    async def bind(self, key: str, task_id: str, context_id: str) -> None:
-        """Record which task the operation's work belongs to."""
-        await self._update(key, task_id=task_id, context_id=context_id)
 
     async def finish(self, key: str) -> None:
         """The operation's work is over (its task is final, waits for input, or its deadline passed)."""

@@ -1,0 +1,105 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The durable task store: the a2a-sdk's ``DatabaseTaskStore``, with fewer writes.
+
+The SDK saves a task on every event: each status update, each streamed chunk, each
+heartbeat. Writing all of them costs more than the persona's answer. ``BufferedTaskStore``
+writes at once what must survive a crash: a task's first save, and every save into a
+final state or a wait for input. The saves in between stay in memory (reads see them at
+once) and reach the database at most every ``flush_interval`` seconds, and before any
+listing. A crash loses at most those in-between snapshots of work that is then marked
+"interrupted by a restart" anyway.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
+from a2a.server.tasks import TaskStore
+from a2a.types import Task, TaskState
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+SETTLED = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
+                     TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_INPUT_REQUIRED,
+                     TaskState.TASK_STATE_AUTH_REQUIRED})
+
+
+class BufferedTaskStore(TaskStore):
+    """Write-through for what matters after a crash, write-behind for progress."""
+
+    def __init__(self, inner: TaskStore, flush_interval: float = 10.0) -> None:
+        self.inner = inner
+        self.flush_interval = flush_interval
+        self._pending: dict[tuple[str, str], tuple[Task, ServerCallContext]] = {}
+        self._stored: set[tuple[str, str]] = set()   # tasks this process has written at least once
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._flusher: asyncio.Task | None = None
+
+    def _lock(self, key: tuple[str, str]) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        key = (resolve_user_scope(context), task.id)
+        async with self._lock(key):
+            if task.status.state in SETTLED or key not in self._stored:
+                self._pending.pop(key, None)
+                await self.inner.save(task, context)
+                if task.status.state in SETTLED:
+                    self._stored.discard(key)
+                    self._locks.pop(key, None)
+                else:
+                    self._stored.add(key)
+                return
+            snapshot = Task()
+            snapshot.CopyFrom(task)
+            self._pending[key] = (snapshot, context)
+        self._ensure_flusher()
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        pending = self._pending.get((resolve_user_scope(context), task_id))
+        if pending is not None:
+            task = Task()
+            task.CopyFrom(pending[0])
+            return task
+        return await self.inner.get(task_id, context)
+
+    async def list(self, params, context: ServerCallContext):
+        await self.flush()
+        return await self.inner.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        key = (resolve_user_scope(context), task_id)
+        async with self._lock(key):
+            self._pending.pop(key, None)
+            self._stored.discard(key)
+            await self.inner.delete(task_id, context)
+        self._locks.pop(key, None)
+
+    async def flush(self) -> None:
+        """Write every held-back snapshot."""
+        for key in list(self._pending):
+            async with self._lock(key):
+                entry = self._pending.pop(key, None)
+                if entry is not None:
+                    await self.inner.save(*entry)
+
+    def _ensure_flusher(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_periodically())
+
+    async def _flush_periodically(self) -> None:
+        while self._pending:
+            await asyncio.sleep(self.flush_interval)
+            try:
+                await self.flush()
+            except Exception as exc:  # the database is unreachable: keep the snapshots, try again later
+                LOG.warning("could not write task progress to the store (%s); retrying", exc)
+
+    async def aclose(self) -> None:
+        """Write what is held back, and stop the flusher (at shutdown)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await self.flush()

@@ -105,6 +105,8 @@ class Bridge:
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app):
         await self.database_store.initialize()
+        async with self.engine.begin() as conn:  # ListTasks by context: without it, a scan of every task
+            await conn.execute(text("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)"))
         await self.operations.initialize()
         await self.handler.recover_interrupted()
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None

@@ -14,14 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import DatabaseTaskStore
-from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -29,6 +25,7 @@ from starlette.routing import Route
 from ovos_a2a_solver.bridge.backends import Backend
 from ovos_a2a_solver.bridge.cards import build_card
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
@@ -42,24 +39,19 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
-def make_engine(url: str):
-    """An async SQLAlchemy engine; SQLite gets WAL (durable across crashes, readers never block)."""
+def open_stores(url: str):
+    """(sql, task store, store to initialize) for a database URL: SQLite on its own thread,
+    anything else through SQLAlchemy and the a2a-sdk's ``DatabaseTaskStore``."""
     if url.startswith("sqlite"):
-        database = url.split(":///", 1)[-1]
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        engine = create_async_engine(url, connect_args={"timeout": 30})
+        db = SqliteDatabase(url.split(":///", 1)[-1])
+        store = SqliteTaskStore(db)
+        return db, store, store
+    from a2a.server.tasks import DatabaseTaskStore
+    from sqlalchemy.ext.asyncio import create_async_engine
 
-        @event.listens_for(engine.sync_engine, "connect")
-        def _pragmas(connection, _record):
-            cursor = connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA busy_timeout=30000")
-            cursor.close()
-
-        return engine
-    return create_async_engine(url, pool_pre_ping=True)
+    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True))
+    store = DatabaseTaskStore(db.engine)
+    return db, store, store
 
 
 class Bridge:
@@ -69,10 +61,9 @@ class Bridge:
         self.settings = settings
         self.backend = backend
         self.card = build_card(settings, backend)
-        self.engine = make_engine(settings.database_url)
-        self.database_store = DatabaseTaskStore(self.engine)
+        self.db, self.database_store, _ = open_stores(settings.database_url)
         self.task_store = BufferedTaskStore(self.database_store)
-        self.operations = OperationLog(self.engine, settings.replica)
+        self.operations = OperationLog(self.db, settings.replica)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store,
                                         on_started=self._started, on_finished=self._finished)
@@ -105,8 +96,8 @@ class Bridge:
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app):
         await self.database_store.initialize()
-        async with self.engine.begin() as conn:  # ListTasks by context: without it, a scan of every task
-            await conn.execute(text("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)"))
+        if isinstance(self.db, SqlAlchemyDatabase):  # ListTasks by context: without it, a scan of every task
+            await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
         await self.operations.initialize()
         await self.handler.recover_interrupted()
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
@@ -117,7 +108,7 @@ class Bridge:
                 await grpc_server.stop(grace=2)
             await self.sdk_handler.aclose()
             await self.task_store.aclose()
-            await self.engine.dispose()
+            await self.db.aclose()
 
     async def _start_grpc(self):
         """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store."""
@@ -133,8 +124,7 @@ class Bridge:
 
     async def _health(self, _request):
         try:
-            async with self.engine.connect() as conn:
-                await asyncio.wait_for(conn.execute(text("SELECT 1")), 2)
+            await asyncio.wait_for(self.db.fetch("SELECT 1 AS ok"), 2)
             store = "ok"
         except Exception as exc:  # any database failure is reported, not raised
             store = f"error: {type(exc).__name__}"

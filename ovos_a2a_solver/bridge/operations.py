@@ -3,10 +3,10 @@
 """Operations: one per inbound message, durable, so a message is worked on at most once.
 
 An operation's identity is a digest of (caller, taskId as sent, messageId) with
-unambiguous framing. The first delivery claims it (a primary-key insert, atomic in
-SQLite and PostgreSQL alike); every later delivery of the same message finds the claim
-and is replayed instead of starting a second persona turn. Claims live in the same
-database as the a2a-sdk task store.
+unambiguous framing. The first delivery claims it (an insert on the primary key, atomic
+in SQLite and PostgreSQL alike); every later delivery of the same message finds the
+claim and is replayed instead of starting a second persona turn. Claims live in the same
+database as the tasks.
 """
 from __future__ import annotations
 
@@ -17,28 +17,22 @@ import uuid
 from dataclasses import dataclass
 
 from google.protobuf.json_format import MessageToDict
-from sqlalchemy import Column, Float, MetaData, String, Table, delete, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine
+
+from ovos_a2a_solver.bridge.database import Sql
 
 RUNNING, DONE = "running", "done"
 
-METADATA = MetaData()
-OPERATIONS = Table(
-    "a2a_bridge_operations", METADATA,
-    Column("key", String(64), primary_key=True),
-    Column("owner", String(255), nullable=False),
-    Column("message_id", String(255), nullable=False),
-    Column("sent_task_id", String(255), nullable=False),
-    Column("content", String(64), nullable=False),
-    Column("context_id", String(255), nullable=True),
-    Column("task_id", String(255), nullable=False, index=True),
-    Column("state", String(16), nullable=False),
-    Column("replica", String(255), nullable=False),
-    Column("boot", String(32), nullable=False),
-    Column("created", Float, nullable=False),
-    Column("updated", Float, nullable=False),
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS a2a_bridge_operations (
+        key VARCHAR(64) PRIMARY KEY, owner VARCHAR(255) NOT NULL, message_id VARCHAR(255) NOT NULL,
+        sent_task_id VARCHAR(255) NOT NULL, content VARCHAR(64) NOT NULL, context_id VARCHAR(255),
+        task_id VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL, replica VARCHAR(255) NOT NULL,
+        boot VARCHAR(32) NOT NULL, created DOUBLE PRECISION NOT NULL, updated DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_operations_task ON a2a_bridge_operations (task_id)",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_operations_state ON a2a_bridge_operations (state, replica)",
 )
+COLUMNS = ("key", "owner", "message_id", "sent_task_id", "content", "context_id", "task_id", "state", "replica",
+           "boot", "created", "updated")
 
 
 def operation_key(owner: str, task_id: str, message_id: str) -> str:
@@ -76,72 +70,63 @@ class Operation:
 class OperationLog:
     """The durable table of operations."""
 
-    def __init__(self, engine: AsyncEngine, replica: str) -> None:
-        self.engine = engine
+    def __init__(self, db: Sql, replica: str) -> None:
+        self.db = db
         self.replica = replica
         self.boot = uuid.uuid4().hex  # this process's run: operations of older runs were interrupted
 
     async def initialize(self) -> None:
-        async with self.engine.begin() as conn:
-            await conn.run_sync(METADATA.create_all)
+        for statement in SCHEMA:
+            await self.db.execute(statement)
 
     async def claim(self, owner: str, message, task_id: str) -> Operation | None:
         """Claim ``message`` for this caller, its work to be done in task ``task_id``.
 
-        ``None`` if this call won the claim, else the existing claim.
+        ``None`` if this call won the claim (an atomic insert), else the existing claim.
         """
         now = time.time()
         row = dict(key=operation_key(owner, message.task_id, message.message_id), owner=owner,
                    message_id=message.message_id, sent_task_id=message.task_id, content=content_digest(message),
                    context_id=message.context_id or None, task_id=task_id, state=RUNNING,
                    replica=self.replica, boot=self.boot, created=now, updated=now)
-        try:
-            async with self.engine.begin() as conn:
-                await conn.execute(OPERATIONS.insert().values(**row))
+        inserted = await self.db.execute(
+            f"INSERT INTO a2a_bridge_operations ({', '.join(COLUMNS)}) "
+            f"VALUES ({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (key) DO NOTHING", row)
+        if inserted:
             return None
-        except IntegrityError:
-            existing = await self.get(row["key"])
-            if existing is None:  # released in between: try once more
-                return await self.claim(owner, message, task_id)
-            return existing
+        existing = await self.get(row["key"])
+        return existing if existing is not None else await self.claim(owner, message, task_id)
 
     async def get(self, key: str) -> Operation | None:
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(select(OPERATIONS).where(OPERATIONS.c.key == key))).mappings().first()
-        return _operation(row) if row else None
+        rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE key = :key", {"key": key})
+        return _operation(rows[0]) if rows else None
 
     async def finish(self, key: str) -> None:
         """The operation's work is over (its task is final, waits for input, or its deadline passed)."""
-        await self._update(key, state=DONE)
+        await self.db.execute("UPDATE a2a_bridge_operations SET state = :state, updated = :now WHERE key = :key",
+                              {"state": DONE, "now": time.time(), "key": key})
 
     async def release(self, key: str) -> None:
         """Forget a claim whose message was refused before any work started."""
-        async with self.engine.begin() as conn:
-            await conn.execute(delete(OPERATIONS).where(OPERATIONS.c.key == key))
+        await self.db.execute("DELETE FROM a2a_bridge_operations WHERE key = :key", {"key": key})
 
     async def interrupted(self) -> list[Operation]:
         """This replica's operations left running by an earlier run (it crashed or was killed)."""
-        async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(OPERATIONS).where(
-                OPERATIONS.c.state == RUNNING, OPERATIONS.c.replica == self.replica,
-                OPERATIONS.c.boot != self.boot))).mappings().all()
+        rows = await self.db.fetch(
+            "SELECT * FROM a2a_bridge_operations WHERE state = :state AND replica = :replica AND boot <> :boot",
+            {"state": RUNNING, "replica": self.replica, "boot": self.boot})
         return [_operation(r) for r in rows]
 
     async def running_for_task(self, task_id: str) -> Operation | None:
         """The operation still working on ``task_id``, if any (in any process)."""
-        async with self.engine.connect() as conn:
-            row = (await conn.execute(select(OPERATIONS).where(
-                OPERATIONS.c.task_id == task_id, OPERATIONS.c.state == RUNNING)
-                .order_by(OPERATIONS.c.created.desc()).limit(1))).mappings().first()
-        return _operation(row) if row else None
+        rows = await self.db.fetch(
+            "SELECT * FROM a2a_bridge_operations WHERE task_id = :task AND state = :state "
+            "ORDER BY created DESC LIMIT 1", {"task": task_id, "state": RUNNING})
+        return _operation(rows[0]) if rows else None
 
     def is_mine(self, operation: Operation) -> bool:
         """Whether this process is the one doing ``operation``'s work."""
         return operation.replica == self.replica and operation.boot == self.boot
-
-    async def _update(self, key: str, **values) -> None:
-        async with self.engine.begin() as conn:
-            await conn.execute(update(OPERATIONS).where(OPERATIONS.c.key == key).values(updated=time.time(), **values))
 
 
 def _operation(row) -> Operation:

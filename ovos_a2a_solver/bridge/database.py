@@ -1,0 +1,177 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Where the bridge keeps its state: SQLite by default, any SQLAlchemy database by URL.
+
+SQLite (one bridge process) is the stdlib ``sqlite3`` on a thread of its own: one hop
+per statement, WAL journal (durable across crashes, readers never blocked), no ORM. It
+holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore`` interface) and the
+operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
+database) uses the a2a-sdk's own ``DatabaseTaskStore`` and SQLAlchemy instead.
+
+Both offer the operation log the same small interface, :class:`Sql`: ``execute`` and
+``fetch`` of plain SQL with ``:name`` parameters, valid in SQLite and PostgreSQL alike.
+"""
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
+from a2a.server.tasks import TaskStore
+from a2a.types import ListTasksResponse, Task
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
+
+
+class Sql(Protocol):
+    """Plain SQL against the bridge's database."""
+
+    async def execute(self, sql: str, params: dict | None = None) -> int:
+        """Run a statement; return the number of rows it changed."""
+
+    async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
+        """Run a query; return its rows as dicts."""
+
+    async def aclose(self) -> None:
+        """Release the connection."""
+
+
+class SqliteDatabase:
+    """One SQLite connection, owned by one thread; every call is one hop to it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovos-a2a-sqlite")
+        self._conn: sqlite3.Connection = self._thread.submit(self._connect).result()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    async def call(self, fn, *args) -> Any:
+        """``fn(connection, *args)`` on the database thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, self._conn, *args)
+
+    async def execute(self, sql: str, params: dict | None = None) -> int:
+        return await self.call(lambda conn: conn.execute(sql, params or {}).rowcount)
+
+    async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
+        return await self.call(lambda conn: [dict(r) for r in conn.execute(sql, params or {}).fetchall()])
+
+    async def aclose(self) -> None:
+        await self.call(lambda conn: conn.close())
+        self._thread.shutdown(wait=True)
+
+
+class SqlAlchemyDatabase:
+    """Any SQLAlchemy async database (PostgreSQL for several replicas)."""
+
+    def __init__(self, engine) -> None:
+        self.engine = engine
+
+    async def execute(self, sql: str, params: dict | None = None) -> int:
+        from sqlalchemy import text
+        async with self.engine.begin() as conn:
+            return (await conn.execute(text(sql), params or {})).rowcount
+
+    async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
+        from sqlalchemy import text
+        async with self.engine.connect() as conn:
+            return [dict(r) for r in (await conn.execute(text(sql), params or {})).mappings().all()]
+
+    async def aclose(self) -> None:
+        await self.engine.dispose()
+
+
+TASKS_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS bridge_tasks (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, context_id TEXT NOT NULL, state INTEGER NOT NULL,
+        updated INTEGER NOT NULL, task BLOB NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_updated ON bridge_tasks (owner, updated DESC, id DESC)",
+    "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context ON bridge_tasks (owner, context_id, updated DESC)",
+)
+
+
+def _updated(task: Task) -> int:
+    """The sort position ListTasks uses: the status timestamp (ns); -1 (last) without one."""
+    return task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else -1
+
+
+class SqliteTaskStore(TaskStore):
+    """Tasks in SQLite, one row each (the protobuf ``Task`` as bytes), per owner."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    async def initialize(self) -> None:
+        def create(conn):
+            for statement in TASKS_SCHEMA:
+                conn.execute(statement)
+        await self.db.call(create)
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        row = (task.id, resolve_user_scope(context), task.context_id, int(task.status.state), _updated(task),
+               task.SerializeToString())
+        await self.db.call(lambda conn: conn.execute(
+            "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, "
+            "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner", row))
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        owner = resolve_user_scope(context)
+        row = await self.db.call(lambda conn: conn.execute(
+            "SELECT task FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)).fetchone())
+        return Task.FromString(row[0]) if row else None
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        owner = resolve_user_scope(context)
+        await self.db.call(lambda conn: conn.execute(
+            "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
+
+    async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
+        where, args = ["owner = :owner"], {"owner": resolve_user_scope(context)}
+        if params.context_id:
+            where.append("context_id = :context")
+            args["context"] = params.context_id
+        if params.status:
+            where.append("state = :state")
+            args["state"] = int(params.status)
+        if params.HasField("status_timestamp_after"):
+            where.append("updated >= :after")
+            args["after"] = params.status_timestamp_after.ToNanoseconds()
+        filtered = " AND ".join(where)
+        page = list(where)
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                raise InvalidParamsError(message="invalid page token")
+            page.append("(updated < :cts OR (updated = :cts AND id < :cid))")
+            args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
+            args["cid"] = cursor.task_id
+        size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+        args["limit"] = size + 1
+
+        def query(conn):
+            total = conn.execute(f"SELECT count(*) FROM bridge_tasks WHERE {filtered}", args).fetchone()[0]
+            rows = conn.execute(f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
+                                f"ORDER BY updated DESC, id DESC LIMIT :limit", args).fetchall()
+            return total, rows
+
+        total, rows = await self.db.call(query)
+        tasks = [Task.FromString(r[1]) for r in rows[:size]]
+        token = ""
+        if len(rows) > size:
+            last = rows[size - 1]
+            token = encode_list_tasks_cursor(ListTasksCursor(
+                timestamp_ns=None if last[0] < 0 else last[0], task_id=tasks[-1].id))
+        return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)

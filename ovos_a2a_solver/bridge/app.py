@@ -108,6 +108,7 @@ class Bridge:
                 await grpc_server.stop(grace=2)
             await self.sdk_handler.aclose()
             await self.task_store.aclose()
+            await self.operations.flush()
             await self.db.aclose()
 
     async def _start_grpc(self):

@@ -32,7 +32,8 @@ from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnRegistry
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ANSWER_ARTIFACT = "answer"
-OPERATION_KEY = "ovos_a2a.operation"  # ServerCallContext.state key set by the request handler
+OPERATION_KEY = "ovos_a2a.operation"  # ServerCallContext.state keys set by the request handler:
+CALL_MODE = "ovos_a2a.mode"            # "stream", "poll" (returnImmediately) or "block"
 
 
 class PersonaExecutor(AgentExecutor):
@@ -66,7 +67,8 @@ class PersonaExecutor(AgentExecutor):
             loop = asyncio.get_running_loop()
             turn = Turn(lambda: self.backend.reply(text, task.context_id, lang), loop).start()
             self.turns.add(task.id, turn)
-            finished = await self._relay(turn, updater)
+            chunked = context.call_context.state.get(CALL_MODE) != "block" if context.call_context else True
+            finished = await self._relay(turn, updater, chunked)
             if not finished:  # deadline: the turn goes on; keep it cancellable, adopt its late answer
                 self._adopt_late_answer(turn, task.id, context.call_context)
             else:
@@ -75,15 +77,20 @@ class PersonaExecutor(AgentExecutor):
             if key:
                 await self._on_finished(key)
 
-    async def _relay(self, turn: Turn, updater: TaskUpdater) -> bool:
-        """Turn events -> task events. False when the deadline passed with the turn still running."""
+    async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool) -> bool:
+        """Turn events -> task events. False when the deadline passed with the turn still running.
+
+        ``chunked``: each sentence becomes a chunk at once (streaming and polling callers);
+        otherwise (a blocking call sees only the end) the answer is one artifact at the end.
+        """
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.deadline
-        said: list[str] = []
+        answer = Answer(updater, chunked)
         while True:
             now = loop.time()
             if now >= deadline:
+                await answer.flush()
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
                     f"No answer within {self.settings.deadline:g} s: the outcome is unknown; the persona may "
                     f"still be working. Ask for this task again later."))
@@ -96,19 +103,15 @@ class PersonaExecutor(AgentExecutor):
                         f"Still working ({loop.time() - started:.0f} s)."))
                 continue
             if event.kind == "sentence" and isinstance(event.text, NeedsInput):
-                question = str(event.text) or " ".join(said)
-                if said:
-                    await _close_answer(updater)
+                question = str(event.text) or " ".join(answer.said)
+                await answer.close()
                 await updater.requires_input(_agent_message(question or "Please say more."))
                 return True
             if event.kind == "sentence":
-                await updater.add_artifact([Part(text=" " + event.text if said else event.text)],
-                                           artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
-                                           append=bool(said), last_chunk=False)
-                said.append(event.text)
+                await answer.add(event.text)
             elif event.kind == "done":
-                if said:
-                    await _close_answer(updater)
+                if answer.said:
+                    await answer.close()
                     await updater.complete()
                 else:
                     await updater.failed(_agent_message("The persona had no answer."))
@@ -117,6 +120,7 @@ class PersonaExecutor(AgentExecutor):
                 await updater.failed(_agent_message(_reason(event)))
                 return True
             else:  # stopped: cancel() reports the canceled state
+                await answer.flush()
                 return True
 
     def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None) -> None:
@@ -135,8 +139,13 @@ class PersonaExecutor(AgentExecutor):
             if task is None or task.status.state != TaskState.TASK_STATE_WORKING:
                 return  # canceled, or otherwise settled meanwhile: the late result must not overwrite it
             if event.kind == "done" and sentences:
-                task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
-                                               parts=[Part(text=" ".join(sentences))]))
+                said = [a for a in task.artifacts if a.artifact_id == ANSWER_ARTIFACT]
+                text = " ".join(sentences)
+                if said:  # what came before the deadline is there already: go on from it
+                    said[0].parts.append(Part(text=" " + text))
+                else:
+                    task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                                   parts=[Part(text=text)]))
                 task.status.state = TaskState.TASK_STATE_COMPLETED
                 task.status.message.CopyFrom(_agent_message("Answered after the deadline.", task))
             else:
@@ -160,10 +169,45 @@ class PersonaExecutor(AgentExecutor):
         await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
 
 
-async def _close_answer(updater: TaskUpdater) -> None:
-    """The answer's last chunk: no parts, ``lastChunk`` set."""
-    await updater.add_artifact([], artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
-                               append=True, last_chunk=True)
+class Answer:
+    """The ``answer`` artifact of one turn: chunk by chunk, or whole at the end.
+
+    Chunks: the first sentence, then " " + each next one, then an empty last chunk with
+    ``lastChunk``; the parts joined with "" are the answer's text.
+    """
+
+    def __init__(self, updater: TaskUpdater, chunked: bool) -> None:
+        self.updater, self.chunked = updater, chunked
+        self.said: list[str] = []
+        self._written = 0   # sentences already in the artifact
+
+    async def add(self, sentence: str) -> None:
+        self.said.append(sentence)
+        if self.chunked:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write the sentences not written yet, as one chunk (the artifact stays open)."""
+        if self._written < len(self.said):
+            text = " ".join(self.said[self._written:])
+            first = self._written == 0
+            self._written = len(self.said)
+            await self._write([Part(text=text if first else " " + text)], append=not first, last=False)
+
+    async def close(self) -> None:
+        """Write the rest and mark the artifact complete."""
+        if not self.said:
+            return
+        if self._written == 0:  # nothing written yet: the whole answer in one go
+            self._written = len(self.said)
+            await self._write([Part(text=" ".join(self.said))], append=False, last=True)
+            return
+        await self.flush()
+        await self._write([], append=True, last=True)
+
+    async def _write(self, parts: list, append: bool, last: bool) -> None:
+        await self.updater.add_artifact(parts, artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                        append=append, last_chunk=last)
 
 
 def _agent_message(text: str, task=None) -> Message:

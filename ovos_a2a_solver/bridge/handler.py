@@ -33,7 +33,7 @@ from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelab
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.executor import OPERATION_KEY
+from ovos_a2a_solver.bridge.executor import CALL_MODE, OPERATION_KEY
 from ovos_a2a_solver.bridge.operations import Operation, OperationLog, content_digest, operation_key
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.policy import state_name
@@ -113,6 +113,7 @@ class BridgeRequestHandler(RequestHandler):
         claim = await self._admit(params, context)
         if claim is not None:
             return await self._replay(claim, params, context)
+        context.state[CALL_MODE] = "poll" if params.configuration.return_immediately else "block"
         try:
             return await self.inner.on_message_send(params, context)
         finally:
@@ -126,6 +127,7 @@ class BridgeRequestHandler(RequestHandler):
             async for event in self._replay_stream(claim, context):
                 yield event
             return
+        context.state[CALL_MODE] = "stream"
         try:
             async for event in self.inner.on_message_send_stream(params, context):
                 yield event

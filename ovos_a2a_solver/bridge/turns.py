@@ -13,6 +13,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -30,17 +31,22 @@ class TurnEvent:
 class Turn:
     """A backend reply being produced in a worker thread."""
 
-    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop,
+                 workers: Executor | None = None) -> None:
         self._produce = produce
         self._loop = loop
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
         self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
         self.outcome: TurnEvent | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True)
+        self._workers = workers
 
     def start(self) -> "Turn":
-        self._thread.start()
+        """Run the backend on a worker thread (a thread of its own without ``workers``)."""
+        if self._workers is not None:
+            self._workers.submit(self._run)
+        else:
+            threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True).start()
         return self
 
     @property

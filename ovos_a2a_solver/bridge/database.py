@@ -106,7 +106,9 @@ TASKS_SCHEMA = (
         id TEXT PRIMARY KEY, owner TEXT NOT NULL, context_id TEXT NOT NULL, state INTEGER NOT NULL,
         updated INTEGER NOT NULL, task BLOB NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_updated ON bridge_tasks (owner, updated DESC, id DESC)",
-    "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context ON bridge_tasks (owner, context_id, updated DESC)",
+    # (context, order) in one index: ListTasks by context then reads just its page
+    "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context_updated "
+    "ON bridge_tasks (owner, context_id, updated DESC, id DESC)",
 )
 
 

@@ -22,7 +22,7 @@ Every server answers with the same trivial backend: an OVOS persona whose only h
    run shows the bridge as configured by default (``--max-concurrent 8``) under the same load.
 2. 500 concurrent open SSE streams on the bridge (``--backend echo --heartbeat 1
    --max-concurrent 1000``, each ``sleep:15``): RSS and threads idle and at peak, time to the
-   first event, heartbeat punctuality (gaps between successive "Still working" updates minus
+   first event, heartbeat punctuality (gaps between successive heartbeat updates minus
    1 s, by the bridge's own timestamps and by arrival here) and the delay from a heartbeat's
    timestamp to its arrival; /health is probed meanwhile. Bounded: 120 s overall.
 3. GetTask / ListTasks latency with 100,000 stored tasks (page size 50: first page, a page half
@@ -709,8 +709,7 @@ def analyse_stream(s: dict, heartbeat: float) -> dict:
         status = (update or task or {}).get("status", {})
         if status.get("state"):
             a["final"] = status["state"]
-        text = " ".join(p.get("text", "") for p in status.get("message", {}).get("parts", []))
-        if update and text.startswith("Still working"):
+        if update and "heartbeat" in (update.get("metadata") or {}):
             ts = _iso(status["timestamp"])
             a["heartbeats"] += 1
             a["hb_delivery_lag"].append(wall - ts)  # stamped by the bridge -> arrived here

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from google.protobuf.json_format import MessageToDict
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, Task,
                        TaskState)
@@ -353,7 +354,9 @@ def test_stream_order_chunks_heartbeats_and_completion(bridge):
     # heartbeats while the backend is quiet
     working = statuses[:-1]
     assert all(s.status.state == TaskState.TASK_STATE_WORKING for s in working)
-    assert any("Still working" in status_text(s.status) for s in working)
+    beats = [s for s in working if "heartbeat" in MessageToDict(s.metadata)]
+    assert beats and all(not s.status.HasField("message") for s in beats)
+    assert "Still working" in MessageToDict(beats[0].metadata)["note"]
 
     # terminal last
     assert kinds[-1] == "status_update"

@@ -4,7 +4,9 @@
 
 Each sentence becomes an appended chunk of one ``answer`` artifact as soon as the
 persona says it (the artifact's parts joined with "" are the answer's text). While the
-persona is quiet the task says "still working" every ``heartbeat`` seconds. Every ending
+persona is quiet a ``working`` status update goes out every ``heartbeat`` seconds, its
+metadata ``{"heartbeat": seconds, "note": "Still working (N s)."}`` (no message, so the
+task's history does not fill with them). Every ending
 is a task state, never a protocol error: ``completed``; ``failed`` with the reason;
 ``input-required`` when the persona asks back; ``canceled`` only for work that stopped.
 When the per-message ``deadline`` passes, the task stays ``working`` with a message that
@@ -35,6 +37,7 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 ANSWER_ARTIFACT = "answer"
 OPERATION_KEY = "ovos_a2a.operation"  # ServerCallContext.state keys set by the request handler:
 CALL_MODE = "ovos_a2a.mode"            # "stream", "poll" (returnImmediately) or "block"
+HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
 
 
 class PersonaExecutor(AgentExecutor):
@@ -102,9 +105,10 @@ class PersonaExecutor(AgentExecutor):
             try:
                 event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
-                if loop.time() < deadline:
-                    await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
-                        f"Still working ({loop.time() - started:.0f} s)."))
+                if loop.time() < deadline:  # a heartbeat: no message, so it never piles up in the history
+                    elapsed = round(loop.time() - started)
+                    await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
+                        HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
                 continue
             if event.kind == "sentence" and isinstance(event.text, NeedsInput):
                 question = str(event.text) or " ".join(answer.said)

@@ -709,11 +709,12 @@ def analyse_stream(s: dict, heartbeat: float) -> dict:
         status = (update or task or {}).get("status", {})
         if status.get("state"):
             a["final"] = status["state"]
+        text = " ".join(p.get("text", "") for p in status.get("message", {}).get("parts", []))
         if update and "heartbeat" in (update.get("metadata") or {}):
             ts = _iso(status["timestamp"])
             a["heartbeats"] += 1
             a["hb_delivery_lag"].append(wall - ts)  # stamped by the bridge -> arrived here
-            a["labels"].append(text)
+            a["labels"].append(update["metadata"].get("note", ""))
             if prev is not None:
                 a["gaps_arrival"].append(arrival - prev[0] - heartbeat)
                 a["gaps_server"].append(ts - prev[1] - heartbeat)

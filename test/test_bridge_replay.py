@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, get_task, message, rpc, send, state, stream, task_of
+from bridge_rpc import answer, get_task, message, send, state, stream, task_of
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """The per-device session -> (contextId, taskId) map: durable, bounded, idle-expiring, never fatal."""
 import json
-import os
 import subprocess
 import sys
 import textwrap

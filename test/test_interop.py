@@ -3,7 +3,6 @@ ovos-persona-server republishing a persona whose handler is this plugin."""
 import json
 
 import pytest
-from a2a.client import ClientConfig
 
 from interop import LegacyAgentProcess, PersonaServerProcess
 from ovos_a2a_solver import A2AClient

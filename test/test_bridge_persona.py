@@ -30,14 +30,17 @@ def test_the_embedded_default_persona_answers_offline(private_state):
     assert answer.strip()
 
 
+def relay_bridge(state, agent_url: str) -> BridgeProcess:
+    """The bridge serving a persona whose only handler is this plugin, pointed at ``agent_url``."""
+    persona = state / "relay.json"
+    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
+                                   "ovos-a2a-solver": {"agent_url": agent_url, "timeout": 20}}))
+    return BridgeProcess("--persona", str(persona), backend="persona",
+                         env={"XDG_STATE_HOME": str(state / "bridge-xdg")})
+
+
 def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, private_state):
-    persona = private_state / "relay.json"
-    persona.write_text(json.dumps({
-        "name": "relay", "handlers": ["ovos-a2a-solver"],
-        "ovos-a2a-solver": {"agent_url": agent.agent("ask"), "timeout": 20},
-    }))
-    env = {"XDG_STATE_HOME": str(private_state / "bridge-xdg")}
-    with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
+    with relay_bridge(private_state, agent.agent("ask")) as bridge:
         with A2AClient(bridge.url) as client:
             assert client.send_task("book a trip", session_id="s") == "which city?"
             waiting = client.conversation("s")
@@ -48,13 +51,7 @@ def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, pri
 
 
 def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(agent, private_state):
-    persona = private_state / "broken.json"
-    persona.write_text(json.dumps({
-        "name": "broken", "handlers": ["ovos-a2a-solver"],
-        "ovos-a2a-solver": {"agent_url": agent.agent("fail"), "timeout": 20},
-    }))
-    env = {"XDG_STATE_HOME": str(private_state / "bridge-xdg")}
-    with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
+    with relay_bridge(private_state, agent.agent("fail")) as bridge:
         with A2AClient(bridge.url) as client:
             with pytest.raises(AgentTaskError) as info:
                 client.send_task("hello")

@@ -123,7 +123,6 @@ class EchoBackend:
 
     def __init__(self, call_log: str | None = None) -> None:
         self.call_log = call_log
-        self.calls = 0
         self._memory: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -132,7 +131,6 @@ class EchoBackend:
 
     def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
         with self._lock:
-            self.calls += 1
             if self.call_log:
                 with open(self.call_log, "a", encoding="utf-8") as log:
                     log.write(json.dumps({"session": session_id, "text": text}) + "\n")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Awaitable, Callable
 
 from a2a.helpers import new_task_from_user_message
@@ -54,8 +53,6 @@ class PersonaExecutor(AgentExecutor):
         self._on_started = on_started
         self._on_finished = on_finished
         self._late: set[asyncio.Task] = set()
-        # persona turns run here; threads are made as needed and reused
-        self._workers = ThreadPoolExecutor(max_workers=settings.max_concurrent + 4, thread_name_prefix="ovos-a2a-turn")
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         key = context.call_context.state.get(OPERATION_KEY) if context.call_context else None
@@ -73,7 +70,7 @@ class PersonaExecutor(AgentExecutor):
             text = context.get_user_input()
             lang = _lang_of(context)
             loop = asyncio.get_running_loop()
-            turn = Turn(lambda: self.backend.reply(text, task.context_id, lang), loop, self._workers).start()
+            turn = Turn(lambda: self.backend.reply(text, task.context_id, lang), loop).start()
             self.turns.add(task.id, turn)
             finished = await self._relay(turn, updater, chunked)
             if not finished:  # deadline: the turn goes on; keep it cancellable, adopt its late answer

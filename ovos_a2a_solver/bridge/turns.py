@@ -13,7 +13,6 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
 from dataclasses import dataclass
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -31,22 +30,18 @@ class TurnEvent:
 class Turn:
     """A backend reply being produced in a worker thread."""
 
-    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop,
-                 workers: Executor | None = None) -> None:
+    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop) -> None:
         self._produce = produce
         self._loop = loop
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
         self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
         self.outcome: TurnEvent | None = None
         self._stop = threading.Event()
-        self._workers = workers
 
     def start(self) -> "Turn":
-        """Run the backend on a worker thread (a thread of its own without ``workers``)."""
-        if self._workers is not None:
-            self._workers.submit(self._run)
-        else:
-            threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True).start()
+        """Run the backend on a daemon thread of its own: a persona step that never returns
+        must not keep the bridge from shutting down (pool threads are joined at exit)."""
+        threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True).start()
         return self
 
     @property

@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from a2a.types import TaskState
 
+from ovos_a2a_solver.states import WAITING_FOR_USER
+
 ARTIFACT_SEPARATOR = "\n"
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
 
@@ -102,7 +104,7 @@ class AnswerAssembler:
         text = self.status_text.strip()
         if not text or self.state is None:
             return []
-        waiting = self.state in (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+        waiting = self.state in WAITING_FOR_USER
         answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not self.text.strip()
         if (waiting and text not in self.text) or answered_by_status:
             return self._set("status", text)

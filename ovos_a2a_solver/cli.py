@@ -28,9 +28,6 @@ import uuid
 
 from ovos_a2a_solver.version import __version__
 
-STATES = ("submitted", "working", "completed", "failed", "canceled", "input-required", "rejected",
-          "auth-required")
-
 
 class CommandError(Exception):
     """A failure to report in one line, with an exit status."""
@@ -185,7 +182,7 @@ def cmd_send(args, out: Output) -> int:
 
 
 def _task_summary(task, out: Output) -> None:
-    from ovos_a2a_solver.policy import state_name
+    from ovos_a2a_solver.states import state_name
 
     state = state_name(task.status.state)
     print(f"{out.bold('task')}     {task.id}")
@@ -221,11 +218,9 @@ def cmd_cancel(args, out: Output) -> int:
 
 
 def cmd_tasks(args, out: Output) -> int:
-    from a2a.types import TaskState
+    from ovos_a2a_solver.states import state_from_name, state_name
 
-    state = None
-    if args.state:
-        state = TaskState.Value("TASK_STATE_" + args.state.upper().replace("-", "_"))
+    state = state_from_name(args.state) if args.state else None
     rows, token = [], args.page_token or ""
     with open_client(args, out) as client:
         while True:
@@ -241,8 +236,6 @@ def cmd_tasks(args, out: Output) -> int:
         return 0
     if not rows:
         print("no tasks")
-    from ovos_a2a_solver.policy import state_name
-
     for task in rows:
         name = state_name(task.status.state)
         when = task.status.timestamp.ToJsonString() if task.status.HasField("timestamp") else ""
@@ -380,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = commands.add_parser("tasks", help="list your tasks on an agent (A2A 1.0)")
     _client_options(p)
     p.add_argument("--context", help="only this contextId")
-    p.add_argument("--state", choices=STATES, help="only tasks in this state")
+    p.add_argument("--state", metavar="STATE", help="only tasks in this state: submitted, working, completed, failed, "
+                                                     "canceled, input-required, rejected or auth-required")
     p.add_argument("--page-size", type=int, default=20, help="tasks per page (default 20, at most 100)")
     p.add_argument("--page-token", help="continue from this page")
     p.add_argument("--all", action="store_true", help="walk every page")

@@ -33,8 +33,9 @@ from ovos_a2a_solver.auth import OriginCredentials, origin_of
 from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.connection import AgentConnection
 from ovos_a2a_solver.conversations import Conversation, ConversationStore
-from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, WAITING_FOR_USER, AgentTaskError, Effect,
-                                    IncompleteAnswerError, effect_of_error, never_delivered, state_name)
+from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
+                                    effect_of_error, never_delivered)
+from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
 
 __all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError",
            "TurnUpdate"]

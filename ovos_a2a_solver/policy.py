@@ -43,19 +43,13 @@ ERROR_EFFECTS: tuple[tuple[tuple[type[A2AError], ...], Effect, Effect], ...] = (
     ((InvalidParamsError,), Effect.NEW_CONVERSATION, Effect.NEW_CONVERSATION),
 )
 
-# Final task states and what they mean for the session.
+# Final task states and what they mean for the session (the waiting states: ``states.WAITING_FOR_USER``).
 ANSWERED = frozenset({TaskState.TASK_STATE_COMPLETED})
-WAITING_FOR_USER = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 ENDED_WITHOUT_ANSWER = {
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
     TaskState.TASK_STATE_CANCELED: "canceled",
 }
-
-
-def state_name(state: int) -> str:
-    """``TASK_STATE_INPUT_REQUIRED`` -> ``"input-required"`` (the words A2A 0.3 used, readable)."""
-    return TaskState.Name(state).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -> Effect:

@@ -22,6 +22,7 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from ovos_a2a_solver.bridge.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend
 from ovos_a2a_solver.bridge.cards import build_card
 from ovos_a2a_solver.bridge.config import BridgeSettings
@@ -64,22 +65,16 @@ class Bridge:
         self.db, self.database_store, _ = open_stores(settings.database_url)
         self.task_store = BufferedTaskStore(self.database_store)
         self.operations = OperationLog(self.db, settings.replica)
+        self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
-        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store,
-                                        on_started=self._started, on_finished=self._finished)
+        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back)
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
                                                  agent_card=self.card, interrupted_task_timeout=600,
                                                  request_context_builder=ChosenTaskIds())
-        self.handler = BridgeRequestHandler(self.sdk_handler, self.operations, self.turns, self.task_store, settings)
+        self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings)
         self.app = Guard(Starlette(routes=self._routes(), lifespan=self._lifespan), settings)
-
-    def _started(self, key: str) -> None:
-        self.handler.operation_started(key)
-
-    async def _finished(self, key: str) -> None:
-        await self.handler.operation_finished(key)
 
     def _routes(self) -> list:
         path = urlsplit(self.settings.public_url).path.rstrip("/") or ""
@@ -130,5 +125,5 @@ class Bridge:
         except Exception as exc:  # any database failure is reported, not raised
             store = f"error: {type(exc).__name__}"
         return JSONResponse({"ok": store == "ok", "version": __version__, "store": store,
-                             "persona": self.card.name, "running": len(self.turns)},
+                             "persona": self.card.name, "running": self.tracker.running},
                             status_code=200 if store == "ok" else 503)

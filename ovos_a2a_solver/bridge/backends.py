@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 DEFAULT_PERSONA = Path(__file__).resolve().parent.parent / "personas" / "default.json"
 
@@ -24,8 +24,21 @@ class NoAnswerError(RuntimeError):
     """The backend produced no text; ``str()`` says why if it knows."""
 
 
-class NeedsInput(str):
-    """A sentence that is a question back to the user: the task waits for their answer."""
+@dataclass(frozen=True)
+class Question:
+    """What a backend yields to ask the user back: the task then waits for their answer.
+    ``text`` may be empty when the question was already said as sentences."""
+
+    text: str = ""
+
+
+@runtime_checkable
+class RelayingHandler(Protocol):
+    """A persona handler that relays to another agent and can tell whether that agent
+    waits for this session's user (this package's A2A plugin is one)."""
+
+    def has_open_task(self, session_id: str) -> bool:
+        """Whether the remote agent waits for the user of ``session_id``."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +59,9 @@ class Backend(Protocol):
     def capabilities(self) -> list[Capability]:
         """What the backend really has (one per persona handler)."""
 
-    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
-        """The answer's sentences, in order. Raise to fail the turn."""
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
+        """The answer's sentences, in order, and a :class:`Question` last if the user must
+        answer back. Raise to fail the turn."""
 
 
 class PersonaBackend:
@@ -79,7 +93,7 @@ class PersonaBackend:
         return [Capability(id=h, name=h, description=f"Answers through the OVOS plugin {h}.")
                 for h in self._handlers]
 
-    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         from ovos_bus_client.session import Session
 
         session = Session(session_id)
@@ -96,17 +110,13 @@ class PersonaBackend:
             raise NoAnswerError(f"the persona had no answer ({error})" if error else "the persona had no answer")
         self.persona.remember(text, " ".join(said), session)
         if self._relay_waits_for_user(session_id):
-            yield NeedsInput("")
+            yield Question()
 
     def _relay_waits_for_user(self, session_id: str) -> bool:
-        """Whether a relaying handler (this package's A2A plugin) left its remote task
-        waiting for the user: then this task waits too, and the next message continues it."""
-        from ovos_a2a_solver.engine import A2AChatEngine
-
-        for handler in self.persona.solvers.loaded_modules.values():
-            if isinstance(handler, A2AChatEngine) and handler.has_open_task(session_id):
-                return True
-        return False
+        """Whether a relaying handler left its remote task waiting for the user: then this
+        task waits too, and the next message continues it."""
+        return any(isinstance(handler, RelayingHandler) and handler.has_open_task(session_id)
+                   for handler in self.persona.solvers.loaded_modules.values())
 
 
 class EchoBackend:
@@ -129,7 +139,7 @@ class EchoBackend:
     def capabilities(self) -> list[Capability]:
         return [Capability(id="echo", name="echo", description="Repeats the message.")]
 
-    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str]:
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         with self._lock:
             if self.call_log:
                 with open(self.call_log, "a", encoding="utf-8") as log:
@@ -144,7 +154,7 @@ class EchoBackend:
                 time.sleep(seconds)
             return
         elif command == "ask":
-            yield NeedsInput(arg.strip() or "which one?")
+            yield Question(arg.strip() or "which one?")
             return
         elif text == "fail":
             raise RuntimeError("the echo backend was told to fail")

@@ -29,6 +29,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "cancel_grace": (0.1, 60),
     "max_concurrent": (1, 1000),
     "max_body": (1024, 64 * 1024 * 1024),
+    "max_parts": (1, 10000),
     "grpc_port": (0, 65535),
 }
 
@@ -56,6 +57,7 @@ class BridgeSettings:
     cancel_grace: float = 2.0             # seconds a cancel waits for the persona to reach a stopping point
     max_concurrent: int = 8               # persona turns at once; more are answered "busy" at once
     max_body: int = 1024 * 1024           # bytes of one request body
+    max_parts: int = 100                  # parts of one message
     username: str = "a2a"                 # Basic auth user name (with password)
     password: str | None = field(default=None, repr=False)
     tokens: tuple[str, ...] = field(default=(), repr=False)   # accepted Bearer tokens
@@ -106,7 +108,7 @@ class BridgeSettings:
             if f.name == "tokens":
                 value = tuple(t.strip() for t in (value.split(",") if isinstance(value, str) else value) if t.strip())
             elif f.name in BOUNDS or isinstance(default, (int, float)) and not isinstance(default, bool):
-                value = _number(f.name, value, default, int if f.name in ("port", "max_concurrent", "max_body",
+                value = _number(f.name, value, default, int if f.name in ("port", "max_concurrent", "max_body", "max_parts",
                                                                            "grpc_port") else float)
             elif value is not None:
                 value = str(value)

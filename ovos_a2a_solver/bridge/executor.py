@@ -15,71 +15,80 @@ the outcome is unknown; should the persona answer later, that answer is stored t
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
 
 from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
+from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore, TaskUpdater
-from a2a.types import Artifact, Message, Part, Role, TaskState
+from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
-from ovos_a2a_solver.bridge.backends import Backend, NeedsInput, NoAnswerError
+from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.backends import Backend, NoAnswerError
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnRegistry
+from ovos_a2a_solver.bridge.store import settle_stored_task
+from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnEventKind, TurnRegistry
+from ovos_a2a_solver.states import state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ANSWER_ARTIFACT = "answer"
-OPERATION_KEY = "ovos_a2a.operation"  # ServerCallContext.state keys set by the request handler:
-CALL_MODE = "ovos_a2a.mode"            # "stream", "poll" (returnImmediately) or "block"
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
+
+
+def persona_session(owner: str, tenant: str, context_id: str) -> str:
+    """The persona's session for one conversation: a digest of (owner, tenant, contextId), so
+    that a caller who sends another caller's contextId reaches a memory of its own."""
+    framed = json.dumps([owner, tenant, context_id], separators=(",", ":"), ensure_ascii=False)
+    return "a2a-" + hashlib.sha256(framed.encode("utf-8")).hexdigest()[:32]
 
 
 class PersonaExecutor(AgentExecutor):
     """Runs persona turns for the a2a-sdk request handler."""
 
     def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
-                 task_store: TaskStore,
-                 on_started: Callable[[str], None],
-                 on_finished: Callable[[str], Awaitable[None]]) -> None:
+                 task_store: TaskStore, tracker: OperationTracker) -> None:
         self.backend = backend
         self.settings = settings
         self.turns = turns
         self.task_store = task_store
-        self._on_started = on_started
-        self._on_finished = on_finished
+        self.tracker = tracker
         self._late: set[asyncio.Task] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        key = context.call_context.state.get(OPERATION_KEY) if context.call_context else None
-        if key:
-            self._on_started(key)
-        task = context.current_task
-        if task is None:  # its id was chosen (and claimed) by the request handler
-            task = new_task_from_user_message(context.message)
-            await event_queue.enqueue_event(task)
-        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        admission = Admission.of(context.call_context)
+        handed_on = False  # the turn outlived the deadline: its late answer lets go of the admission
         try:
-            chunked = context.call_context.state.get(CALL_MODE) != "block" if context.call_context else True
+            if admission is not None:
+                await self.tracker.executor_started(admission)
+            task = context.current_task
+            if task is None:  # its id was chosen (and claimed) by the request handler
+                task = new_task_from_user_message(context.message)
+                await event_queue.enqueue_event(task)
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            chunked = admission is None or admission.mode is not CallMode.BLOCK
             if chunked:  # a blocking caller sees only the end; others see the work start
                 await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
             text = context.get_user_input()
             lang = _lang_of(context)
-            loop = asyncio.get_running_loop()
-            turn = Turn(lambda: self.backend.reply(text, task.context_id, lang), loop).start()
+            session = persona_session(resolve_user_scope(context.call_context), context.tenant or "",
+                                      task.context_id)
+            turn = Turn(lambda: self.backend.reply(text, session, lang), asyncio.get_running_loop()).start()
             self.turns.add(task.id, turn)
-            finished = await self._relay(turn, updater, chunked)
-            if not finished:  # deadline: the turn goes on; keep it cancellable, adopt its late answer
-                self._adopt_late_answer(turn, task.id, context.call_context)
-            else:
+            if await self._relay(turn, updater, chunked):
                 self.turns.discard(task.id, turn)
+            else:  # deadline: the turn goes on; keep it cancellable, adopt its late answer
+                self._adopt_late_answer(turn, task.id, context.call_context, admission)
+                handed_on = True
         finally:
-            if key:
-                await self._on_finished(key)
+            if admission is not None and not handed_on:
+                await self.tracker.executor_done(admission)
 
     async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool) -> bool:
         """Turn events -> task events. False when the deadline passed with the turn still running.
@@ -107,63 +116,72 @@ class PersonaExecutor(AgentExecutor):
                     await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
                         HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
                 continue
-            if event.kind == "sentence" and isinstance(event.text, NeedsInput):
-                question = str(event.text) or " ".join(answer.said)
+            kind = event.kind
+            if kind is TurnEventKind.SENTENCE:
+                await answer.add(event.text)
+            elif kind is TurnEventKind.QUESTION:
+                question = event.text or " ".join(answer.said)
                 await answer.close()
                 await updater.requires_input(_agent_message(question or "Please say more."))
                 return True
-            if event.kind == "sentence":
-                await answer.add(event.text)
-            elif event.kind == "done":
+            elif kind is TurnEventKind.DONE:
                 if answer.said:
                     await answer.close()
                     await updater.complete()
                 else:
                     await updater.failed(_agent_message("The persona had no answer."))
                 return True
-            elif event.kind == "error":
+            elif kind is TurnEventKind.ERROR:
                 await updater.failed(_agent_message(_reason(event)))
                 return True
             else:  # stopped: cancel() reports the canceled state
                 await answer.flush()
                 return True
 
-    def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None) -> None:
+    def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None,
+                           admission: Admission | None) -> None:
         async def adopt() -> None:
-            sentences = []
-            while True:
-                event = await turn.events.get()
-                if event.kind == "sentence" and not isinstance(event.text, NeedsInput):
-                    sentences.append(event.text)
-                elif event.kind != "sentence":
-                    break
-            self.turns.discard(task_id, turn)
-            if event.kind == "stopped" or call_context is None:
-                return
-            task = await self.task_store.get(task_id, call_context)
-            if task is None or task.status.state != TaskState.TASK_STATE_WORKING:
-                return  # canceled, or otherwise settled meanwhile: the late result must not overwrite it
-            if event.kind == "done" and sentences:
+            try:
+                sentences = []
+                while True:
+                    event = await turn.events.get()
+                    if event.kind is TurnEventKind.SENTENCE:
+                        sentences.append(event.text)
+                    elif event.ends:
+                        break
+                self.turns.discard(task_id, turn)
+                if not event.stopped and call_context is not None:
+                    await self._store_late_outcome(task_id, call_context, event, sentences)
+            finally:
+                if admission is not None:
+                    await self.tracker.executor_done(admission)
+
+        late = asyncio.get_running_loop().create_task(adopt())
+        self._late.add(late)
+        late.add_done_callback(self._late.discard)
+
+    async def _store_late_outcome(self, task_id: str, call_context: ServerCallContext, event: TurnEvent,
+                                  sentences: list[str]) -> None:
+        """The answer that came after the deadline, stored unless the task settled meanwhile."""
+        if event.kind is TurnEventKind.DONE and sentences:
+            text = " ".join(sentences)
+
+            def add_answer(task: Task) -> None:
                 said = [a for a in task.artifacts if a.artifact_id == ANSWER_ARTIFACT]
-                text = " ".join(sentences)
                 if said:  # what came before the deadline is there already: go on from it
                     said[0].parts.append(Part(text=" " + text))
                 else:
                     task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
                                                    parts=[Part(text=text)]))
-                task.status.state = TaskState.TASK_STATE_COMPLETED
-                task.status.message.CopyFrom(_agent_message("Answered after the deadline.", task))
-            else:
-                task.status.state = TaskState.TASK_STATE_FAILED
-                task.status.message.CopyFrom(_agent_message(
-                    _reason(event) if event.kind == "error" else "The persona had no answer.", task))
-            task.status.timestamp.GetCurrentTime()
-            await self.task_store.save(task, call_context)
-            LOG.info("task %s: late outcome stored (%s)", task_id, TaskState.Name(task.status.state))
 
-        late = asyncio.get_running_loop().create_task(adopt())
-        self._late.add(late)
-        late.add_done_callback(self._late.discard)
+            task = await settle_stored_task(self.task_store, task_id, call_context, TaskState.TASK_STATE_COMPLETED,
+                                            "Answered after the deadline.", add_answer)
+        else:
+            reason = _reason(event) if event.kind is TurnEventKind.ERROR else "The persona had no answer."
+            task = await settle_stored_task(self.task_store, task_id, call_context, TaskState.TASK_STATE_FAILED,
+                                            reason)
+        if task is not None:
+            LOG.info("task %s: late outcome stored (%s)", task_id, state_name(task.status.state))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         turn = self.turns.get(context.task_id or "")
@@ -215,11 +233,8 @@ class Answer:
                                         append=append, last_chunk=last)
 
 
-def _agent_message(text: str, task=None) -> Message:
-    message = Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
-    if task is not None:
-        message.task_id, message.context_id = task.id, task.context_id
-    return message
+def _agent_message(text: str) -> Message:
+    return Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
 
 
 def _reason(event: TurnEvent) -> str:

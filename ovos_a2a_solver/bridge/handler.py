@@ -2,12 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The request handler: the a2a-sdk's ``DefaultRequestHandler``, wrapped (never patched).
 
-Before a message reaches the SDK it is claimed as an operation (see ``operations``):
-a message delivered again (a retry, a reconnect, 20 concurrent duplicates) is replayed
-from its first delivery, never worked on twice; the same messageId with other content or
-another context is refused. A message naming a task that is still working is refused
-(only a task waiting for input takes a follow-up), so a late result can never overwrite a
-newer one. Past ``max_concurrent`` running turns the answer is "busy", at once.
+A message is checked first (``validation``): one the persona cannot be asked is refused
+before anything is claimed. Then it is admitted (``admission``): claimed as an operation,
+given a slot. A message delivered again (a retry, a reconnect, 20 concurrent duplicates)
+is replayed from its first delivery, never worked on twice; the same messageId with
+other content or another context is refused. A message naming a task that is still
+working is refused (only a task waiting for input takes a follow-up), so a late result
+can never overwrite a newer one. Past ``max_concurrent`` admitted messages the answer is
+"busy", at once.
 
 A cancel is honest: the persona turn is stopped first, and only once it stopped does the
 SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
@@ -27,24 +29,24 @@ from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.request_handler import validate_request_params
 from a2a.server.tasks import TaskStore
-from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, SendMessageRequest,
-                       SubscribeToTaskRequest, Task, TaskState)
+from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task,
+                       TaskState)
 from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
+from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.executor import CALL_MODE, OPERATION_KEY
-from ovos_a2a_solver.bridge.operations import Operation, OperationLog, content_digest, operation_key
+from ovos_a2a_solver.bridge.operations import Operation, content_digest
+from ovos_a2a_solver.bridge.store import settle_stored_task
 from ovos_a2a_solver.bridge.turns import TurnRegistry
-from ovos_a2a_solver.policy import state_name
+from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
+from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
-TERMINAL = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED,
-                      TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED})
-SETTLED = TERMINAL | {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
-TASK_ID_KEY = "ovos_a2a.task_id"  # ServerCallContext.state: the id chosen for a new task
+INTERRUPTED = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
+               "Please ask again.")
 
 
 class Owner(User):
@@ -74,83 +76,60 @@ class ChosenTaskIds(RequestContextBuilder):
         self._inner = SimpleRequestContextBuilder()
 
     async def build(self, context: ServerCallContext, params=None, task_id=None, context_id=None, task=None):
-        chosen = context.state.get(TASK_ID_KEY) if context is not None else None
+        admission = Admission.of(context)
+        chosen = admission.task_id if admission is not None else None
         return await self._inner.build(context=context, params=params, task_id=task_id or chosen,
                                        context_id=context_id, task=task)
 
 
 class BridgeRequestHandler(RequestHandler):
-    """Replay, supersession, busy and honest cancel around the SDK's request handler."""
+    """Checks, admission, replay, supersession and honest cancel around the SDK's handler."""
 
-    def __init__(self, inner: RequestHandler, operations: OperationLog, turns: TurnRegistry,
+    def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
                  task_store: TaskStore, settings: BridgeSettings) -> None:
         self.inner = inner
-        self.operations = operations
+        self.tracker = tracker
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
-        # operations admitted in this process and not finished (set when they finish), and
-        # those whose work the executor has started
-        self._finished: dict[str, asyncio.Event] = {}
-        self._started: set[str] = set()
-
-    # ---- callbacks from the executor ---------------------------------------------------
-
-    def operation_started(self, key: str) -> None:
-        self._started.add(key)
-
-    async def operation_finished(self, key: str) -> None:
-        await self.operations.finish(key)
-        self._started.discard(key)
-        event = self._finished.pop(key, None)
-        if event is not None:
-            event.set()
 
     # ---- messages ----------------------------------------------------------------------
 
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        claim = await self._admit(params, context)
-        if claim is not None:
-            return await self._replay(claim, params, context)
-        context.state[CALL_MODE] = "poll" if params.configuration.return_immediately else "block"
+        mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
+        admitted = await self._admit(params, context, mode)
+        if isinstance(admitted, Operation):
+            return await self._replay(admitted, params, context)
         try:
             return await self.inner.on_message_send(params, context)
         finally:
-            await self._settle_admission(context)
+            await self.tracker.handler_done(admitted)
 
     @validate_request_params
     async def on_message_send_stream(self, params: SendMessageRequest,
                                      context: ServerCallContext) -> AsyncGenerator:
-        claim = await self._admit(params, context)
-        if claim is not None:
-            async for event in self._replay_stream(claim, context):
+        admitted = await self._admit(params, context, CallMode.STREAM)
+        if isinstance(admitted, Operation):
+            async for event in self._replay_stream(admitted, context):
                 yield event
             return
-        context.state[CALL_MODE] = "stream"
         try:
             async for event in self.inner.on_message_send_stream(params, context):
                 yield event
         finally:
-            await self._settle_admission(context)
+            await self.tracker.handler_done(admitted)
 
-    async def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> Operation | None:
-        """Claim the message; return the earlier claim if it was delivered before."""
+    async def _admit(self, params: SendMessageRequest, context: ServerCallContext,
+                     mode: CallMode) -> Admission | Operation:
+        """Check and admit the message; return the earlier claim if it was delivered before."""
         message = params.message
+        check_message(message, self.settings.max_parts)
         owner = resolve_user_scope(context)
-        task_id = message.task_id or str(uuid.uuid4())
-        claim = await self.operations.claim(owner, message, task_id)
-        if claim is not None:
-            known_context = claim.context_id
-            if message.context_id and not known_context:  # the first delivery let the agent choose it
-                task = await self.task_store.get(claim.task_id, context)
-                known_context = task.context_id if task is not None else None
-            same_context = not message.context_id or not known_context or message.context_id == known_context
-            if claim.content != content_digest(message) or not same_context:
-                raise InvalidParamsError(message=f"messageId {message.message_id!r} was already accepted with "
-                                                 f"different content or context")
-            return claim
-        key = operation_key(owner, message.task_id, message.message_id)
+        admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode)
+        if isinstance(admitted, Operation):
+            await self._check_same_message(admitted, message, context)
+            return admitted
         try:
             if message.task_id:
                 task = await self.task_store.get(message.task_id, context)
@@ -158,39 +137,34 @@ class BridgeRequestHandler(RequestHandler):
                     raise UnsupportedOperationError(
                         message=f"Task {message.task_id} is still working on an earlier message; send a "
                                 f"follow-up once it is answered, or without taskId in the same context.")
-            if len(self._finished) >= self.settings.max_concurrent:
-                raise InternalError(message=f"The bridge is busy ({len(self._finished)} messages in progress); "
-                                            f"retry later.")
         except BaseException:
-            await self.operations.release(key)
+            await self.tracker.refuse(admitted)
             raise
-        context.state[OPERATION_KEY] = key
-        context.state[TASK_ID_KEY] = task_id
-        self._finished[key] = asyncio.Event()
-        return None
+        admitted.put_in(context)
+        return admitted
 
-    async def _settle_admission(self, context: ServerCallContext) -> None:
-        """After the SDK returned: a message it refused before any work started is forgotten."""
-        key = context.state.get(OPERATION_KEY)
-        if key in self._finished and key not in self._started:
-            event = self._finished.pop(key)
-            event.set()
-            await self.operations.release(key)
+    async def _check_same_message(self, claim: Operation, message, context: ServerCallContext) -> None:
+        known_context = claim.context_id
+        if message.context_id and not known_context:  # the first delivery let the agent choose it
+            task = await self.task_store.get(claim.task_id, context)
+            known_context = task.context_id if task is not None else None
+        same_context = not message.context_id or not known_context or message.context_id == known_context
+        if claim.content != content_digest(message) or not same_context:
+            raise InvalidParamsError(message=f"messageId {message.message_id!r} was already accepted with "
+                                             f"different content or context")
 
-    async def _stored_task(self, claim: Operation, task_id: str, context: ServerCallContext,
-                           settled: bool) -> Task:
+    async def _stored_task(self, claim: Operation, context: ServerCallContext, settled: bool) -> Task:
         """The operation's task from the store, once it is there (and, with ``settled``, once
         it is final or waits for input; or, if the work ended undecided, as it stands)."""
-        event = self._finished.get(claim.key)
         delay, over_since = 0.01, None
         loop = asyncio.get_running_loop()
         while True:
-            task = await self.task_store.get(task_id, context)
+            task = await self.task_store.get(claim.task_id, context)
             if task is not None and (not settled or task.status.state in SETTLED):
                 return task
-            current = await self.operations.get(claim.key)
+            current = await self.tracker.log.get(claim.key)
             if current is None:
-                raise InvalidParamsError(message="the first delivery of this message was refused")
+                raise InvalidParamsError(message="the first delivery of this message was refused; send it again")
             if current.done:  # the executor is done; give the SDK a moment to store its last events
                 over_since = over_since or loop.time()
                 if loop.time() - over_since > 1.0:
@@ -198,36 +172,32 @@ class BridgeRequestHandler(RequestHandler):
                         raise InternalError(message="the first delivery of this message failed before its "
                                                     "task was stored; send it again with a new messageId")
                     return task
-            if event is not None and not event.is_set():
-                try:
-                    await asyncio.wait_for(event.wait(), POLL_SECONDS)
-                except asyncio.TimeoutError:
-                    pass
+            if self.tracker.get(claim.key) is not None:
+                await self.tracker.wait_ended(claim.key, POLL_SECONDS)
                 continue
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_SECONDS)
 
     async def _replay(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        task_id = claim.task_id
-        task = await self._stored_task(claim, task_id, context, settled=not params.configuration.return_immediately)
+        task = await self._stored_task(claim, context, settled=not params.configuration.return_immediately)
         if params.configuration.HasField("history_length"):
             return await self.inner.on_get_task(
-                GetTaskRequest(id=task_id, history_length=params.configuration.history_length), context)
+                GetTaskRequest(id=claim.task_id, history_length=params.configuration.history_length), context)
         return task
 
     async def _replay_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
-        task_id = claim.task_id
-        task = await self._stored_task(claim, task_id, context, settled=False)
+        task = await self._stored_task(claim, context, settled=False)
         if task.status.state not in SETTLED:
             try:
-                async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), context):
+                async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=claim.task_id),
+                                                                   context):
                     yield event
                     if _settles(event):
                         return
                 return
             except (UnsupportedOperationError, TaskNotFoundError):
                 pass  # finished meanwhile: the stored task is the answer
-        yield await self._stored_task(claim, task_id, context, settled=True)
+        yield await self._stored_task(claim, context, settled=True)
 
     # ---- cancel ------------------------------------------------------------------------
 
@@ -236,11 +206,11 @@ class BridgeRequestHandler(RequestHandler):
         if task is None:
             raise TaskNotFoundError(message=f"Task {params.id} not found")
         if task.status.state in TERMINAL:
-            raise TaskNotCancelableError(message=f"Task {params.id} is already {_state(task)}")
+            raise TaskNotCancelableError(message=f"Task {params.id} is already {state_name(task.status.state)}")
         turn = self.turns.get(params.id)
         if turn is None or not turn.running:
-            elsewhere = await self.operations.running_for_task(params.id)
-            if elsewhere is not None and not self.operations.is_mine(elsewhere):
+            elsewhere = await self.tracker.log.running_for_task(params.id)
+            if elsewhere is not None and not self.tracker.log.is_mine(elsewhere):
                 raise TaskNotCancelableError(
                     message=f"Task {params.id} is being worked on by another bridge process "
                             f"({elsewhere.replica}); send the cancel to the one serving this conversation.")
@@ -249,11 +219,12 @@ class BridgeRequestHandler(RequestHandler):
                 raise TaskNotCancelableError(
                     message=f"The persona could not be stopped within {self.settings.cancel_grace:g} s (it is in "
                             f"a step that cannot be interrupted); the task goes on.")
-            if turn.outcome is not None and turn.outcome.kind != "stopped":
+            if turn.outcome is not None and not turn.outcome.stopped:
                 await asyncio.sleep(0.05)  # let the executor record the outcome it reached meanwhile
                 task = await self.task_store.get(params.id, context)
+                state = "gone" if task is None else state_name(task.status.state)
                 raise TaskNotCancelableError(message=f"Task {params.id} finished before it could be canceled: "
-                                                     f"{_state(task)}")
+                                                     f"{state}")
         return await self.inner.on_cancel_task(params, context)
 
     # ---- start-up recovery -------------------------------------------------------------
@@ -261,17 +232,13 @@ class BridgeRequestHandler(RequestHandler):
     async def recover_interrupted(self) -> int:
         """Mark work cut short by an earlier crash as failed; return how many tasks."""
         count = 0
-        for operation in await self.operations.interrupted():
+        log = self.tracker.log
+        for operation in await log.interrupted():
             if operation.task_id:
-                context = call_context_for(operation.owner)
-                task = await self.task_store.get(operation.task_id, context)
-                if task is not None and task.status.state not in SETTLED:
-                    task.status.state = TaskState.TASK_STATE_FAILED
-                    task.status.message.CopyFrom(_interrupted_message(task))
-                    task.status.timestamp.GetCurrentTime()
-                    await self.task_store.save(task, context)
-                    count += 1
-            await self.operations.finish(operation.key)
+                task = await settle_stored_task(self.task_store, operation.task_id, call_context_for(operation.owner),
+                                                TaskState.TASK_STATE_FAILED, INTERRUPTED)
+                count += task is not None
+            await log.finish(operation.key)
         if count:
             LOG.warning("%d task(s) were interrupted by a restart and are now failed", count)
         return count
@@ -282,6 +249,7 @@ class BridgeRequestHandler(RequestHandler):
         return await self.inner.on_get_task(params, context)
 
     async def on_list_tasks(self, params, context):
+        check_list_tasks(params)
         return await self.inner.on_list_tasks(params, context)
 
     async def on_subscribe_to_task(self, params, context):
@@ -304,18 +272,8 @@ class BridgeRequestHandler(RequestHandler):
         return await self.inner.on_get_extended_agent_card(params, context)
 
 
-def _state(task: Task | None) -> str:
-    return "gone" if task is None else state_name(task.status.state)
-
-
 def _settles(event) -> bool:
     if isinstance(event, Task):
         return event.status.state in SETTLED
     status = getattr(event, "status", None)
     return status is not None and status.state in SETTLED
-
-
-def _interrupted_message(task: Task) -> Message:
-    return Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task.id, context_id=task.context_id,
-                   parts=[Part(text="Interrupted by a restart of the bridge before the persona answered; "
-                                    "the answer was lost. Please ask again.")])

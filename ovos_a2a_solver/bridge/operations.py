@@ -83,23 +83,37 @@ class OperationLog:
         for statement in SCHEMA:
             await self.db.execute(statement)
 
-    async def claim(self, owner: str, message, task_id: str) -> Operation | None:
+    def key_of(self, owner: str, message) -> str:
+        """The operation key of ``message`` sent by ``owner``."""
+        return operation_key(owner, message.task_id, message.message_id)
+
+    async def claim(self, owner: str, message, task_id: str) -> tuple[Operation, bool]:
         """Claim ``message`` for this caller, its work to be done in task ``task_id``.
 
-        ``None`` if this call won the claim (an atomic insert), else the existing claim.
+        Returns the operation and whether this call made the claim (an atomic insert);
+        if not, the operation is the earlier claim of the same message.
         """
         now = time.time()
-        row = dict(key=operation_key(owner, message.task_id, message.message_id), owner=owner,
-                   message_id=message.message_id, sent_task_id=message.task_id, content=content_digest(message),
-                   context_id=message.context_id or None, task_id=task_id, state=RUNNING,
-                   replica=self.replica, boot=self.boot, created=now, updated=now)
-        inserted = await self.db.execute(
+        operation = Operation(key=self.key_of(owner, message), owner=owner, message_id=message.message_id,
+                              sent_task_id=message.task_id, content=content_digest(message),
+                              context_id=message.context_id or None, task_id=task_id, state=RUNNING,
+                              replica=self.replica, boot=self.boot)
+        if await self._insert(operation, now):
+            return operation, True
+        existing = await self.get(operation.key)
+        return (existing, False) if existing is not None else await self.claim(owner, message, task_id)
+
+    async def reclaim(self, operation: Operation) -> None:
+        """Write ``operation``'s claim again after it was released (its work started late)."""
+        self._finished.discard(operation.key)
+        await self._insert(operation, time.time())
+
+    async def _insert(self, operation: Operation, now: float) -> bool:
+        row = {name: getattr(operation, name) for name in Operation.__dataclass_fields__}
+        return bool(await self.db.execute(
             f"INSERT INTO a2a_bridge_operations ({', '.join(COLUMNS)}) "
-            f"VALUES ({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (key) DO NOTHING", row)
-        if inserted:
-            return None
-        existing = await self.get(row["key"])
-        return existing if existing is not None else await self.claim(owner, message, task_id)
+            f"VALUES ({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (key) DO NOTHING",
+            {**row, "created": now, "updated": now}))
 
     async def get(self, key: str) -> Operation | None:
         rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE key = :key", {"key": key})
@@ -133,6 +147,7 @@ class OperationLog:
 
     async def release(self, key: str) -> None:
         """Forget a claim whose message was refused before any work started."""
+        self._finished.discard(key)
         await self.db.execute("DELETE FROM a2a_bridge_operations WHERE key = :key", {"key": key})
 
     async def interrupted(self) -> list[Operation]:

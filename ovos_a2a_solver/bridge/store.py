@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from collections.abc import Callable
 
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
-from a2a.types import Task, TaskState
+from a2a.types import Message, Part, Role, Task
+
+from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
-
-SETTLED = frozenset({TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED,
-                     TaskState.TASK_STATE_REJECTED, TaskState.TASK_STATE_INPUT_REQUIRED,
-                     TaskState.TASK_STATE_AUTH_REQUIRED})
 
 
 class BufferedTaskStore(TaskStore):
@@ -103,3 +103,23 @@ class BufferedTaskStore(TaskStore):
         if self._flusher is not None:
             self._flusher.cancel()
         await self.flush()
+
+
+async def settle_stored_task(store: TaskStore, task_id: str, context: ServerCallContext, state: int, text: str,
+                             edit: Callable[[Task], None] | None = None) -> Task | None:
+    """Write an outcome the SDK's event flow did not see (a late answer, a restart, a
+    shutdown): the task gets ``state`` with the agent message ``text`` (and ``edit``, if
+    given, may change its artifacts). Only a task still submitted or working is changed:
+    one that settled meanwhile (canceled, say) is never overwritten. Returns the saved
+    task, or ``None`` when nothing was written."""
+    task = await store.get(task_id, context)
+    if task is None or task.status.state not in ACTIVE:
+        return None
+    if edit is not None:
+        edit(task)
+    task.status.state = state
+    task.status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task.id,
+                                         context_id=task.context_id, parts=[Part(text=text)]))
+    task.status.timestamp.GetCurrentTime()
+    await store.save(task, context)
+    return task

@@ -10,27 +10,48 @@ reports ``canceled`` for work that was stopped.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from ovos_a2a_solver.bridge.backends import Question
+
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+
+class TurnEventKind(enum.Enum):
+    """What happened in a turn. SENTENCE and QUESTION may repeat; the others end it."""
+
+    SENTENCE = "sentence"   # the persona said a sentence
+    QUESTION = "question"   # the persona asks back: the task waits for the user's answer (ends the reply)
+    DONE = "done"           # the reply is complete
+    STOPPED = "stopped"     # a stop request was honoured
+    ERROR = "error"         # the backend raised
 
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """``kind`` is ``sentence``, ``done``, ``stopped`` or ``error``."""
+    """One thing a turn did; ``text`` for a sentence or question, ``error`` for an error."""
 
-    kind: str
+    kind: TurnEventKind
     text: str = ""
     error: BaseException | None = None
+
+    @property
+    def ends(self) -> bool:
+        return self.kind not in (TurnEventKind.SENTENCE, TurnEventKind.QUESTION)
+
+    @property
+    def stopped(self) -> bool:
+        return self.kind is TurnEventKind.STOPPED
 
 
 class Turn:
     """A backend reply being produced in a worker thread."""
 
-    def __init__(self, produce: Callable[[], Iterator[str]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, produce: Callable[[], Iterator["str | Question"]], loop: asyncio.AbstractEventLoop) -> None:
         self._produce = produce
         self._loop = loop
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
@@ -51,7 +72,7 @@ class Turn:
     def _post(self, event: TurnEvent) -> None:
         def deliver() -> None:
             self.events.put_nowait(event)
-            if event.kind != "sentence":
+            if event.ends:
                 self.outcome = event
                 self.ended.set()
         try:
@@ -63,17 +84,20 @@ class Turn:
         generator = None
         try:
             generator = self._produce()
-            for sentence in generator:
+            for item in generator:
                 if self._stop.is_set():
-                    self._post(TurnEvent("stopped"))
+                    self._post(TurnEvent(TurnEventKind.STOPPED))
                     return
-                self._post(TurnEvent("sentence", sentence))
+                if isinstance(item, Question):
+                    self._post(TurnEvent(TurnEventKind.QUESTION, item.text))
+                else:
+                    self._post(TurnEvent(TurnEventKind.SENTENCE, item))
                 if self._stop.is_set():
-                    self._post(TurnEvent("stopped"))
+                    self._post(TurnEvent(TurnEventKind.STOPPED))
                     return
-            self._post(TurnEvent("done"))
+            self._post(TurnEvent(TurnEventKind.DONE))
         except Exception as exc:  # the backend failed: reported as the turn's outcome
-            self._post(TurnEvent("error", error=exc))
+            self._post(TurnEvent(TurnEventKind.ERROR, error=exc))
         finally:
             if generator is not None:
                 try:

@@ -1,0 +1,165 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Admission: which messages this process works on, at most ``max_concurrent`` at once.
+
+A message is admitted when its operation is claimed (see ``operations``) and a slot is
+free. The :class:`Admission` travels from the request handler to the executor in the
+call context, under one key (:data:`ADMISSION`). Two parties hold it:
+
+* the request handler, from the claim until its call returns or raises;
+* the executor, from the first line of its work until the persona turn has ended
+  (a late answer after the deadline included).
+
+The slot is free again when the last holder lets go, exactly once, whichever way the
+call ended: a refusal by the SDK, an error anywhere in the executor, a client that went
+away, a cancel, the deadline, a shutdown. A message the executor never started is
+forgotten (its claim deleted: a retry may deliver it again); one it started is marked
+done when the executor lets go. :class:`OperationTracker` is the one owner of all this;
+``/health`` reports its count, and "busy" is decided on the same count.
+"""
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+from dataclasses import dataclass, field
+
+from a2a.server.context import ServerCallContext
+from a2a.utils.errors import InternalError
+
+from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+ADMISSION = "ovos_a2a.admission"  # the ServerCallContext.state key of the message's Admission
+
+
+class CallMode(enum.Enum):
+    """How the caller waits for the answer."""
+
+    STREAM = "stream"   # SendStreamingMessage: every event as it happens
+    POLL = "poll"       # SendMessage with returnImmediately: the task at once, then GetTask
+    BLOCK = "block"     # SendMessage: only the end
+
+
+@dataclass(eq=False)
+class Admission:
+    """One message let in, and who still holds it."""
+
+    operation: Operation
+    mode: CallMode
+    handler_holds: bool = True
+    executor_holds: bool = False
+    started: bool = False          # the executor began its work
+    ended: asyncio.Event = field(default_factory=asyncio.Event)   # set once nobody holds it
+
+    @property
+    def key(self) -> str:
+        return self.operation.key
+
+    @property
+    def task_id(self) -> str:
+        """The task the message works in: the one it continues, or the id chosen for a new one."""
+        return self.operation.task_id
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.handler_holds or self.executor_holds
+
+    @staticmethod
+    def of(context: ServerCallContext | None) -> "Admission | None":
+        """The admission the request handler put in ``context``, if any."""
+        return context.state.get(ADMISSION) if context is not None else None
+
+    def put_in(self, context: ServerCallContext) -> None:
+        context.state[ADMISSION] = self
+
+
+class BusyError(InternalError):
+    """Every slot is taken; the caller should retry later (A2A has no code of its own for this)."""
+
+
+class OperationTracker:
+    """The messages this process has admitted: slots, claims, and their ends."""
+
+    def __init__(self, log: OperationLog, max_concurrent: int) -> None:
+        self.log = log
+        self.max_concurrent = max_concurrent
+        self._live: dict[str, Admission] = {}
+        self.accepting = True
+
+    @property
+    def running(self) -> int:
+        """Messages holding a slot now (what ``/health`` reports and "busy" counts)."""
+        return sum(1 for admission in self._live.values() if admission.holds_slot)
+
+    def get(self, key: str) -> Admission | None:
+        """The live admission of an operation, if this process holds one."""
+        return self._live.get(key)
+
+    async def admit(self, owner: str, message, task_id: str, mode: CallMode) -> Admission | Operation:
+        """Claim ``message`` and take a slot for it.
+
+        Returns the :class:`Admission`, or the earlier :class:`Operation` when the message
+        was delivered before (the caller replays it). Raises :class:`BusyError` when every
+        slot is taken; the claim is then forgotten.
+        """
+        operation, first = await self.log.claim(owner, message, task_id)
+        if not first:
+            return operation
+        if not self.accepting or self.running >= self.max_concurrent:
+            await self.log.release(operation.key)
+            if not self.accepting:
+                raise BusyError(message="The bridge is shutting down; retry on another replica or later.")
+            raise BusyError(message=f"The bridge is busy ({self.running} messages in progress); retry later.")
+        admission = Admission(operation, mode)
+        self._live[operation.key] = admission
+        return admission
+
+    async def refuse(self, admission: Admission) -> None:
+        """The handler refused the admitted message itself (before the SDK saw it)."""
+        admission.handler_holds = False
+        await self._settle(admission)
+
+    async def handler_done(self, admission: Admission) -> None:
+        """The request handler's call returned or raised."""
+        admission.handler_holds = False
+        await self._settle(admission)
+
+    async def executor_started(self, admission: Admission) -> None:
+        """The executor begins the message's work; it holds the admission until
+        :meth:`executor_done`."""
+        admission.started = True
+        admission.executor_holds = True
+        if admission.key not in self._live:  # the handler gave up first (its caller went away): claim again
+            self._live[admission.key] = admission
+            admission.ended.clear()
+            await self.log.reclaim(admission.operation)
+
+    async def executor_done(self, admission: Admission) -> None:
+        """The message's work is over: its task is final, waits for input, or its turn ended
+        after the deadline."""
+        admission.executor_holds = False
+        await self._settle(admission)
+
+    async def _settle(self, admission: Admission) -> None:
+        if admission.holds_slot or self._live.get(admission.key) is not admission:
+            return
+        del self._live[admission.key]
+        if admission.started:
+            await self.log.finish(admission.key)
+        else:
+            await self.log.release(admission.key)
+        admission.ended.set()
+
+    async def wait_ended(self, key: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for this process's admission of ``key`` to end; True if
+        it has (or this process holds none)."""
+        admission = self._live.get(key)
+        if admission is None:
+            return True
+        try:
+            await asyncio.wait_for(admission.ended.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
@@ -30,9 +31,10 @@ from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, 
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
-from ovos_a2a_solver.bridge.security import Guard
+from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.store import BufferedTaskStore
 from ovos_a2a_solver.bridge.turns import TurnRegistry
+from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -74,10 +76,25 @@ class Bridge:
                                                  agent_card=self.card, interrupted_task_timeout=600,
                                                  request_context_builder=ChosenTaskIds())
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings)
-        self.app = Guard(Starlette(routes=self._routes(), lifespan=self._lifespan), settings)
+        self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
+
+    @property
+    def _path(self) -> str:
+        return urlsplit(self.settings.public_url).path.rstrip("/")
+
+    def _middleware(self, app):
+        """Outermost first: the size of the body, who calls, what of their credentials
+        travels on, and whether the request is well-formed."""
+        rest_prefix = self._path + "/rest"
+        app = WireCheck(app, rpc_paths={self._path or "/", self._path + "/"}, rest_prefix=rest_prefix,
+                        max_parts=self.settings.max_parts)
+        app = ScrubCredentials(app)
+        app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings),
+                                       on_error=unauthenticated(rest_prefix))
+        return BodyLimit(app, max_body=self.settings.max_body, rest_prefix=rest_prefix)
 
     def _routes(self) -> list:
-        path = urlsplit(self.settings.public_url).path.rstrip("/") or ""
+        path = self._path
         routes: list = [Route("/health", self._health, methods=["GET"])]
         for prefix in dict.fromkeys(["", path]):
             for card_path in CARD_PATHS:

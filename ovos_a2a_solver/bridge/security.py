@@ -1,15 +1,17 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Who may call, and how much they may send.
+"""Who may call, and what of their credentials travels on.
 
-``Guard`` is one ASGI middleware: it refuses request bodies over ``max_body`` (HTTP 413,
-also for chunked bodies, which it reads up to the limit first), and, when credentials are
-configured, requires HTTP Basic (``username``/``password``) or a Bearer token on
-everything but the cards and ``/health`` (HTTP 401 otherwise). Errors take the shape of
-the binding (JSON-RPC, or google.rpc.Status under ``/rest/``). A caller's identity
-becomes the a2a-sdk ``user``, so tasks are stored and listed per caller. Secrets are
-compared in constant time, and the ``Authorization`` header is dropped once checked, so
-nothing downstream (the SDK's call context, debug logs) ever holds it.
+* :class:`CredentialsBackend` is a Starlette ``AuthenticationBackend``: when credentials
+  are configured, every request but the cards and ``/health`` needs HTTP Basic
+  (``username``/``password``) or one of the Bearer tokens. The caller becomes the
+  request's user, which the a2a-sdk uses as the owner of tasks, so tasks are kept per
+  caller. Secrets are compared in constant time. Starlette's ``AuthenticationMiddleware``
+  runs it; :func:`unauthenticated` answers its refusals (HTTP 401, in the binding's shape).
+* :class:`ScrubCredentials` drops credential-like headers (``Authorization``, ``Cookie``,
+  ``Proxy-Authorization``, ``X-API-Key``, anything named like a token, key, secret or
+  session) once authentication is done, so nothing downstream (the SDK's call context,
+  debug logs) ever holds them.
 """
 from __future__ import annotations
 
@@ -17,109 +19,83 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
+import re
 
-from starlette.authentication import AuthCredentials, SimpleUser
+from a2a.utils.errors import InvalidRequestError
+from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, SimpleUser
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.errors import is_rest, jsonrpc_error_body, status_body
 
 PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 PUBLIC_PATHS = ("/health",)
+CHALLENGE = 'Basic realm="a2a", charset="UTF-8"'
+CREDENTIAL_HEADER = re.compile(r"(^|[-_])(authorization|cookie|api[-_]?key|token|secret|password|session)([-_]|$)"
+                               r"|^x-api-key$|^proxy-authorization$|^set-cookie$", re.I)
 
 
-class Guard:
-    """Body size limit and authentication, in front of the whole app."""
+class CredentialsBackend(AuthenticationBackend):
+    """HTTP Basic and Bearer credentials from the bridge's settings."""
 
-    def __init__(self, app, settings: BridgeSettings) -> None:
-        self.app = app
-        self.max_body = settings.max_body
+    def __init__(self, settings: BridgeSettings) -> None:
         self.username = settings.username
         self._password = settings.password
-        self._tokens = {hashlib.sha256(t.encode()).hexdigest(): t for t in settings.tokens}
+        self._tokens = [hashlib.sha256(t.encode()).hexdigest() for t in settings.tokens]
         self.required = settings.requires_auth
 
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        rest = "/rest/" in scope["path"]
-        length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > self.max_body:
-            return await _refuse(send, rest, 413, f"request body over {self.max_body} bytes")
-        path = scope["path"]
-        if self.required and not (path in PUBLIC_PATHS or path.endswith(PUBLIC_SUFFIXES)):
-            user = self._authenticate(headers.get("authorization", ""))
-            if user is None:
-                return await _refuse(send, rest, 401, "authentication required",
-                                     [(b"www-authenticate", b'Basic realm="a2a", charset="UTF-8"')])
-            scope["user"], scope["auth"] = SimpleUser(user), AuthCredentials(["authenticated"])
-        # the credential has done its job: it must not travel on (the SDK copies headers into
-        # every call context, which debug logging prints)
-        scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k.lower() != b"authorization"])
-        if not length.isdigit() and scope["method"] in ("POST", "PUT", "PATCH"):
-            body = await self._read_limited(receive)
-            if body is None:
-                return await _refuse(send, rest, 413, f"request body over {self.max_body} bytes")
-            receive = _replay(body, receive)
-        await self.app(scope, receive, send)
+    async def authenticate(self, conn: HTTPConnection):
+        path = conn.url.path
+        if not self.required or path in PUBLIC_PATHS or path.endswith(PUBLIC_SUFFIXES):
+            return None
+        user = self.caller(conn.headers.get("authorization", ""))
+        if user is None:
+            raise AuthenticationError("authentication required")
+        return AuthCredentials(["authenticated"]), SimpleUser(user)
 
-    async def _read_limited(self, receive) -> bytes | None:
-        """The whole body of a request sent without Content-Length, or None past the limit."""
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return b"".join(chunks)
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
-    def _authenticate(self, header: str) -> str | None:
+    def caller(self, header: str) -> str | None:
+        """Who the ``Authorization`` header names, or ``None`` if it is not a valid credential."""
         scheme, _, value = header.partition(" ")
         scheme = scheme.lower()
         if scheme == "bearer" and self._tokens:
-            digest = hashlib.sha256(value.strip().encode()).hexdigest()
+            digest = hashlib.sha256(value.strip().encode("utf-8", "surrogateescape")).hexdigest()
             for known in self._tokens:
                 if hmac.compare_digest(digest, known):
                     return "token-" + known[:12]
         if scheme == "basic" and self._password:
             try:
-                user, _, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
-            except (binascii.Error, UnicodeDecodeError):
+                decoded = base64.b64decode(value.strip().encode("ascii"), validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeError):  # not base64, not ASCII, or not UTF-8 inside
                 return None
+            user, _, password = decoded.partition(":")
             if hmac.compare_digest(user.encode(), self.username.encode()) & \
                     hmac.compare_digest(password.encode(), self._password.encode()):
                 return user
         return None
 
 
-def _replay(body: bytes, receive):
-    """A ``receive`` that gives the buffered body once, then what the server sends (disconnects)."""
-    sent = False
-
-    async def replay():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
+def unauthenticated(rest_prefix: str):
+    """The ``on_error`` of ``AuthenticationMiddleware``: HTTP 401 shaped for the binding."""
+    def on_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
+        headers = {"www-authenticate": CHALLENGE}
+        if is_rest(conn.url.path, rest_prefix):
+            body = status_body(401, "UNAUTHENTICATED", "UNAUTHENTICATED", str(exc))
+        else:
+            body = jsonrpc_error_body(InvalidRequestError(message=str(exc)))
+        return Response(body, status_code=401, media_type="application/json", headers=headers)
+    return on_error
 
 
-async def _refuse(send, rest: bool, status: int, message: str, extra_headers=()) -> None:
-    """An error in the shape of the binding: google.rpc.Status for REST, JSON-RPC otherwise."""
-    if rest:
-        name = {401: "UNAUTHENTICATED", 413: "INVALID_ARGUMENT"}.get(status, "INVALID_ARGUMENT")
-        payload = {"error": {"code": status, "status": name, "message": message}}
-    else:
-        payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    body = json.dumps(payload).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            *extra_headers]})
-    await send({"type": "http.response.body", "body": body})
+class ScrubCredentials:
+    """Drops credential-like request headers before the app sees the request."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            headers = [(k, v) for k, v in scope["headers"] if not CREDENTIAL_HEADER.search(k.decode("latin-1"))]
+            if len(headers) != len(scope["headers"]):
+                scope = dict(scope, headers=headers)
+        await self.app(scope, receive, send)

@@ -1,0 +1,346 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The request on the wire, before the a2a-sdk parses it: its size, then its shape.
+
+Two ASGI middlewares, one job each:
+
+* :class:`BodyLimit` refuses a body over ``max_body`` bytes with HTTP 413: at once when
+  ``Content-Length`` says so, else as soon as a chunked body grows past the limit.
+* :class:`WireCheck` refuses a malformed body or query with a protocol error, never a
+  -32603 or an HTTP 500: invalid UTF-8 or JSON (-32700), JSON nested deeper than
+  :data:`MAX_DEPTH` or a number too long to read (-32600), and, for the A2A operations,
+  any value of the wrong JSON type for its field, an unknown enum name or number, or a
+  message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400). The SDK parses
+  leniently (an unknown enum name becomes 0, a list stands for an object); this is where
+  the ProtoJSON rules are held. Unknown fields are ignored, as A2A asks. A large body is
+  parsed on a worker thread, so one request never stalls the event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qsl
+
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
+from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, JSONParseError
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from ovos_a2a_solver.bridge.errors import (is_rest, jsonrpc_error_body, rest_error_body, send_json,
+                                           status_body)
+
+MAX_DEPTH = 64            # JSON nesting a request may have (A2A messages need a handful)
+OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thread
+MESSAGE_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+REST_BODIES = {"/message:send": SendMessageRequest, "/message:stream": SendMessageRequest,
+               "/pushNotificationConfigs": TaskPushNotificationConfig}
+
+
+class BodyTooLarge(Exception):
+    """A request body grew past the limit while it was read."""
+
+
+class BodyLimit:
+    """HTTP 413 for a body over ``max_body`` bytes (also a chunked one)."""
+
+    def __init__(self, app, *, max_body: int, rest_prefix: str) -> None:
+        self.app, self.max_body, self.rest_prefix = app, max_body, rest_prefix
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
+        if length.isdigit() and int(length) > self.max_body:
+            return await self._refuse(scope, send)
+        received, started = 0, False
+
+        async def counted_receive():
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body:
+                raise BodyTooLarge
+            return message
+
+        async def watched_send(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, watched_send)
+        except BodyTooLarge:
+            if started:
+                raise
+            await self._refuse(scope, send)
+
+    async def _refuse(self, scope, send) -> None:
+        message = f"request body over {self.max_body} bytes"
+        if is_rest(scope["path"], self.rest_prefix):
+            await send_json(send, 413, status_body(413, "INVALID_ARGUMENT", "INVALID_REQUEST", message))
+        else:
+            await send_json(send, 413, jsonrpc_error_body(InvalidRequestError(message=message)))
+
+
+class Refusal(Exception):
+    """What is wrong with a request, as the protocol error to answer."""
+
+    def __init__(self, error: A2AError, request_id=None) -> None:
+        super().__init__(error.message)
+        self.error, self.request_id = error, request_id
+
+
+class WireCheck:
+    """Protocol errors for malformed bodies and queries, before the SDK sees them."""
+
+    def __init__(self, app, *, rpc_paths: set[str], rest_prefix: str, max_parts: int) -> None:
+        self.app, self.rpc_paths, self.rest_prefix, self.max_parts = app, rpc_paths, rest_prefix, max_parts
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path, method = scope["path"], scope["method"]
+        rest = is_rest(path, self.rest_prefix)
+        try:
+            if method == "POST" and (rest or path in self.rpc_paths):
+                body = await _read_body(receive)
+                receive = _replay(body, receive)
+                if len(body) > OFF_LOOP_BYTES:
+                    await asyncio.to_thread(self.check_body, body, path, rest)
+                else:
+                    self.check_body(body, path, rest)
+            elif method == "GET" and rest and path.endswith("/tasks"):
+                check_query(scope.get("query_string", b""), ListTasksRequest.DESCRIPTOR)
+        except Refusal as refusal:
+            if rest:  # HTTP+JSON has no parse error of its own: a bad body is an invalid request
+                error = refusal.error
+                status, payload = rest_error_body(InvalidRequestError(message=error.message)
+                                                  if isinstance(error, JSONParseError) else error)
+                return await send_json(send, status, payload)
+            return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
+        await self.app(scope, receive, send)
+
+    def check_body(self, body: bytes, path: str, rest: bool) -> None:
+        """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
+        value = load_json(body)
+        if rest:
+            model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
+            if model is not None:
+                try:
+                    check_fields(value, model.DESCRIPTOR, "")
+                except InvalidParamsError as error:
+                    raise Refusal(error) from None
+                _check_parts(value.get("message"), self.max_parts, None)
+            return
+        request_id = check_envelope(value)
+        method, params = value["method"], value.get("params")
+        model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
+        try:
+            if model is not None and params is not None:
+                if not isinstance(params, dict):
+                    raise InvalidParamsError(message="params must be an object")
+                check_fields(params, model.DESCRIPTOR, "params")
+            if method in MESSAGE_METHODS and isinstance(params, dict):
+                _check_parts(params.get("message"), self.max_parts, request_id)
+        except InvalidParamsError as error:
+            raise Refusal(error, request_id) from None
+
+
+def check_envelope(value: Any):
+    """The request id of a JSON-RPC 2.0 request object, or :class:`Refusal` (-32600) if it
+    is not one: ``jsonrpc`` is "2.0", ``method`` a non-empty string, ``id`` a string, an
+    integer or null."""
+    if isinstance(value, list):
+        raise Refusal(InvalidRequestError(message="batch requests are not supported"))
+    if not isinstance(value, dict):
+        raise Refusal(InvalidRequestError(message="the body must be a JSON-RPC request object"))
+    request_id = value.get("id")
+    if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
+        raise Refusal(InvalidRequestError(message="id must be a string, an integer or null"))
+    if value.get("jsonrpc") != "2.0":
+        raise Refusal(InvalidRequestError(message='jsonrpc must be "2.0"'), request_id)
+    if not isinstance(value.get("method"), str) or not value["method"]:
+        raise Refusal(InvalidRequestError(message="method must be a non-empty string"), request_id)
+    return request_id
+
+
+def load_json(body: bytes) -> Any:
+    """The body as JSON, or :class:`Refusal`: not UTF-8 or not JSON (-32700), nested deeper
+    than :data:`MAX_DEPTH` or with a number too long to read (-32600)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refusal(JSONParseError(message=f"the body is not valid UTF-8 (byte {exc.start})")) from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Refusal(JSONParseError(message=f"the body is not JSON: {exc.msg} at line {exc.lineno} "
+                                             f"column {exc.colno}")) from None
+    except RecursionError:
+        raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels")) from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise Refusal(InvalidRequestError(message="the body has a number too long to read")) from None
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels"))
+    return value
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _check_parts(message: Any, max_parts: int, request_id) -> None:
+    if isinstance(message, dict) and isinstance(message.get("parts"), list) and len(message["parts"]) > max_parts:
+        raise Refusal(InvalidParamsError(message=f"message has {len(message['parts'])} parts; at most {max_parts} "
+                                                 f"are accepted"), request_id)
+
+
+# ---- ProtoJSON types ---------------------------------------------------------------------------
+
+_INTEGERS = {FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT32,
+             FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_SINT64,
+             FieldDescriptor.TYPE_FIXED32, FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED32,
+             FieldDescriptor.TYPE_SFIXED64}
+_FLOATS = {FieldDescriptor.TYPE_FLOAT, FieldDescriptor.TYPE_DOUBLE}
+_INTEGER_RANGE = {kind: ((0, 2**32 - 1) if kind in (FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_FIXED32) else
+                         (0, 2**64 - 1) if kind in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64) else
+                         (-2**31, 2**31 - 1) if kind in (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32,
+                                                         FieldDescriptor.TYPE_SFIXED32) else (-2**63, 2**63 - 1))
+                  for kind in _INTEGERS}
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})")
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]*={0,2}")  # standard or URL-safe, padded or not (ProtoJSON takes both)
+_WELL_KNOWN = {"google.protobuf.Struct": dict, "google.protobuf.ListValue": list, "google.protobuf.Value": object,
+               "google.protobuf.Timestamp": str, "google.protobuf.Duration": str, "google.protobuf.FieldMask": str}
+
+
+def check_fields(value: Any, descriptor: Descriptor, path: str) -> None:
+    """``InvalidParamsError`` naming the first field of ``value`` whose JSON type does not
+    fit ``descriptor`` (ProtoJSON), or whose enum name or number is unknown."""
+    if not isinstance(value, dict):
+        raise InvalidParamsError(message=f"{path or 'the body'} must be an object")
+    chosen: dict[str, str] = {}
+    for key, item in value.items():
+        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
+        if field is None or item is None:
+            continue  # unknown fields are ignored; null means unset
+        where = f"{path}.{key}" if path else key
+        oneof = field.containing_oneof
+        if oneof is not None and len(oneof.fields) > 1:
+            if oneof.name in chosen:
+                raise InvalidParamsError(message=f"{where}: only one of {chosen[oneof.name]} and {key} may be set")
+            chosen[oneof.name] = key
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            if not isinstance(item, dict):
+                raise InvalidParamsError(message=f"{where} must be an object")
+            value_field = field.message_type.fields_by_name["value"]
+            for name, entry in item.items():
+                _check_value(entry, value_field, f"{where}.{name}")
+        elif field.is_repeated:
+            if not isinstance(item, list):
+                raise InvalidParamsError(message=f"{where} must be a list")
+            for n, element in enumerate(item):
+                _check_value(element, field, f"{where}[{n}]")
+        else:
+            _check_value(item, field, where)
+
+
+def _check_value(item: Any, field: FieldDescriptor, where: str) -> None:
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_MESSAGE:
+        expected = _WELL_KNOWN.get(field.message_type.full_name)
+        if expected is None:
+            check_fields(item, field.message_type, where)
+        elif not isinstance(item, expected):
+            raise InvalidParamsError(message=f"{where} must be a JSON {expected.__name__}")
+        elif field.message_type.full_name == "google.protobuf.Timestamp" and not _TIMESTAMP.fullmatch(item):
+            raise InvalidParamsError(message=f"{where} must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
+    elif kind == FieldDescriptor.TYPE_ENUM:
+        values = field.enum_type
+        known = (item in values.values_by_name) if isinstance(item, str) else \
+            (isinstance(item, int) and not isinstance(item, bool) and item in values.values_by_number)
+        if not known:
+            names = ", ".join(v.name for v in values.values if v.number)
+            raise InvalidParamsError(message=f"{where}: {json.dumps(item)[:40]} is not one of {names}")
+    elif kind == FieldDescriptor.TYPE_STRING:
+        if not isinstance(item, str):
+            raise InvalidParamsError(message=f"{where} must be a string")
+    elif kind == FieldDescriptor.TYPE_BYTES:
+        if not isinstance(item, str) or not _BASE64.fullmatch(item) or len(item.rstrip("=")) % 4 == 1:
+            raise InvalidParamsError(message=f"{where} must be base64 text")
+    elif kind == FieldDescriptor.TYPE_BOOL:
+        if not isinstance(item, bool):
+            raise InvalidParamsError(message=f"{where} must be true or false")
+    elif kind in _INTEGERS:
+        low, high = _INTEGER_RANGE[kind]
+        if not _is_integer(item) or not low <= int(float(item)) <= high:
+            raise InvalidParamsError(message=f"{where} must be an integer from {low} to {high}")
+    elif kind in _FLOATS:
+        if isinstance(item, bool) or not isinstance(item, (int, float, str)):
+            raise InvalidParamsError(message=f"{where} must be a number")
+
+
+def _is_integer(item: Any) -> bool:
+    if isinstance(item, bool):
+        return False
+    if isinstance(item, int):
+        return True
+    if isinstance(item, float):
+        return item.is_integer()
+    if isinstance(item, str):
+        return item.strip().lstrip("-").isdigit() and len(item) < 40
+    return False
+
+
+def check_query(query_string: bytes, descriptor: Descriptor) -> None:
+    """Refuse query parameters whose text cannot be a value of their field (unknown enum
+    names, integers that are not integers)."""
+    for key, text in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
+        if field is None or field.is_repeated or not text:
+            continue
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            item: Any = int(text) if text.lstrip("-").isdigit() else text
+        elif field.type in _INTEGERS:
+            item = text
+        else:
+            continue
+        try:
+            _check_value(item, field, key)
+        except InvalidParamsError as error:
+            raise Refusal(error) from None
+
+
+async def _read_body(receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive):
+    """A ``receive`` that gives the buffered body once, then what the server sends (disconnects)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

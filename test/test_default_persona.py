@@ -183,6 +183,16 @@ def test_a_bad_setting_stops_the_engine_with_its_name(config, key):
         RiveScriptChatEngine(config)
 
 
+def test_a_brain_of_ones_own_replaces_the_embedded_one(tmp_path):
+    brain = tmp_path / "brain"
+    brain.mkdir()
+    with pytest.raises(ValueError, match="no RiveScript replies"):
+        RiveScriptChatEngine({"brain": str(brain)})
+    (brain / "parrot.rive").write_text("! version = 2.0\n\n+ *\n- <set said=<star>>You said <star>.\n")
+    engine = RiveScriptChatEngine({"brain": str(brain)})
+    assert ask(engine, "my name is Zed", "s") == "You said my name is zed."
+
+
 def test_the_embedded_persona_loads_the_engine_through_opm():
     config = json.loads(DEFAULT_PERSONA.read_text())
     assert config["handlers"] == ["ovos-a2a-rivescript", "ovos-solver-failure-plugin"]

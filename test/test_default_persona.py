@@ -1,6 +1,7 @@
 """The embedded default persona's engine (ovos-a2a-rivescript): one memory per conversation,
 bounded, idle-expiring, durable, never stopped by its state file; and the same through a real
 bridge over A2A."""
+import contextlib
 import json
 import logging
 import sqlite3
@@ -15,7 +16,7 @@ from agent_process import free_port
 from bridge_process import BridgeProcess
 from ovos_a2a_solver import A2AClient, ConversationStore
 from ovos_a2a_solver.bridge.backends import DEFAULT_PERSONA
-from ovos_a2a_solver.bridge.rivescript_engine import RiveScriptChatEngine, default_state_file
+from ovos_a2a_solver.bridge.rivescript_engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 # the brain's exact answers (deterministic: no random alternatives)
 MET_ZED = "Nice to meet you, Zed! I will remember your name in this conversation."
@@ -48,7 +49,7 @@ def ask(engine, text, session_id):
 
 
 def stored_sessions(path: Path) -> set:
-    with sqlite3.connect(path) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         return {row[0] for row in db.execute("SELECT session_id FROM sessions")}
 
 
@@ -71,6 +72,13 @@ def test_stream_sentences_gives_whole_sentences_in_order():
                     "I run entirely on this machine, so I never have a bad connection."]
     assert list(engine.stream_sentences([AgentMessage(role=MessageRole.USER, content="my name is Zed")], "s")) \
         == ["Nice to meet you, Zed!", "I will remember your name in this conversation."]
+
+
+def test_a_long_message_is_cut_so_memory_stays_small():
+    engine = RiveScriptChatEngine({})
+    answer = ask(engine, "remember " + "very " * 1000 + "long", "s")
+    assert answer.startswith("All right, I will remember that very very") and "long" not in answer
+    assert len(json.dumps(engine.memory.get_any("s"))) < 5 * MAX_INPUT_CHARS
 
 
 def test_only_the_newest_user_message_is_answered():
@@ -156,7 +164,7 @@ def test_an_unreadable_session_row_starts_that_conversation_afresh(caplog):
     ask(engine, "my name is Zed", "broken")
     ask(engine, "my name is Zed", "fine")
     engine.shutdown()
-    with sqlite3.connect(default_state_file()) as db:
+    with contextlib.closing(sqlite3.connect(default_state_file())) as db, db:
         db.execute("UPDATE sessions SET variables = '{not json' WHERE session_id = 'broken'")
     engine = RiveScriptChatEngine({})
     with caplog.at_level(logging.WARNING, logger="ovos_a2a_solver"):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PLUGIN_ID = "ovos-a2a-rivescript"
 EMBEDDED_BRAIN = Path(__file__).resolve().parent / "rivescript_brain"
 STATE_FILE_NAME = "rivescript-sessions.sqlite"
+MAX_INPUT_CHARS = 1000  # longer messages are cut: RiveScript keeps the last inputs of every conversation
 
 
 def default_state_file() -> Path:
@@ -112,13 +113,14 @@ class RiveScriptChatEngine(ChatEngine):
         self._lock = threading.Lock()
 
     def answer(self, text: str, session_id: str = "default") -> str:
-        """The brain's reply to ``text`` in conversation ``session_id``.
+        """The brain's reply to ``text`` (its first ``MAX_INPUT_CHARS`` characters, which
+        bounds what a conversation can make the memory hold) in conversation ``session_id``.
 
         Raises the library's ``RiveScriptError`` when the brain has no reply (the persona
         then asks its next handler)."""
         session_id = str(session_id or "default")
         with self._lock, self.memory.turn(session_id):
-            reply = self._rivescript.reply(session_id, text, errors_as_replies=False)
+            reply = self._rivescript.reply(session_id, text[:MAX_INPUT_CHARS], errors_as_replies=False)
         return reply.strip()
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",

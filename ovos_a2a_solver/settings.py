@@ -36,12 +36,12 @@ class EngineSettings:
         values["agent_url"] = url.strip()
         for key in ("timeout", "conversation_ttl"):
             if key in values:
-                values[key] = _positive(key, values[key], float)
+                values[key] = positive_setting(key, values[key], float)
         if "max_conversations" in values:
-            values["max_conversations"] = int(_positive("max_conversations", values["max_conversations"], int))
+            values["max_conversations"] = int(positive_setting("max_conversations", values["max_conversations"], int))
         for key in ("streaming", "persist_conversations"):
             if key in values:
-                values[key] = _boolean(key, values[key])
+                values[key] = boolean_setting(key, values[key])
         if "trusted_origins" in values:
             origins = values["trusted_origins"]
             if isinstance(origins, str):
@@ -55,19 +55,21 @@ class EngineSettings:
         return cls(**values)
 
 
-def _positive(key: str, value: Any, kind: type) -> float:
+def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-solver") -> float:
+    """``value`` as a positive ``kind``; ``ValueError`` naming ``plugin`` and ``key`` otherwise."""
     try:
         number = kind(value)
     except (TypeError, ValueError):
-        raise ValueError(f"ovos-a2a-solver: {key!r} must be a number, got {value!r}") from None
+        raise ValueError(f"{plugin}: {key!r} must be a number, got {value!r}") from None
     if number <= 0:
-        raise ValueError(f"ovos-a2a-solver: {key!r} must be positive, got {value!r}")
+        raise ValueError(f"{plugin}: {key!r} must be positive, got {value!r}")
     return number
 
 
-def _boolean(key: str, value: Any) -> bool:
+def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bool:
+    """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
         return value.strip().lower() in ("true", "yes", "on", "1")
-    raise ValueError(f"ovos-a2a-solver: {key!r} must be true or false, got {value!r}")
+    raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")

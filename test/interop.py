@@ -337,7 +337,8 @@ class PersonaServerProcess:
     * **Quirk (rivescript).** ``ovos-solver-rivescript-plugin`` answers every session as the one
       RiveScript user ``"human"``, so its own state (e.g. "Didn't you just say that?") leaks across
       contextIds ("my name is alice" in context A, then "what is my name" in context B answers
-      "You told me your name is Alice."); do not use it to test per-context memory.
+      "You told me your name is Alice."); do not use it to test per-context memory. This package's
+      ``ovos-a2a-rivescript`` (what the tests serve) keeps one memory per contextId.
     * A message carrying the taskId of a completed task fails with ``UnsupportedOperationError``
       (-32004); send only the contextId to continue a conversation.
     """

@@ -25,7 +25,7 @@ def test_the_embedded_default_persona_answers_offline(private_state):
             card = client.fetch_agent_card()
             assert card.name == "OVOS"
             assert [s.id for s in card.skills][:2] == ["conversation", "questions"]
-            assert {"ovos-solver-rivescript-plugin", "ovos-solver-failure-plugin"} <= {s.id for s in card.skills}
+            assert {"ovos-a2a-rivescript", "ovos-solver-failure-plugin"} <= {s.id for s in card.skills}
             answer = client.send_task("hello", session_id="s")
     assert answer.strip()
 

@@ -389,19 +389,20 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
 # ---- 7. demo -------------------------------------------------------------------------------
 
 @pytest.mark.timeout(180)
-def test_demo_runs_three_turns_end_to_end(cli):
+def test_demo_remembers_within_a_conversation_and_not_across(cli):
     result = cli.run("demo", timeout=120)
     assert result.returncode == 0, result.report
     out = result.stdout
     for turn in ("hello", "my name is Ada", "what is my name?"):
         assert f"you: {turn}\n" in out, result.report
     answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId ([0-9a-f]+)…\)$", out, re.M)
-    assert len(answers) == 3, result.report
-    assert len({ctx for _, ctx in answers}) == 1, result.report  # one remote conversation
-    # the offline persona picks one of "Your name is Ada." / "You told me your name is Ada." /
-    # "Aren't you Ada?" at random: what matters is that the name was remembered
-    assert "Ada" in answers[2][0], result.report
-    assert re.search(r"^ok: 3 turns", out, re.M), result.report
+    assert len(answers) == 4, result.report
+    assert len({ctx for _, ctx in answers[:3]}) == 1, result.report  # one remote conversation
+    assert answers[2][0] == "Your name is Ada.", result.report
+    assert answers[3][1] != answers[0][1], result.report  # a second remote conversation...
+    assert answers[3][0] == "I do not know your name yet. Tell me by saying: my name is, then your name.", \
+        result.report  # ...that does not know the name
+    assert re.search(r"^ok: 3 turns in one remote conversation remembered the name", out, re.M), result.report
 
 
 # ---- 8. credentials ------------------------------------------------------------------------

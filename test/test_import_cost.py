@@ -5,10 +5,11 @@ import sys
 
 import pytest
 
-HEAVY = ["a2a", "grpc", "httpx", "google.protobuf"]
+HEAVY = ["a2a", "grpc", "httpx", "google.protobuf", "rivescript"]  # rivescript: when the engine is built
 
 
-@pytest.mark.parametrize("module", ["ovos_a2a_solver", "ovos_a2a_solver.engine"])
+@pytest.mark.parametrize("module", ["ovos_a2a_solver", "ovos_a2a_solver.engine",
+                                    "ovos_a2a_solver.bridge.rivescript_engine"])
 def test_importing_the_plugin_loads_no_protocol_stack(module):
     code = (f"import sys, json, {module}; "
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
@@ -16,7 +17,11 @@ def test_importing_the_plugin_loads_no_protocol_stack(module):
     assert json.loads(out.stdout) == []
 
 
-def test_the_plugin_is_registered_for_opm():
+@pytest.mark.parametrize("plugin_id, target", [
+    ("ovos-a2a-solver", "ovos_a2a_solver.engine:A2AChatEngine"),
+    ("ovos-a2a-rivescript", "ovos_a2a_solver.bridge.rivescript_engine:RiveScriptChatEngine"),
+])
+def test_the_plugins_are_registered_for_opm(plugin_id, target):
     from importlib.metadata import entry_points
-    (ep,) = [e for e in entry_points(group="opm.agents.chat") if e.name == "ovos-a2a-solver"]
-    assert ep.value == "ovos_a2a_solver.engine:A2AChatEngine"
+    (ep,) = [e for e in entry_points(group="opm.agents.chat") if e.name == plugin_id]
+    assert ep.value == target

@@ -168,13 +168,14 @@ def test_legacy_ask_then_continue_with_13_client(streaming):
 
 
 # ---------------------------------------------------------------------------
-# ovos-persona-server (rivescript persona)  <->  a2a-sdk 1.3 client
+# ovos-persona-server (this package's rivescript persona)  <->  a2a-sdk 1.3 client
 # ---------------------------------------------------------------------------
 
 @pytest.fixture
 def rive_persona(tmp_path):
     path = tmp_path / "rive.json"
-    path.write_text(json.dumps({"name": "rive", "handlers": ["ovos-solver-rivescript-plugin"]}))
+    path.write_text(json.dumps({"name": "rive", "handlers": ["ovos-a2a-rivescript"],
+                                "ovos-a2a-rivescript": {"persist_conversations": False}}))
     return path
 
 

@@ -1,0 +1,147 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""``RiveScriptChatEngine``: the OPM ChatEngine (plugin id ``ovos-a2a-rivescript``) behind
+the bridge's embedded offline persona.
+
+It answers from a RiveScript brain (by default the small-talk brain shipped in
+``rivescript_brain/``) as RiveScript user = the ``session_id`` it is given, so each
+conversation has its own memory: a name told in one conversation is unknown in another.
+That memory is bounded and expires (see :mod:`~ovos_a2a_solver.bridge.session_memory`),
+and by default survives restarts in ``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite``.
+
+OPM imports every plugin module whenever a persona is built, so this module imports
+nothing heavy: RiveScript loads when the engine is built.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
+
+from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
+
+from ovos_a2a_solver.settings import boolean_setting, positive_setting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver.bridge.session_memory import SessionMemory
+
+PLUGIN_ID = "ovos-a2a-rivescript"
+EMBEDDED_BRAIN = Path(__file__).resolve().parent / "rivescript_brain"
+STATE_FILE_NAME = "rivescript-sessions.sqlite"
+MAX_INPUT_CHARS = 1000  # longer messages are cut: RiveScript keeps the last inputs of every conversation
+
+
+def default_state_file() -> Path:
+    """``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite`` (``~/.local/state`` by default)."""
+    from ovos_a2a_solver.conversations import default_state_path
+
+    return default_state_path().with_name(STATE_FILE_NAME)
+
+
+@dataclass(frozen=True)
+class RiveScriptSettings:
+    """The keys of the persona's ``"ovos-a2a-rivescript"`` block."""
+
+    brain: str | None = None             # a directory of .rive files; None: the embedded small-talk brain
+    state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite
+    persist_conversations: bool = True   # False: memory in RAM only (lost on restart)
+    max_conversations: int = 1000        # conversations remembered; the least recently used go first
+    conversation_ttl: float = 86400.0    # seconds a conversation may sit idle before it is forgotten
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None) -> "RiveScriptSettings":
+        """Validate a persona config block; raise ``ValueError`` naming the bad key.
+        Unknown keys (``enabled``, ``lang`` …) are ignored."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in (config or {}).items() if k in known and v is not None}
+        for key in ("brain", "state_file"):
+            if key in values and not (isinstance(values[key], str) and values[key].strip()):
+                raise ValueError(f"{PLUGIN_ID}: {key!r} must be a path, got {values[key]!r}")
+        if "persist_conversations" in values:
+            values["persist_conversations"] = boolean_setting("persist_conversations",
+                                                              values["persist_conversations"], PLUGIN_ID)
+        if "max_conversations" in values:
+            values["max_conversations"] = int(positive_setting("max_conversations", values["max_conversations"],
+                                                               int, PLUGIN_ID))
+        if "conversation_ttl" in values:
+            values["conversation_ttl"] = positive_setting("conversation_ttl", values["conversation_ttl"],
+                                                          float, PLUGIN_ID)
+        return cls(**values)
+
+
+def newest_user_text(messages: List[AgentMessage]) -> str:
+    """The newest user message: the only one the brain answers (it keeps its own memory)."""
+    for message in reversed(messages or []):
+        if message.role == MessageRole.USER and (message.content or "").strip():
+            return message.content
+    raise ValueError(f"{PLUGIN_ID}: there is no user message to answer")
+
+
+class RiveScriptChatEngine(ChatEngine):
+    """An offline ChatEngine: a RiveScript brain with one memory per conversation.
+
+    Construction loads the brain and opens the session file; a brain directory without
+    replies raises ``ValueError``. A session file that is damaged or unwritable never
+    stops answering (see :class:`~ovos_a2a_solver.bridge.session_file.SessionFile`).
+    Thread-safe: replies are computed one at a time (each takes milliseconds).
+    """
+
+    def __init__(self, config: Optional[Dict[str, Any]] = None, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(config)
+        from rivescript import RiveScript
+
+        from ovos_a2a_solver.bridge.session_file import SessionFile
+        from ovos_a2a_solver.bridge.session_memory import SessionMemory
+
+        self.settings = RiveScriptSettings.from_config(self.config)
+        s = self.settings
+        session_file = SessionFile(s.state_file or default_state_file()) if s.persist_conversations else None
+        self.memory: SessionMemory = SessionMemory(max_sessions=s.max_conversations, idle_ttl=s.conversation_ttl,
+                                                   session_file=session_file, clock=clock)
+        brain = Path(s.brain).expanduser() if s.brain else EMBEDDED_BRAIN
+        if not brain.is_dir():
+            raise ValueError(f"{PLUGIN_ID}: 'brain' must be a directory of .rive files, got {str(brain)!r}")
+        self._rivescript = RiveScript(utf8=True, session_manager=self.memory)
+        self._rivescript.load_directory(str(brain))
+        if not self._rivescript.deparse()["topics"]:
+            raise ValueError(f"{PLUGIN_ID}: no RiveScript replies in {str(brain)!r}")
+        self._rivescript.sort_replies()
+        self._lock = threading.Lock()
+
+    def answer(self, text: str, session_id: str = "default") -> str:
+        """The brain's reply to ``text`` (its first ``MAX_INPUT_CHARS`` characters, which
+        bounds what a conversation can make the memory hold) in conversation ``session_id``.
+
+        Raises the library's ``RiveScriptError`` when the brain has no reply (the persona
+        then asks its next handler)."""
+        session_id = str(session_id or "default")
+        with self._lock, self.memory.turn(session_id):
+            reply = self._rivescript.reply(session_id, text[:MAX_INPUT_CHARS], errors_as_replies=False)
+        return reply.strip()
+
+    def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",
+                      lang: Optional[str] = None, units: Optional[str] = None,
+                      tools: Any = None) -> AgentMessage:
+        """Answer the newest user message in ``session_id``'s conversation (English only;
+        ``lang``, ``units`` and ``tools`` are ignored)."""
+        return AgentMessage(role=MessageRole.ASSISTANT, content=self.answer(newest_user_text(messages), session_id))
+
+    def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
+                         lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
+        """The answer, one sentence at a time (for TTS). The brain runs once per call."""
+        from ovos_a2a_solver.sentences import stream_sentences
+
+        yield from stream_sentences([self.continue_chat(messages, session_id, lang, units).content])
+
+    def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
+                      lang: Optional[str] = None, units: Optional[str] = None) -> Iterable[str]:
+        """The answer in one piece: it is complete at once."""
+        yield self.continue_chat(messages, session_id, lang, units).content
+
+    def shutdown(self) -> None:
+        """Close the session file; answering goes on with memory in RAM. May be called twice."""
+        self.memory.close()

@@ -1,20 +1,10 @@
 """Bridge: tasks survive kill -9; interrupted work is reported honestly; long work; settings."""
 import os
-import time
 
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, get_task, message, send, state, status_text, task_of
-
-
-def wait_for_state(url, task_id, wanted, seconds=30):
-    deadline = time.monotonic() + seconds
-    while True:
-        task = task_of(get_task(url, task_id))
-        if state(task) == wanted or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
+from bridge_rpc import answer, get_task, message, send, state, status_text, task_of, wait_for_state
 
 
 def test_every_task_survives_kill_9_and_restart(tmp_path):

@@ -24,7 +24,7 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, Task,
                        TaskState)
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import InternalError, TaskNotFoundError
 
 from bridge_process import BridgeProcess, BridgeStartError
 from interop import legacy_python
@@ -535,9 +535,9 @@ def test_busy_bridge_refuses_at_once_and_finishes_the_first():
     with BridgeProcess("--max-concurrent", "1") as narrow:
         first = Background(lambda: _ask_async(narrow.url, "sleep:3"))
         wait_until(lambda: health(narrow), "the first message to be running", until=lambda h: h["running"] >= 1)
-        with pytest.raises(A2AError) as refused:
+        with pytest.raises(InternalError) as refused:
             ask(narrow.url, "second")
-        assert "busy" in str(refused.value).lower()
+        assert "the bridge is busy" in str(refused.value).lower()
         task = first.result()
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
         assert artifact_text(task) == "echo: sleep:3"
@@ -658,7 +658,7 @@ def test_list_tasks_is_owner_scoped(secure_bridge):
     assert theirs <= seen_t2 and not (mine | other) & seen_t2
     assert other <= seen_t1 and not (mine | theirs) & seen_t1
     # nor can one caller read another's task by id
-    with pytest.raises(A2AError):
+    with pytest.raises(TaskNotFoundError):
         get_task(url, next(iter(mine)), headers=BEARER_2)
     assert get_task(url, next(iter(mine)), auth=BASIC).id in mine
 

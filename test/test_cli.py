@@ -21,6 +21,7 @@ from agent_process import free_port
 from bridge_process import BridgeProcess
 from bridge_rpc import answer, get_task, health, message, rpc, send as rpc_send, state, task_of
 from cli_run import COMMAND, Cli
+from no_brain import NO_BRAIN_LINES
 
 from ovos_a2a_solver.cli import credentials_for
 
@@ -404,6 +405,7 @@ def test_demo_runs_three_turns_end_to_end(cli):
         assert f"you: {turn}\n" in out, result.report
     answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId ([0-9a-f]+)…\)$", out, re.M)
     assert len(answers) == 3, result.report
+    assert not {text for text, _ in answers} & NO_BRAIN_LINES, result.report  # the persona, not its fallback
     assert len({ctx for _, ctx in answers}) == 1, result.report  # one remote conversation
     # the offline persona picks one of "Your name is Ada." / "You told me your name is Ada." /
     # "Aren't you Ada?" at random: what matters is that the name was remembered

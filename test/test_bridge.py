@@ -28,6 +28,7 @@ from a2a.utils.errors import InternalError, TaskNotFoundError
 
 from bridge_process import BridgeProcess, BridgeStartError
 from interop import legacy_python
+from ovos_a2a_solver.version import __version__
 from waiting import WAIT, wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -269,8 +270,9 @@ def test_health(bridge):
     body = health(bridge)
     assert body["ok"] is True
     assert body["store"] == "ok"
-    assert isinstance(body["version"], str) and body["version"]
+    assert body["version"] == __version__  # the installed package's, as the card says too
     assert body["version"] == httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
+    assert body["persona"] == "echo" and isinstance(body["running"], int)
 
 
 # ---------------------------------------------------------------------------------------

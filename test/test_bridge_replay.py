@@ -128,6 +128,8 @@ def test_a_message_to_a_finished_task_is_refused(bridge):
     done = task_of(send(bridge.url, message("hello")))
     response = send(bridge.url, message("more", task_id=done["id"], context_id=done["contextId"]))
     assert response["error"]["code"] == -32004
+    after = task_of(get_task(bridge.url, done["id"]))
+    assert state(after) == "TASK_STATE_COMPLETED" and answer(after) == "echo: hello"
 
 
 def test_a_message_the_sdk_refuses_can_be_sent_again(bridge):

@@ -92,10 +92,11 @@ def _ids(events):
 @LEGACY_TIMEOUT
 def test_legacy_python_has_a2a_sdk_03():
     import subprocess
+    import interop
     out = subprocess.run([legacy_python(), "-c",
                           "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
                          capture_output=True, text=True, check=True)
-    assert out.stdout.strip().startswith("0.3.")
+    assert out.stdout.strip() == interop.A2A_V03_VERSION
 
 
 def test_legacy_python_env_override(monkeypatch):

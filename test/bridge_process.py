@@ -8,6 +8,8 @@
 The process runs ``python -m ovos_a2a_solver.bridge --port PORT --backend BACKEND
 --state-dir DIR *args``. A state dir given by the caller is kept (so a bridge can be
 restarted on the same store); otherwise a fresh temporary one is made and removed on stop.
+``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
+``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
 """
 from __future__ import annotations
 
@@ -43,12 +45,18 @@ class BridgeProcess:
 
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: int = 0,
-                 call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT) -> None:
-        self._own_state = state_dir is None
-        self.state_dir = Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None else Path(state_dir)
+                 call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
+                 default_state_dir: bool = False) -> None:
+        if default_state_dir and state_dir is not None:
+            raise ValueError("give state_dir or default_state_dir=True, not both")
+        self._own_state = state_dir is None and not default_state_dir
+        self.state_dir: Optional[Path] = (None if default_state_dir else
+                                          Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None
+                                          else Path(state_dir))
         self.call_log = Path(call_log) if call_log is not None else None
+        state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         self.args = [sys.executable, "-m", "ovos_a2a_solver.bridge", "--port", str(port), "--backend", backend,
-                     "--state-dir", str(self.state_dir), *args]
+                     *state_args, *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         if self.call_log is not None:

@@ -6,6 +6,8 @@ import uuid
 
 import httpx
 
+from waiting import WAIT, wait_until
+
 HEADERS = {"A2A-Version": "1.0"}
 
 
@@ -46,8 +48,26 @@ def stream(url: str, msg: dict, timeout: float = 60) -> list[dict]:
     return events
 
 
+def health(root: str) -> dict:
+    """``GET /health`` of the bridge at ``root`` (``http://HOST:PORT``), checked to be 200."""
+    response = httpx.get(root + "/health", timeout=10)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 def get_task(url: str, task_id: str) -> dict:
     return rpc(url, "GetTask", {"id": task_id})
+
+
+def wait_for_task(url: str, task_id: str, until, what: str, timeout: float = WAIT) -> dict:
+    """Poll GetTask until ``until(task)``; the task. Fails naming ``what`` and the last task seen."""
+    return wait_until(lambda: task_of(get_task(url, task_id)), f"task {task_id} {what}", timeout=timeout,
+                      until=until)
+
+
+def wait_for_state(url: str, task_id: str, wanted: str, timeout: float = WAIT) -> dict:
+    """Poll GetTask until the task is in state ``wanted`` (e.g. ``TASK_STATE_COMPLETED``); the task."""
+    return wait_for_task(url, task_id, lambda task: state(task) == wanted, f"to be {wanted}", timeout)
 
 
 def cancel(url: str, task_id: str) -> dict:

@@ -14,7 +14,6 @@ import json
 import socket
 import subprocess
 import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -25,10 +24,12 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, Task,
                        TaskState)
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import InternalError, TaskNotFoundError
 
 from bridge_process import BridgeProcess, BridgeStartError
 from interop import legacy_python
+from ovos_a2a_solver.version import __version__
+from waiting import WAIT, wait_until
 
 HERE = Path(__file__).resolve().parent
 V03_CLIENT = HERE / "legacy" / "v03_client.py"
@@ -45,9 +46,6 @@ TOKEN_2 = "tok2-Hv3n-Bq6"
 BASIC = httpx.BasicAuth("a2a", PASSWORD)
 BEARER_1 = {"Authorization": f"Bearer {TOKEN_1}"}
 BEARER_2 = {"Authorization": f"Bearer {TOKEN_2}"}
-
-WAIT = 30.0  # generous upper bound for anything we wait on (never asserted)
-
 
 # ---------------------------------------------------------------------------------------
 # helpers
@@ -146,17 +144,6 @@ def health(bridge: BridgeProcess) -> dict:
     response = httpx.get(bridge.root + "/health", timeout=10)
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def wait_until(predicate, what: str, timeout: float = WAIT, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 class Background:
@@ -267,7 +254,7 @@ def test_card_and_health_answer_while_the_backend_is_busy(bridge):
 
     job = Background(long_turn)
     assert working.wait(WAIT), "the long turn never started working"
-    wait_until(lambda: health(bridge)["running"] >= 1, "the persona turn to be running")
+    wait_until(lambda: health(bridge), "the persona turn to be running", until=lambda h: h["running"] >= 1)
     response = httpx.get(bridge.root + CARD_PATHS[0], timeout=10)
     assert response.status_code == 200
     assert response.json()["name"] == "echo"
@@ -283,8 +270,9 @@ def test_health(bridge):
     body = health(bridge)
     assert body["ok"] is True
     assert body["store"] == "ok"
-    assert isinstance(body["version"], str) and body["version"]
+    assert body["version"] == __version__  # the installed package's, as the card says too
     assert body["version"] == httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
+    assert body["persona"] == "echo" and isinstance(body["running"], int)
 
 
 # ---------------------------------------------------------------------------------------
@@ -398,12 +386,9 @@ def test_client_disconnect_mid_stream_does_not_cancel_the_work(bridge):
     assert _kinds(seen)[0] == "task" and _kinds(seen)[-1] == "artifact_update"
     task_id = seen[0].task.id
 
-    def settled():
-        task = get_task(bridge.url, task_id)
-        return task if task.status.state not in (TaskState.TASK_STATE_SUBMITTED,
-                                                 TaskState.TASK_STATE_WORKING) else None
-
-    task = wait_until(settled, "the abandoned task to settle", interval=0.25)
+    unsettled = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    task = wait_until(lambda: get_task(bridge.url, task_id), "the abandoned task to settle", interval=0.25,
+                      until=lambda t: t.status.state not in unsettled)
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
     assert artifact_text(task) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
@@ -551,10 +536,10 @@ async def _ask_async(url: str, text: str) -> Task:
 def test_busy_bridge_refuses_at_once_and_finishes_the_first():
     with BridgeProcess("--max-concurrent", "1") as narrow:
         first = Background(lambda: _ask_async(narrow.url, "sleep:3"))
-        wait_until(lambda: health(narrow)["running"] >= 1, "the first message to be running")
-        with pytest.raises(A2AError) as refused:
+        wait_until(lambda: health(narrow), "the first message to be running", until=lambda h: h["running"] >= 1)
+        with pytest.raises(InternalError) as refused:
             ask(narrow.url, "second")
-        assert "busy" in str(refused.value).lower()
+        assert "the bridge is busy" in str(refused.value).lower()
         task = first.result()
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
         assert artifact_text(task) == "echo: sleep:3"
@@ -675,7 +660,7 @@ def test_list_tasks_is_owner_scoped(secure_bridge):
     assert theirs <= seen_t2 and not (mine | other) & seen_t2
     assert other <= seen_t1 and not (mine | theirs) & seen_t1
     # nor can one caller read another's task by id
-    with pytest.raises(A2AError):
+    with pytest.raises(TaskNotFoundError):
         get_task(url, next(iter(mine)), headers=BEARER_2)
     assert get_task(url, next(iter(mine)), auth=BASIC).id in mine
 

@@ -1,10 +1,13 @@
 """Bridge: canceled means the persona really stopped; otherwise TaskNotCancelable, and work goes on."""
-import time
-
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, cancel, get_task, message, send, state, task_of
+from bridge_rpc import (answer, cancel, get_task, health, message, send, state, status_text, task_of, wait_for_state,
+                        wait_for_task)
+from waiting import wait_until
+
+#: what ``slow:N`` says when nothing stops it
+WHOLE_SLOW_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 @pytest.fixture(scope="module")
@@ -13,47 +16,52 @@ def bridge():
         yield process
 
 
-def wait_for(url, task_id, predicate, seconds=30):
-    deadline = time.monotonic() + seconds
-    while True:
-        task = task_of(get_task(url, task_id))
-        if predicate(task) or time.monotonic() > deadline:
-            return task
-        time.sleep(0.05)
+def no_turn_running(bridge):
+    return wait_until(lambda: health(bridge.root)["running"], "no persona turn to be running on the bridge",
+                      until=lambda running: running == 0)
 
 
 def test_cancel_stops_the_persona_between_sentences(bridge):
+    no_turn_running(bridge)  # so that "running" below counts only this test's turn
     task = task_of(send(bridge.url, message("slow:0.5"), blocking=False))
-    wait_for(bridge.url, task["id"], lambda t: answer(t).startswith("Sentence 1."))
+    wait_for_task(bridge.url, task["id"], lambda t: answer(t).startswith("Sentence 1."), "to say its first sentence")
     canceled = task_of(cancel(bridge.url, task["id"]))
     assert state(canceled) == "TASK_STATE_CANCELED"
+    # canceled is answered only once the turn has ended: a persona still going would be counted here
+    assert health(bridge.root)["running"] == 0
     said = answer(canceled)
-    time.sleep(1.5)  # had the persona gone on, more sentences would have arrived by now
+    assert said.startswith("Sentence 1.") and WHOLE_SLOW_ANSWER.startswith(said) and said != WHOLE_SLOW_ANSWER
     after = task_of(get_task(bridge.url, task["id"]))
-    assert state(after) == "TASK_STATE_CANCELED" and answer(after) == said and "Sentence 5." not in said
+    assert state(after) == "TASK_STATE_CANCELED" and answer(after) == said
+    assert "stopped before it finished" in status_text(after)
 
 
 def test_a_step_that_cannot_stop_in_time_is_not_cancelable_and_goes_on(bridge):
     task = task_of(send(bridge.url, message("sleep:4"), blocking=False))
-    wait_for(bridge.url, task["id"], lambda t: state(t) == "TASK_STATE_WORKING")
+    wait_for_state(bridge.url, task["id"], "TASK_STATE_WORKING")
     response = cancel(bridge.url, task["id"])
     assert response["error"]["code"] == -32002
     assert "could not be stopped" in response["error"]["message"]
-    done = wait_for(bridge.url, task["id"], lambda t: state(t) == "TASK_STATE_COMPLETED")
-    assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: sleep:4"
+    assert health(bridge.root)["running"] >= 1  # the refused cancel left the turn running
+    done = wait_for_state(bridge.url, task["id"], "TASK_STATE_COMPLETED")
+    assert answer(done) == "echo: sleep:4"
 
 
 def test_a_finished_task_is_not_cancelable_and_the_error_names_its_state(bridge):
     done = task_of(send(bridge.url, message("hello")))
     response = cancel(bridge.url, done["id"])
     assert response["error"]["code"] == -32002 and "completed" in response["error"]["message"]
+    after = task_of(get_task(bridge.url, done["id"]))
+    assert state(after) == "TASK_STATE_COMPLETED" and answer(after) == "echo: hello"
 
 
 def test_a_task_waiting_for_input_is_canceled(bridge):
     waiting = task_of(send(bridge.url, message("ask:which city?")))
     assert state(waiting) == "TASK_STATE_INPUT_REQUIRED"
     assert state(task_of(cancel(bridge.url, waiting["id"]))) == "TASK_STATE_CANCELED"
+    assert state(task_of(get_task(bridge.url, waiting["id"]))) == "TASK_STATE_CANCELED"
 
 
 def test_cancel_of_an_unknown_task_is_task_not_found(bridge):
-    assert cancel(bridge.url, "no-such-task")["error"]["code"] == -32001
+    response = cancel(bridge.url, "no-such-task")
+    assert response["error"]["code"] == -32001 and "no-such-task" in response["error"]["message"]

@@ -1,20 +1,10 @@
 """Bridge: tasks survive kill -9; interrupted work is reported honestly; long work; settings."""
 import os
-import time
 
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, get_task, message, send, state, status_text, task_of
-
-
-def wait_for_state(url, task_id, wanted, seconds=30):
-    deadline = time.monotonic() + seconds
-    while True:
-        task = task_of(get_task(url, task_id))
-        if state(task) == wanted or time.monotonic() > deadline:
-            return task
-        time.sleep(0.1)
+from bridge_rpc import answer, get_task, message, send, state, status_text, task_of, wait_for_state
 
 
 def test_every_task_survives_kill_9_and_restart(tmp_path):
@@ -29,6 +19,7 @@ def test_every_task_survives_kill_9_and_restart(tmp_path):
             assert state(again) == "TASK_STATE_COMPLETED" and answer(again) == answer(task)
         resumed = task_of(send(second.url, message("lisbon", task_id=waiting["id"], context_id=waiting["contextId"])))
         assert resumed["id"] == waiting["id"] and state(resumed) == "TASK_STATE_COMPLETED"
+        assert answer(resumed).endswith("echo: lisbon")
 
 
 def test_work_cut_short_by_a_crash_is_failed_on_restart_not_left_working(tmp_path):
@@ -67,9 +58,15 @@ def test_past_the_deadline_the_task_stays_working_then_takes_the_late_answer(tmp
 def test_bad_settings_are_clamped_and_logged_never_fatal(tmp_path):
     env = {"OVOS_A2A_HEARTBEAT": "often", "OVOS_A2A_MAX_CONCURRENT": "-3"}
     with BridgeProcess("--deadline", "0", env=env) as bridge:
-        assert state(task_of(send(bridge.url, message("hello")))) == "TASK_STATE_COMPLETED"
+        done = task_of(send(bridge.url, message("hello")))
+        assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: hello"
+        # the deadline took its clamped value, 1 s: not 0 (no time at all), not the default hour
+        late = task_of(send(bridge.url, message("sleep:1.5")))
+        assert state(late) == "TASK_STATE_WORKING" and "No answer within 1 s" in status_text(late)
         log = bridge.stderr_text()
-    assert "heartbeat" in log and "deadline" in log and "max_concurrent" in log
+    assert "setting heartbeat='often' is not a number; using 15.0" in log, log
+    assert "setting deadline=0.0 is out of range [1, 86400]; using 1.0" in log, log
+    assert "setting max_concurrent='-3' is out of range [1, 1000]; using 1" in log, log
 
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")

@@ -1,12 +1,11 @@
 """Bridge: a message delivered again is never worked on twice; supersession is fenced."""
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, get_task, message, send, state, stream, task_of
+from bridge_rpc import answer, get_task, message, send, state, stream, task_of, wait_for_state
 
 
 @pytest.fixture(scope="module")
@@ -116,14 +115,12 @@ def test_a_message_to_a_task_still_working_is_refused(bridge):
 
 
 def test_a_late_answer_of_an_older_message_never_touches_the_newer_task(bridge):
-    slow = task_of(send(bridge.url, message(unique("sleep:2")), blocking=False))
+    text = unique("sleep:2")
+    slow = task_of(send(bridge.url, message(text), blocking=False))
     quick = task_of(send(bridge.url, message("quick", context_id=slow["contextId"])))
     assert quick["id"] != slow["id"] and answer(quick) == "echo: quick"
-    for _ in range(100):
-        if state(task_of(get_task(bridge.url, slow["id"]))) == "TASK_STATE_COMPLETED":
-            break
-        time.sleep(0.1)
-    assert answer(task_of(get_task(bridge.url, slow["id"]))).startswith("echo: sleep:2")
+    late = wait_for_state(bridge.url, slow["id"], "TASK_STATE_COMPLETED")
+    assert answer(late) == f"echo: {text}"
     assert answer(task_of(get_task(bridge.url, quick["id"]))) == "echo: quick"
 
 
@@ -131,6 +128,8 @@ def test_a_message_to_a_finished_task_is_refused(bridge):
     done = task_of(send(bridge.url, message("hello")))
     response = send(bridge.url, message("more", task_id=done["id"], context_id=done["contextId"]))
     assert response["error"]["code"] == -32004
+    after = task_of(get_task(bridge.url, done["id"]))
+    assert state(after) == "TASK_STATE_COMPLETED" and answer(after) == "echo: hello"
 
 
 def test_a_message_the_sdk_refuses_can_be_sent_again(bridge):

@@ -19,8 +19,9 @@ import pytest
 
 from agent_process import free_port
 from bridge_process import BridgeProcess
-from bridge_rpc import get_task, message, rpc, send as rpc_send, state, task_of
+from bridge_rpc import answer, get_task, health, message, rpc, send as rpc_send, state, task_of
 from cli_run import COMMAND, Cli
+from no_brain import NO_BRAIN_LINES
 
 from ovos_a2a_solver.cli import credentials_for
 
@@ -29,6 +30,8 @@ HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 
 #: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
 ECHO = re.compile(r"echo\[(?P<ctx>[^\]\s]+)\]: (?P<text>[^\n]*)")
+#: what the bridge's echo backend says to ``slow:N`` when nothing stops it
+WHOLE_SLOW_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 #: one row of ``ovos-a2a tasks``: ``TASK_ID  STATE  context CONTEXT_ID  TIMESTAMP``
 TASK_ROW = re.compile(r"^(?P<id>\S+)\s+(?P<state>[a-z-]+)\s+context (?P<ctx>\S+)", re.M)
 
@@ -288,7 +291,10 @@ def test_cancel_stops_a_running_task_on_the_bridge(cli, cli_bridge):
     assert re.search(rf"^task\s+{re.escape(task['id'])}$", result.stdout, re.M), result.report
     assert re.search(r"^state\s+canceled$", result.stdout, re.M), result.report
     assert "Sentence 5." not in result.stdout, result.report
-    assert state(task_of(get_task(cli_bridge.url, task["id"]))) == "TASK_STATE_CANCELED"
+    after = task_of(get_task(cli_bridge.url, task["id"]))
+    assert state(after) == "TASK_STATE_CANCELED"
+    assert WHOLE_SLOW_ANSWER.startswith(answer(after)) and answer(after) != WHOLE_SLOW_ANSWER, after
+    assert health(cli_bridge.root)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
 
 
 # ---- 5. tasks ------------------------------------------------------------------------------
@@ -382,8 +388,10 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
         child.close(force=True)
     assert child.exitstatus == 0, transcript
     status = cli.run("status", cli_bridge.url, task_id)
+    assert status.returncode == 0, status.report
     assert re.search(r"^state\s+canceled$", status.stdout, re.M), status.report
-    assert "Sentence 5." not in status.stdout, status.report
+    assert "Sentence 1." in status.stdout and "Sentence 5." not in status.stdout, status.report
+    assert health(cli_bridge.root)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
 
 
 # ---- 7. demo -------------------------------------------------------------------------------
@@ -397,6 +405,7 @@ def test_demo_remembers_within_a_conversation_and_not_across(cli):
         assert f"you: {turn}\n" in out, result.report
     answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId ([0-9a-f]+)…\)$", out, re.M)
     assert len(answers) == 4, result.report
+    assert not {text for text, _ in answers} & NO_BRAIN_LINES, result.report  # the persona, not its fallback
     assert len({ctx for _, ctx in answers[:3]}) == 1, result.report  # one remote conversation
     assert answers[2][0] == "Your name is Ada.", result.report
     assert answers[3][1] != answers[0][1], result.report  # a second remote conversation...

@@ -71,7 +71,8 @@ def test_a_corrupt_file_is_moved_aside_and_replaced(tmp_path, caplog):
     store = ConversationStore(path)
     assert store.get("a", "s") is None
     assert "unreadable" in caplog.text
-    assert [p.name for p in tmp_path.iterdir() if ".corrupt-" in p.name]
+    (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("conv.json.corrupt-")]
+    assert aside.read_text() == "{ not json"  # kept as it was, for a person to look at
     store.remember("a", "s", "ctx")
     assert json.loads(path.read_text())["agents"]["a"]["sessions"]["s"]["context_id"] == "ctx"
 

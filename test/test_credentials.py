@@ -1,8 +1,13 @@
 """auth_header goes only to the agent's own origin (and origins the user trusts)."""
+import re
+
 import pytest
 
 from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver.auth import origin_of
+
+
+ECHO_HELLO = re.compile(r"echo\[[^\]]+\]: hello")
 
 
 def auth_seen(server, header="authorization"):
@@ -10,15 +15,18 @@ def auth_seen(server, header="authorization"):
 
 
 def test_the_agent_itself_receives_the_credential(agent):
+    agent.clear_headers()
     with A2AClient(agent.agent("secure"), auth_header="Bearer s3cret") as client:
-        assert client.send_task("hello").startswith("echo[")
+        assert ECHO_HELLO.fullmatch(client.send_task("hello"))
+    seen = [(h["path"], h["headers"].get("authorization")) for h in agent.headers()]
+    assert ("/secure/", "Bearer s3cret") in seen and all(auth == "Bearer s3cret" for _, auth in seen), seen
 
 
 def test_an_interface_url_on_another_origin_gets_no_credential(agent_pair):
     a, b = agent_pair
     a.clear_headers(), b.clear_headers()
     with A2AClient(a.agent("foreign"), auth_header="Bearer s3cret") as client:
-        assert client.send_task("hello").startswith("echo[")  # answered by B
+        assert ECHO_HELLO.fullmatch(client.send_task("hello"))  # answered by B
     assert auth_seen(a) == ["/foreign/.well-known/agent-card.json"]
     assert [h["path"] for h in b.headers()] and auth_seen(b) == []
 
@@ -28,7 +36,7 @@ def test_a_redirect_to_another_origin_gets_no_credential(agent_pair):
     a.clear_headers(), b.clear_headers()
     with A2AClient(a.agent("redirect"), auth_header="X-API-Key: k123") as client:
         assert client.fetch_agent_card().name == "echo"
-        client.send_task("hello")
+        assert ECHO_HELLO.fullmatch(client.send_task("hello"))
     assert auth_seen(a, "x-api-key") == ["/redirect/.well-known/agent-card.json"]
     assert [h["path"] for h in b.headers()] and auth_seen(b, "x-api-key") == []
 
@@ -37,8 +45,9 @@ def test_a_trusted_origin_does_receive_it(agent_pair):
     a, b = agent_pair
     b.clear_headers()
     with A2AClient(a.agent("foreign"), auth_header="Bearer s3cret", trusted_origins=[b.url]) as client:
-        client.send_task("hello")
-    assert auth_seen(b)
+        assert ECHO_HELLO.fullmatch(client.send_task("hello"))
+    seen = [(h["path"], h["headers"].get("authorization")) for h in b.headers()]
+    assert seen and all(auth == "Bearer s3cret" for _, auth in seen), seen
 
 
 def test_the_credential_never_shows_in_reprs():
@@ -65,7 +74,7 @@ def grpc_calls(agent):
 def test_a_grpc_interface_on_another_origin_gets_no_credential(agent):
     agent.clear_headers()
     with A2AClient(agent.agent("grpc-only"), auth_header="Bearer s3cret") as client:
-        assert client.send_task("hello").startswith("echo[")
+        assert ECHO_HELLO.fullmatch(client.send_task("hello"))
     calls = grpc_calls(agent)
     assert calls and all("authorization" not in c["headers"] for c in calls)
 

@@ -36,7 +36,9 @@ def test_the_deadline_covers_a_whole_stream_not_each_read(agent):
         with pytest.raises(A2AClientTimeoutError):
             for piece in client.stream_task("go", session_id="s"):
                 pieces.append(piece)
-    assert pieces  # chunks did arrive before the deadline
+    # chunks did arrive, in order, until the deadline (1.5 s at one per 0.2 s: never the minute's 300)
+    assert pieces and pieces == [f"drop {n}. " for n in range(len(pieces))], pieces
+    assert len(pieces) <= 1.5 / 0.2 + 1, pieces
 
 
 def test_a_stalled_stream_times_out(agent):
@@ -62,18 +64,26 @@ def test_a_closed_client_says_so(agent):
     client = A2AClient(agent.agent("echo"))
     client.close()
     client.close()  # idempotent
-    with pytest.raises(A2AClientError):
+    with pytest.raises(A2AClientError, match="this A2AClient is closed"):
         client.send_task("hello")
 
 
-@pytest.mark.parametrize("kwargs", [{"base_url": "not a url"}, {"base_url": "ftp://x/"},
-                                    {"base_url": "http://x/", "timeout": 0}])
-def test_bad_arguments_are_clear_errors(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kwargs, says", [
+    ({"base_url": "not a url"}, "agent URL must be an http(s) URL: 'not a url'"),
+    ({"base_url": "ftp://x/"}, "agent URL must be an http(s) URL: 'ftp://x/'"),
+    ({"base_url": "http://x/", "timeout": 0}, "timeout must be a positive number of seconds"),
+])
+def test_bad_arguments_are_clear_errors(kwargs, says):
+    with pytest.raises(ValueError) as info:
         A2AClient(**kwargs)
+    assert str(info.value) == says
 
 
 def test_empty_text_is_refused_before_anything_is_sent(agent):
+    before = agent.stats()
     with A2AClient(agent.agent("echo")) as client:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="text must be a non-empty string"):
             client.send_task("   ")
+    after = agent.stats()
+    assert after["card_fetches"]["echo"] == before["card_fetches"]["echo"]  # not even the card
+    assert after["messages"]["echo"] == before["messages"]["echo"]

@@ -22,9 +22,10 @@ from interop import LegacyAgentProcess, PersonaServerProcess, legacy_python
 # building the legacy venv on a cold cache can take longer than the default test timeout
 LEGACY_TIMEOUT = pytest.mark.timeout(900)
 
-#: what ovos-solver-rivescript-plugin's brain says to "what is your name" / "who are you" /
-#: "who is this" (myself.rive): only the RiveScript handler can have said it
-RIVESCRIPT_NAME_ANSWERS = {"I am RiveScript.", "You can call me RiveScript."}
+#: what the embedded brain of ovos-a2a-rivescript (smalltalk.rive) says to "what is your name",
+#: sentence by sentence: only that handler can have said it
+RIVESCRIPT_NAME_ANSWER = "I am OVOS, an offline OpenVoiceOS persona. I answer from a small set of rules, without any network."
+RIVESCRIPT_NAME_ANSWERS = {RIVESCRIPT_NAME_ANSWER, RIVESCRIPT_NAME_ANSWER.split(". ")[0] + "."}
 
 
 def _user_msg(text, task_id=None, context_id=None) -> Message:
@@ -222,7 +223,7 @@ def test_persona_server_wire_versions(rive_persona):
         assert no_header["error"]["code"] == -32009
 
         legacy = hc.post(rpc, json={
-            "jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message(True)}}).json()
+            "jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message(True, "what is your name")}}).json()
         assert legacy["result"]["kind"] == "task"
         assert legacy["result"]["status"]["state"] == "completed"
         assert legacy["result"]["artifacts"][0]["parts"][0]["text"] in RIVESCRIPT_NAME_ANSWERS

@@ -152,6 +152,14 @@ class OperationTracker:
             await self.log.release(admission.key)
         admission.ended.set()
 
+    async def wait_idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s until no admitted message holds a slot; True if none does."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.running and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        return not self.running
+
     async def wait_ended(self, key: str, timeout: float) -> bool:
         """Wait up to ``timeout`` s for this process's admission of ``key`` to end; True if
         it has (or this process holds none)."""

@@ -66,7 +66,7 @@ class Bridge:
         self.card = build_card(settings, backend)
         self.db, self.database_store, _ = open_stores(settings.database_url)
         self.task_store = BufferedTaskStore(self.database_store)
-        self.operations = OperationLog(self.db, settings.replica)
+        self.operations = OperationLog(self.db, settings.replica, single_process=isinstance(self.db, SqliteDatabase))
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
@@ -76,6 +76,7 @@ class Bridge:
                                                  agent_card=self.card, interrupted_task_timeout=600,
                                                  request_context_builder=ChosenTaskIds())
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings)
+        self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 
     @property
@@ -100,9 +101,12 @@ class Bridge:
             for card_path in CARD_PATHS:
                 routes += create_agent_card_routes(self.card, card_url=prefix + card_path,
                                                    cache_control="max-age=300")
+        streams_grace = self.settings.shutdown_grace + 1  # open streams get to carry the last events
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
-            routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True)
-        routes += create_rest_routes(self.handler, path_prefix=path + "/rest")  # last: it mounts /{tenant}
+            routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
+                                            shutdown_grace_period=streams_grace)
+        routes += create_rest_routes(self.handler, path_prefix=path + "/rest",  # last: it mounts /{tenant}
+                                     shutdown_grace_period=streams_grace)
         return routes
 
     @contextlib.asynccontextmanager
@@ -116,12 +120,29 @@ class Bridge:
         try:
             yield
         finally:
+            await self.drain()  # already begun at the signal; here for a shutdown without one
             if grpc_server is not None:
-                await grpc_server.stop(grace=2)
+                await grpc_server.stop(grace=1)
+            await self.handler.fail_unfinished_at_shutdown()
             await self.sdk_handler.aclose()
             await self.task_store.aclose()
             await self.operations.flush()
             await self.db.aclose()
+
+    async def drain(self) -> None:
+        """Shut down gently: take no more messages, give running turns ``shutdown_grace``
+        seconds, then give up the rest (their tasks end ``failed``, "interrupted by a
+        shutdown"). Safe to call more than once."""
+        if self.draining is None:
+            self.draining = asyncio.ensure_future(self._drain())
+        await asyncio.shield(self.draining)
+
+    async def _drain(self) -> None:
+        self.tracker.accepting = False
+        if not await self.tracker.wait_idle(self.settings.shutdown_grace):
+            count = self.turns.interrupt_all()
+            LOG.info("shutdown: gave up %d running turn(s) after %g s", count, self.settings.shutdown_grace)
+            await self.tracker.wait_idle(2.0)
 
     async def _start_grpc(self):
         """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store."""
@@ -141,6 +162,7 @@ class Bridge:
             store = "ok"
         except Exception as exc:  # any database failure is reported, not raised
             store = f"error: {type(exc).__name__}"
-        return JSONResponse({"ok": store == "ok", "version": __version__, "store": store,
-                             "persona": self.card.name, "running": self.tracker.running},
-                            status_code=200 if store == "ok" else 503)
+        ok = store == "ok" and self.draining is None
+        return JSONResponse({"ok": ok, "version": __version__, "store": store, "persona": self.card.name,
+                             "running": self.tracker.running, "accepting": self.tracker.accepting},
+                            status_code=200 if ok else 503)

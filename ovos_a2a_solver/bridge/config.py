@@ -27,6 +27,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "heartbeat": (1, 300),
     "deadline": (1, 86400),
     "cancel_grace": (0.1, 60),
+    "shutdown_grace": (0, 300),
     "max_concurrent": (1, 1000),
     "max_body": (1024, 64 * 1024 * 1024),
     "max_parts": (1, 10000),
@@ -55,6 +56,7 @@ class BridgeSettings:
     heartbeat: float = 15.0               # seconds of backend silence before a "still working" status
     deadline: float = 3600.0              # seconds one message may work before its outcome is "unknown"
     cancel_grace: float = 2.0             # seconds a cancel waits for the persona to reach a stopping point
+    shutdown_grace: float = 3.0           # seconds running turns get to finish on SIGTERM / Ctrl-C
     max_concurrent: int = 8               # persona turns at once; more are answered "busy" at once
     max_body: int = 1024 * 1024           # bytes of one request body
     max_parts: int = 100                  # parts of one message

@@ -32,7 +32,7 @@ from a2a.utils.errors import TaskNotCancelableError
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend, NoAnswerError
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.store import settle_stored_task
+from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, settle_stored_task
 from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
 
@@ -134,6 +134,10 @@ class PersonaExecutor(AgentExecutor):
             elif kind is TurnEventKind.ERROR:
                 await updater.failed(_agent_message(_reason(event)))
                 return True
+            elif kind is TurnEventKind.INTERRUPTED:
+                await answer.flush()
+                await updater.failed(_agent_message(INTERRUPTED_BY_SHUTDOWN))
+                return True
             else:  # stopped: cancel() reports the canceled state
                 await answer.flush()
                 return True
@@ -177,7 +181,12 @@ class PersonaExecutor(AgentExecutor):
             task = await settle_stored_task(self.task_store, task_id, call_context, TaskState.TASK_STATE_COMPLETED,
                                             "Answered after the deadline.", add_answer)
         else:
-            reason = _reason(event) if event.kind is TurnEventKind.ERROR else "The persona had no answer."
+            if event.kind is TurnEventKind.ERROR:
+                reason = _reason(event)
+            elif event.kind is TurnEventKind.INTERRUPTED:
+                reason = INTERRUPTED_BY_SHUTDOWN
+            else:
+                reason = "The persona had no answer."
             task = await settle_stored_task(self.task_store, task_id, call_context, TaskState.TASK_STATE_FAILED,
                                             reason)
         if task is not None:

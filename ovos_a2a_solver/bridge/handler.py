@@ -37,7 +37,7 @@ from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelab
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.operations import Operation, content_digest
-from ovos_a2a_solver.bridge.store import settle_stored_task
+from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN, settle_stored_task
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -45,8 +45,6 @@ from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
-INTERRUPTED = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
-               "Please ask again.")
 
 
 class Owner(User):
@@ -230,17 +228,24 @@ class BridgeRequestHandler(RequestHandler):
     # ---- start-up recovery -------------------------------------------------------------
 
     async def recover_interrupted(self) -> int:
-        """Mark work cut short by an earlier crash as failed; return how many tasks."""
-        count = 0
-        log = self.tracker.log
-        for operation in await log.interrupted():
-            if operation.task_id:
-                task = await settle_stored_task(self.task_store, operation.task_id, call_context_for(operation.owner),
-                                                TaskState.TASK_STATE_FAILED, INTERRUPTED)
-                count += task is not None
-            await log.finish(operation.key)
+        """At start-up: fail the tasks whose work an earlier run of the bridge left unfinished
+        (it crashed, was killed, or ran out of shutdown grace); return how many."""
+        count = await self._fail_unfinished(await self.tracker.log.interrupted(), INTERRUPTED_BY_RESTART)
         if count:
             LOG.warning("%d task(s) were interrupted by a restart and are now failed", count)
+        return count
+
+    async def fail_unfinished_at_shutdown(self) -> int:
+        """At shutdown, once the turns were given up: fail every task this run still works on."""
+        return await self._fail_unfinished(await self.tracker.log.running_here(), INTERRUPTED_BY_SHUTDOWN)
+
+    async def _fail_unfinished(self, operations: list[Operation], reason: str) -> int:
+        count = 0
+        for operation in operations:
+            task = await settle_stored_task(self.task_store, operation.task_id, call_context_for(operation.owner),
+                                            TaskState.TASK_STATE_FAILED, reason)
+            count += task is not None
+            await self.tracker.log.finish(operation.key)
         return count
 
     # ---- everything else: the SDK's own ----------------------------------------------------

@@ -72,9 +72,10 @@ class Operation:
 class OperationLog:
     """The durable table of operations."""
 
-    def __init__(self, db: Sql, replica: str) -> None:
+    def __init__(self, db: Sql, replica: str, single_process: bool) -> None:
         self.db = db
         self.replica = replica
+        self.single_process = single_process
         self.boot = uuid.uuid4().hex  # this process's run: operations of older runs were interrupted
         self._finished: set[str] = set()  # finished here, not yet written
         self._writer: asyncio.Task | None = None
@@ -151,11 +152,20 @@ class OperationLog:
         await self.db.execute("DELETE FROM a2a_bridge_operations WHERE key = :key", {"key": key})
 
     async def interrupted(self) -> list[Operation]:
-        """This replica's operations left running by an earlier run (it crashed or was killed)."""
-        rows = await self.db.fetch(
-            "SELECT * FROM a2a_bridge_operations WHERE state = :state AND replica = :replica AND boot <> :boot",
-            {"state": RUNNING, "replica": self.replica, "boot": self.boot})
+        """Operations an earlier run left running (it crashed, was killed, or shut down
+        before they ended). With ``single_process`` (SQLite: one bridge per file), every
+        earlier run's; with a shared database, only this replica's."""
+        sql = "SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot <> :boot"
+        if not self.single_process:
+            sql += " AND replica = :replica"
+        rows = await self.db.fetch(sql, {"state": RUNNING, "replica": self.replica, "boot": self.boot})
         return [_operation(r) for r in rows]
+
+    async def running_here(self) -> list[Operation]:
+        """This run's operations whose work has not ended."""
+        rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot = :boot",
+                                   {"state": RUNNING, "boot": self.boot})
+        return [_operation(r) for r in rows if r["key"] not in self._finished]
 
     async def running_for_task(self, task_id: str) -> Operation | None:
         """The operation still working on ``task_id``, if any (in any process)."""

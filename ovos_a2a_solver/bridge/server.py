@@ -35,6 +35,30 @@ def load_backend(settings: BridgeSettings, kind: str = "persona"):
     return PersonaBackend.from_file(settings.persona)
 
 
+def _draining_server_class():
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """uvicorn's server; on SIGTERM or Ctrl-C the bridge starts draining at once, while
+        uvicorn stops listening and waits for the requests in flight."""
+
+        def __init__(self, config, bridge) -> None:
+            super().__init__(config)
+            self.bridge = bridge
+            self.loop: asyncio.AbstractEventLoop | None = None
+
+        async def serve(self, sockets=None) -> None:
+            self.loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            if self.loop is not None and self.bridge.draining is None:
+                self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.bridge.drain()))
+
+    return DrainingServer
+
+
 def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -> None:
     """Serve until SIGINT/SIGTERM. ``ready(settings)`` is called once the port accepts."""
     import uvicorn
@@ -49,9 +73,10 @@ def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -
             settings = dataclasses.replace(settings, grpc_port=probe.getsockname()[1])
     backend = load_backend(settings, backend_kind)
     bridge = Bridge(settings, backend)
-    config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                            lifespan="on")
-    server = uvicorn.Server(config)
+    # the bridge ends its own requests within shutdown_grace (+ the time to write their end)
+    config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=settings.shutdown_grace + 5)
+    server = _draining_server_class()(config, bridge)
 
     async def run() -> None:
         serving = asyncio.create_task(server.serve(sockets=[sock]))

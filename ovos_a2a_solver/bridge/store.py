@@ -26,6 +26,12 @@ from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
+#: What a task that lost its work says (the status message of the ``failed`` state).
+INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
+                          "Please ask again.")
+INTERRUPTED_BY_SHUTDOWN = ("Interrupted by a shutdown of the bridge before the persona answered; the answer was "
+                           "lost. Please ask again.")
+
 
 class BufferedTaskStore(TaskStore):
     """Write-through for what matters after a crash, write-behind for progress."""

@@ -29,6 +29,7 @@ class TurnEventKind(enum.Enum):
     DONE = "done"           # the reply is complete
     STOPPED = "stopped"     # a stop request was honoured
     ERROR = "error"         # the backend raised
+    INTERRUPTED = "interrupted"  # the bridge is shutting down: the turn is given up
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,16 @@ class Turn:
                 except Exception as exc:  # closing a stopped backend generator: log, nothing else to do
                     LOG.debug("closing a stopped persona turn raised %r", exc)
 
+    def interrupt(self) -> None:
+        """Give the turn up (the bridge shuts down): whoever relays it sees INTERRUPTED now,
+        and the worker stops at its next sentence boundary if it gets there."""
+        if self.running:
+            self._stop.set()
+            event = TurnEvent(TurnEventKind.INTERRUPTED)
+            self.events.put_nowait(event)
+            self.outcome = event
+            self.ended.set()
+
     async def stop(self, grace: float) -> bool:
         """Ask the turn to stop at its next sentence boundary.
 
@@ -130,6 +141,13 @@ class TurnRegistry:
 
     def __len__(self) -> int:
         return sum(1 for t in self._turns.values() if t.running)
+
+    def interrupt_all(self) -> int:
+        """Interrupt every running turn; return how many there were."""
+        running = [turn for turn in self._turns.values() if turn.running]
+        for turn in running:
+            turn.interrupt()
+        return len(running)
 
     def add(self, task_id: str, turn: Turn) -> None:
         self._turns[task_id] = turn

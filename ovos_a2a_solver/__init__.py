@@ -5,7 +5,7 @@
 Public names load lazily: ``import ovos_a2a_solver`` imports neither the a2a-sdk,
 httpx, gRPC nor OPM (OPM imports every plugin module whenever a persona is built).
 
-    from ovos_a2a_solver import A2AClient
+    from ovos_a2a_solver import A2AClient          # or AsyncA2AClient, for asyncio code
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ovos_a2a_solver.version import __version__
 
 _EXPORTS = {
     "A2AClient": "ovos_a2a_solver.client",
+    "AsyncA2AClient": "ovos_a2a_solver.client",
     "AgentCard": "ovos_a2a_solver.cards",
     "AgentSkill": "ovos_a2a_solver.cards",
     "AgentInterface": "ovos_a2a_solver.cards",
@@ -29,7 +30,7 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
-    from ovos_a2a_solver.client import A2AClient
+    from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver.conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver.policy import AgentTaskError, IncompleteAnswerError

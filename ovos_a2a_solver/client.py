@@ -1,10 +1,17 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""``A2AClient``: talk to one A2A agent from ordinary (synchronous) Python.
+"""``A2AClient`` and ``AsyncA2AClient``: talk to one A2A agent, from ordinary or asyncio Python.
 
 >>> with A2AClient("http://127.0.0.1:8337/a2a") as client:
 ...     print(client.fetch_agent_card().name)
 ...     print(client.send_task("hello", session_id="my-session"))
+
+>>> async with AsyncA2AClient("http://127.0.0.1:8337/a2a") as client:
+...     print(await client.send_task("hello", session_id="my-session"))
+
+Both are faces of one core (:class:`_BaseClient`), as httpx builds ``Client`` and
+``AsyncClient`` on one base: the async face awaits it on the caller's event loop, the
+sync face runs it on the one background loop of ``_loop``.
 
 Each call has one overall deadline, ``timeout`` seconds, covering card resolution and
 the whole answer (also a streamed one). A ``session_id`` names a conversation: its
@@ -37,13 +44,13 @@ from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskErr
                                     effect_of_error, never_delivered)
 from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
 
-__all__ = ["A2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError", "IncompleteAnswerError",
-           "TurnUpdate"]
+__all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
+           "IncompleteAnswerError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
-class TurnUpdate:
-    """Where a turn stands after one event from the agent."""
+class TaskUpdate:
+    """Where the agent's task stands after one event of an exchange."""
 
     task_id: str
     context_id: str
@@ -63,8 +70,10 @@ def conversation_key(agent_url: str, namespace: str = "", auth_header: str | Non
     return key
 
 
-class A2AClient:
-    """A synchronous client for one A2A agent (1.0 or 0.3; JSON-RPC, HTTP+JSON or gRPC).
+class _BaseClient:
+    """What both clients are: one A2A agent (1.0 or 0.3; JSON-RPC, HTTP+JSON or gRPC), the
+    deadline and transport of each call, the session -> conversation policy, and the
+    async core every call runs.
 
     Args:
         base_url: the agent's URL; its card is looked up under it (or it is the card's URL).
@@ -98,67 +107,8 @@ class A2AClient:
         self._lock = threading.Lock()
         self._closed = False
 
-    # ---- lifecycle ----------------------------------------------------------------
-
-    def __enter__(self) -> "A2AClient":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close connections; safe to call more than once."""
-        with self._lock:
-            connection, self._connection, self._closed = self._connection, None, True
-        if connection is not None:
-            BACKGROUND.run(connection.aclose())
-
     def __repr__(self) -> str:
-        return f"A2AClient({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
-
-    # ---- the API ------------------------------------------------------------------
-
-    def fetch_agent_card(self) -> AgentCard:
-        """The agent's card (cached; fetched again only when it expires or the agent moved)."""
-        return BACKGROUND.run(self._deadline(self._card()))
-
-    def send_task(self, text: str, session_id: str | None = None) -> str:
-        """Send ``text``; return the agent's answer (or its question, if it needs more input).
-
-        Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
-        rejected or canceled the task.
-        """
-        return "".join(self.stream_task(text, session_id))
-
-    def stream_task(self, text: str, session_id: str | None = None, *,
-                    on_update: Callable[[TurnUpdate], None] | None = None) -> Iterator[str]:
-        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming).
-
-        ``on_update``, if given, sees every event's :class:`TurnUpdate` (task id, state,
-        progress message), e.g. to show progress or to cancel the task.
-        """
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("text must be a non-empty string")
-        return BACKGROUND.iterate(lambda: self._turn(text, session_id, on_update))
-
-    def get_task(self, task_id: str, history_length: int | None = None) -> Task:
-        """The task as the agent has it now (a2a-sdk ``Task``)."""
-        request = GetTaskRequest(id=task_id)
-        if history_length is not None:
-            request.history_length = history_length
-        return BACKGROUND.run(self._deadline(self._call("get_task", request)))
-
-    def cancel_task(self, task_id: str) -> Task:
-        """Ask the agent to cancel a task; returns the task (canceled, if the agent could)."""
-        return BACKGROUND.run(self._deadline(self._call("cancel_task", CancelTaskRequest(id=task_id))))
-
-    def list_tasks(self, context_id: str = "", state: int | None = None, page_size: int = 50,
-                   page_token: str = ""):
-        """One page of the caller's tasks (a2a-sdk ``ListTasksResponse``)."""
-        request = ListTasksRequest(context_id=context_id, page_size=page_size, page_token=page_token)
-        if state is not None:
-            request.status = state
-        return BACKGROUND.run(self._deadline(self._call("list_tasks", request)))
+        return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
 
     def conversation(self, session_id: str) -> Conversation | None:
         """Where ``session_id`` stands with the agent: its contextId and open taskId, if any."""
@@ -196,6 +146,31 @@ class A2AClient:
     async def _card(self) -> AgentCard:
         return AgentCard.from_proto(await self._get_connection().card())
 
+    def _checked_text(self, text: str) -> str:
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("text must be a non-empty string")
+        return text
+
+    @staticmethod
+    def _get_request(task_id: str, history_length: int | None) -> GetTaskRequest:
+        request = GetTaskRequest(id=task_id)
+        if history_length is not None:
+            request.history_length = history_length
+        return request
+
+    @staticmethod
+    def _list_request(context_id: str, state: int | None, page_size: int, page_token: str) -> ListTasksRequest:
+        request = ListTasksRequest(context_id=context_id, page_size=page_size, page_token=page_token)
+        if state is not None:
+            request.status = state
+        return request
+
+    async def _aclose(self) -> None:
+        with self._lock:
+            connection, self._connection, self._closed = self._connection, None, True
+        if connection is not None:
+            await connection.aclose()
+
     async def _call(self, method: str, request):
         connection = self._get_connection()
         client = await connection.client(streaming=self.streaming)
@@ -209,8 +184,9 @@ class A2AClient:
             raise A2AClientError(f"{method} is not available over this agent's transport "
                                  f"(A2A 0.3 agents cannot list tasks)") from exc
 
-    async def _turn(self, text: str, session_id: str | None,
-                    on_update: Callable[[TurnUpdate], None] | None = None) -> AsyncIterator[str]:
+    async def _exchange(self, text: str, session_id: str | None,
+                        on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+        """One message to the agent and its answer, as text pieces as they arrive."""
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
@@ -218,7 +194,7 @@ class A2AClient:
         report = None
         if on_update is not None:
             def report(a: AnswerAssembler) -> None:
-                on_update(TurnUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
+                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
         answer = AnswerAssembler(on_update=report)
         connection = self._get_connection()
         try:
@@ -266,3 +242,102 @@ class A2AClient:
                                  answer.task_id, context_id)
         state = "unknown" if answer.state is None else state_name(answer.state)
         raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
+
+
+class AsyncA2AClient(_BaseClient):
+    """An asyncio client for one A2A agent; use it from one event loop.
+
+    The same arguments and methods as :class:`A2AClient`, awaited (``stream_task`` is an
+    async iterator); ``aclose()`` (or ``async with``) closes its connections.
+    """
+
+    async def __aenter__(self) -> "AsyncA2AClient":
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close connections; safe to call more than once."""
+        await self._aclose()
+
+    async def fetch_agent_card(self) -> AgentCard:
+        """The agent's card (cached; fetched again only when it expires or the agent moved)."""
+        return await self._deadline(self._card())
+
+    async def send_task(self, text: str, session_id: str | None = None) -> str:
+        """Send ``text``; return the agent's answer (or its question, if it needs more input)."""
+        return "".join([piece async for piece in self.stream_task(text, session_id)])
+
+    def stream_task(self, text: str, session_id: str | None = None, *,
+                    on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+        """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
+        return self._exchange(self._checked_text(text), session_id, on_update)
+
+    async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+        """The task as the agent has it now (a2a-sdk ``Task``)."""
+        return await self._deadline(self._call("get_task", self._get_request(task_id, history_length)))
+
+    async def cancel_task(self, task_id: str) -> Task:
+        """Ask the agent to cancel a task; returns the task (canceled, if the agent could)."""
+        return await self._deadline(self._call("cancel_task", CancelTaskRequest(id=task_id)))
+
+    async def list_tasks(self, context_id: str = "", state: int | None = None, page_size: int = 50,
+                         page_token: str = ""):
+        """One page of the caller's tasks (a2a-sdk ``ListTasksResponse``)."""
+        return await self._deadline(self._call("list_tasks",
+                                                self._list_request(context_id, state, page_size, page_token)))
+
+
+class A2AClient(_BaseClient):
+    """A client for one A2A agent, for ordinary (synchronous) Python: OVOS plugins, scripts.
+
+    Every call runs the async core on one background event loop shared by the process.
+    """
+
+    def __enter__(self) -> "A2AClient":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close connections; safe to call more than once."""
+        BACKGROUND.run(self._aclose())
+
+    def fetch_agent_card(self) -> AgentCard:
+        """The agent's card (cached; fetched again only when it expires or the agent moved)."""
+        return BACKGROUND.run(self._deadline(self._card()))
+
+    def send_task(self, text: str, session_id: str | None = None) -> str:
+        """Send ``text``; return the agent's answer (or its question, if it needs more input).
+
+        Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
+        rejected or canceled the task.
+        """
+        return "".join(self.stream_task(text, session_id))
+
+    def stream_task(self, text: str, session_id: str | None = None, *,
+                    on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
+        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming).
+
+        ``on_update``, if given, sees every event's :class:`TaskUpdate` (task id, state,
+        progress message), e.g. to show progress or to cancel the task. Closing the
+        iterator early ends the exchange and releases its connection.
+        """
+        text = self._checked_text(text)
+        return BACKGROUND.iterate(lambda: self._exchange(text, session_id, on_update))
+
+    def get_task(self, task_id: str, history_length: int | None = None) -> Task:
+        """The task as the agent has it now (a2a-sdk ``Task``)."""
+        return BACKGROUND.run(self._deadline(self._call("get_task", self._get_request(task_id, history_length))))
+
+    def cancel_task(self, task_id: str) -> Task:
+        """Ask the agent to cancel a task; returns the task (canceled, if the agent could)."""
+        return BACKGROUND.run(self._deadline(self._call("cancel_task", CancelTaskRequest(id=task_id))))
+
+    def list_tasks(self, context_id: str = "", state: int | None = None, page_size: int = 50,
+                   page_token: str = ""):
+        """One page of the caller's tasks (a2a-sdk ``ListTasksResponse``)."""
+        return BACKGROUND.run(self._deadline(self._call(
+            "list_tasks", self._list_request(context_id, state, page_size, page_token))))

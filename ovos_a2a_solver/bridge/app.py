@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from ovos_a2a_solver.bridge.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend
-from ovos_a2a_solver.bridge.cards import build_card
+from ovos_a2a_solver.bridge.agent_card import build_card
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.executor import PersonaExecutor

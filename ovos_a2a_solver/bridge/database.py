@@ -61,8 +61,8 @@ class SqliteDatabase:
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
-    def now(self, fn, *args) -> Any:
-        """``fn(connection, *args)`` right here, for short statements."""
+    def on_loop(self, fn, *args) -> Any:
+        """``fn(connection, *args)`` right here on the event loop's thread, for short statements."""
         return fn(self._now, *args)
 
     async def call(self, fn, *args) -> Any:
@@ -130,20 +130,20 @@ class SqliteTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         row = (task.id, resolve_user_scope(context), task.context_id, int(task.status.state), _updated(task),
                task.SerializeToString())
-        self.db.now(lambda conn: conn.execute(
+        self.db.on_loop(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, "
             "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner", row))
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         owner = resolve_user_scope(context)
-        row = self.db.now(lambda conn: conn.execute(
+        row = self.db.on_loop(lambda conn: conn.execute(
             "SELECT task FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)).fetchone())
         return Task.FromString(row[0]) if row else None
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         owner = resolve_user_scope(context)
-        self.db.now(lambda conn: conn.execute(
+        self.db.on_loop(lambda conn: conn.execute(
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:

@@ -99,7 +99,7 @@ class PersonaExecutor(AgentExecutor):
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.deadline
-        answer = Answer(updater, chunked)
+        answer = AnswerArtifact(updater, chunked)
         while True:
             now = loop.time()
             if now >= deadline:
@@ -201,7 +201,7 @@ class PersonaExecutor(AgentExecutor):
         await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
 
 
-class Answer:
+class AnswerArtifact:
     """The ``answer`` artifact of one turn: chunk by chunk, or whole at the end.
 
     Chunks: the first sentence, then " " + each next one, then an empty last chunk with

@@ -98,7 +98,7 @@ class BridgeRequestHandler(RequestHandler):
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
         admitted = await self._admit(params, context, mode)
         if isinstance(admitted, Operation):
-            return await self._replay(admitted, params, context)
+            return await self._replay_delivery(admitted, params, context)
         try:
             return await self.inner.on_message_send(params, context)
         finally:
@@ -109,7 +109,7 @@ class BridgeRequestHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator:
         admitted = await self._admit(params, context, CallMode.STREAM)
         if isinstance(admitted, Operation):
-            async for event in self._replay_stream(admitted, context):
+            async for event in self._replay_delivery_stream(admitted, context):
                 yield event
             return
         try:
@@ -176,14 +176,14 @@ class BridgeRequestHandler(RequestHandler):
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_SECONDS)
 
-    async def _replay(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
+    async def _replay_delivery(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
         task = await self._stored_task(claim, context, settled=not params.configuration.return_immediately)
         if params.configuration.HasField("history_length"):
             return await self.inner.on_get_task(
                 GetTaskRequest(id=claim.task_id, history_length=params.configuration.history_length), context)
         return task
 
-    async def _replay_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
+    async def _replay_delivery_stream(self, claim: Operation, context: ServerCallContext) -> AsyncGenerator:
         task = await self._stored_task(claim, context, settled=False)
         if task.status.state not in SETTLED:
             try:

@@ -106,7 +106,7 @@ class WireCheck:
         try:
             if method == "POST" and (rest or path in self.rpc_paths):
                 body = await _read_body(receive)
-                receive = _replay(body, receive)
+                receive = _replay_body(body, receive)
                 if len(body) > OFF_LOOP_BYTES:
                     await asyncio.to_thread(self.check_body, body, path, rest)
                 else:
@@ -332,7 +332,7 @@ async def _read_body(receive) -> bytes:
             return b"".join(chunks)
 
 
-def _replay(body: bytes, receive):
+def _replay_body(body: bytes, receive):
     """A ``receive`` that gives the buffered body once, then what the server sends (disconnects)."""
     sent = False
 

@@ -26,6 +26,7 @@ import sys
 import textwrap
 import uuid
 
+from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
 STATES = ("submitted", "working", "completed", "failed", "canceled", "input-required", "rejected",
@@ -328,7 +329,8 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
     p.add_argument("--password", help="HTTP Basic password for this URL only (user: --user, default a2a); "
                                       "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL")
     p.add_argument("--user", help="HTTP Basic user name (default a2a, or A2A_CLIENT_USER)")
-    p.add_argument("--timeout", type=float, default=60, help="seconds for the whole call (default 60)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
 
@@ -397,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=_serve)
 
     p = commands.add_parser("demo", help="bridge + persona + plugin, end to end on this machine")
-    p.add_argument("--timeout", type=float, default=60, help="seconds per turn (default 60)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds per turn (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     p.set_defaults(run=cmd_demo, json=False)
     return parser

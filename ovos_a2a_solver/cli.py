@@ -26,6 +26,7 @@ import sys
 import textwrap
 import uuid
 
+from ovos_a2a_solver.bridge.config import add_flags, environment_only_help
 from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
@@ -304,19 +305,17 @@ def cmd_demo(args, out: Output) -> int:
 
 
 def _serve(args, out: Output) -> int:
+    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal."""
     from ovos_a2a_solver.bridge.config import BridgeSettings
     from ovos_a2a_solver.bridge.server import serve
 
-    values = {k: getattr(args, k) for k in ("persona", "host", "port", "base_url", "state_dir", "db", "name",
-                                            "description", "heartbeat", "deadline", "max_concurrent",
-                                            "grpc_port", "username", "password")}
-    settings = BridgeSettings.load(values)
+    settings = BridgeSettings.load(vars(args))
 
     def ready(settings, bridge) -> None:
-        print(f'ovos-a2a: serving "{bridge.card.name}" at {settings.public_url} '
-              f"(card {settings.public_url}/.well-known/agent-card.json)", flush=True)
+        print(f'ovos-a2a: serving "{bridge.card.name}" at {settings.public_url} (card {settings.card_url})',
+              flush=True)
 
-    serve(settings, args.backend, ready=ready)
+    serve(settings, ready=ready)
     return 0
 
 
@@ -336,23 +335,10 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
 
 
 def _serve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--persona", metavar="FILE.json", help="persona file (default: the embedded offline persona)")
-    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8337; 0 picks a free one)")
-    p.add_argument("--base-url", help="public URL of the A2A endpoint (default http://HOST:PORT/a2a)")
-    p.add_argument("--state-dir", help="directory of the SQLite task store (default $XDG_STATE_HOME/ovos_a2a_solver/bridge)")
-    p.add_argument("--db", help="SQLAlchemy URL of the task store instead, e.g. postgresql+asyncpg://user@host/db")
-    p.add_argument("--name", help="agent name on the card (default: the persona's)")
-    p.add_argument("--description", help="agent description on the card (default: the persona's)")
-    p.add_argument("--heartbeat", type=float, help="seconds of silence before a 'still working' update (15)")
-    p.add_argument("--deadline", type=float, help="seconds one message may work (3600)")
-    p.add_argument("--max-concurrent", type=int, help="messages worked on at once before 'busy' (8)")
-    p.add_argument("--grpc-port", type=int, help="also serve gRPC on this port (0: a free one; needs the grpc extra)")
-    p.add_argument("--username", help="Basic auth user name (default a2a)")
-    p.add_argument("--password", help="Basic auth password (better: OVOS_A2A_PASSWORD)")
-    p.add_argument("--backend", choices=["persona", "echo"], default="persona",
-                   help="what answers: the persona, or an echo (for tests and benchmarks)")
-    p.add_argument("--debug", action="store_true", help="verbose logs")
+    """The ``serve`` flags: one per bridge setting (see ``bridge/config.py``), and ``--debug``."""
+    add_flags(p)
+    p.add_argument("--debug", action="store_true",
+                   help="debug logs of the bridge and tracebacks (message text only with --log-messages)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -393,8 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_chat)
 
     p = commands.add_parser("serve", help="publish an OVOS persona as an A2A agent (the bridge)",
-                            description="Publish an OVOS persona as a durable A2A agent. Flags win over "
-                                        "OVOS_A2A_* environment variables (e.g. OVOS_A2A_PASSWORD).")
+                            description=textwrap.fill(
+                                "Publish an OVOS persona as a durable A2A agent. Flags win over OVOS_A2A_* "
+                                "environment variables (e.g. OVOS_A2A_PASSWORD), which win over defaults. A flag "
+                                "out of range is an error; an environment value out of range is clamped, with a "
+                                "warning.", 80),
+                            epilog=environment_only_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     _serve_options(p)
     p.set_defaults(run=_serve)
 

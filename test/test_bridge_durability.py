@@ -64,12 +64,13 @@ def test_past_the_deadline_the_task_stays_working_then_takes_the_late_answer(tmp
         assert state(late) == "TASK_STATE_COMPLETED" and answer(late) == "echo: sleep:3"
 
 
-def test_bad_settings_are_clamped_and_logged_never_fatal(tmp_path):
-    env = {"OVOS_A2A_HEARTBEAT": "often", "OVOS_A2A_MAX_CONCURRENT": "-3"}
-    with BridgeProcess("--deadline", "0", env=env) as bridge:
+def test_bad_environment_settings_are_clamped_and_logged_never_fatal(tmp_path):
+    env = {"OVOS_A2A_HEARTBEAT": "often", "OVOS_A2A_MAX_CONCURRENT": "-3", "OVOS_A2A_DEADLINE": "0"}
+    with BridgeProcess(env=env) as bridge:
         assert state(task_of(send(bridge.url, message("hello")))) == "TASK_STATE_COMPLETED"
         log = bridge.stderr_text()
-    assert "heartbeat" in log and "deadline" in log and "max_concurrent" in log
+    assert "OVOS_A2A_HEARTBEAT='often'" in log and "OVOS_A2A_DEADLINE='0'" in log, log
+    assert "OVOS_A2A_MAX_CONCURRENT='-3'" in log, log
 
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")

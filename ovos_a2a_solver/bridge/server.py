@@ -25,17 +25,16 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def load_backend(settings: BridgeSettings, kind: str = "persona"):
-    """The backend named by ``kind``: ``persona`` (the settings' persona file) or ``echo``."""
+def load_backend(settings: BridgeSettings):
+    """The backend the settings name: the persona file's persona, or the echo backend."""
     from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend
 
-    if kind == "echo":
-        import os
-        return EchoBackend(call_log=os.environ.get("OVOS_A2A_ECHO_LOG"))
+    if settings.backend == "echo":
+        return EchoBackend(call_log=settings.echo_log)
     return PersonaBackend.from_file(settings.persona)
 
 
-def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -> None:
+def serve(settings: BridgeSettings, ready=None) -> None:
     """Serve until SIGINT/SIGTERM. ``ready(settings)`` is called once the port accepts."""
     import uvicorn
 
@@ -47,7 +46,7 @@ def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -
     if settings.grpc_port == 0:  # gRPC binds inside its own server: find it a free port first
         with bind(settings.host, 0) as probe:
             settings = dataclasses.replace(settings, grpc_port=probe.getsockname()[1])
-    backend = load_backend(settings, backend_kind)
+    backend = load_backend(settings)
     bridge = Bridge(settings, backend)
     config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                             lifespan="on")

@@ -305,17 +305,22 @@ def cmd_demo(args, out: Output) -> int:
 
 
 def _serve(args, out: Output) -> int:
-    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal."""
+    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal; a start
+    that fails is one line (:class:`~ovos_a2a_solver.bridge.server.StartError`)."""
     from ovos_a2a_solver.bridge.config import BridgeSettings
-    from ovos_a2a_solver.bridge.server import serve
+    from ovos_a2a_solver.bridge.server import StartError, banner, configure_logging, log_messages, serve
 
+    configure_logging(args.debug)
     settings = BridgeSettings.load(vars(args))
+    log_messages(settings.log_messages)
 
     def ready(settings, bridge) -> None:
-        print(f'ovos-a2a: serving "{bridge.card.name}" at {settings.public_url} (card {settings.card_url})',
-              flush=True)
+        print("\n".join(banner(settings, bridge.card.name)), flush=True)
 
-    serve(settings, ready=ready)
+    try:
+        serve(settings, ready=ready, verbose=args.debug)
+    except StartError as exc:
+        raise CommandError(str(exc), exc.status) from exc
     return 0
 
 
@@ -399,8 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command != "serve":  # serve sets up its own logs (bridge/server.py)
+        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = Output(as_json=getattr(args, "json", False))
     try:
         return args.run(args, out) or 0

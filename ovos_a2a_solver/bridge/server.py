@@ -217,8 +217,11 @@ def banner(settings: BridgeSettings, name: str) -> list[str]:
 
 
 def _uvicorn_server(config):
-    """A uvicorn server that stops gracefully on SIGINT/SIGTERM and then lets the command
-    end normally (uvicorn re-raises the signal, which ends in a KeyboardInterrupt traceback)."""
+    """A uvicorn server that stops gracefully on SIGINT/SIGTERM, and then lets the command
+    end normally: uvicorn would re-raise the signal (a KeyboardInterrupt traceback), and
+    take a second Ctrl-C as "force exit", which skips the app's shutdown (the task store's
+    last writes) and logs a traceback. Here every signal asks for the same graceful stop,
+    which ``timeout_graceful_shutdown`` already bounds."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -227,12 +230,15 @@ def _uvicorn_server(config):
             if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+            previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
             try:
                 yield
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
+
+        def _stop(self, sig: int, frame) -> None:
+            self.should_exit = True
 
     return Server(config)
 

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -102,9 +103,12 @@ def usage_error(result: Result) -> str:
     return result.stderr_lines[-1]
 
 
-def stop_with(bridge: BridgeProcess, sig: int) -> int:
-    """Send ``sig`` and wait for the bridge to end (failing after STOP_TIMEOUT); its exit status."""
-    bridge.proc.send_signal(sig)
+def stop_with(bridge: BridgeProcess, sig: int, times: int = 1) -> int:
+    """Send ``sig`` (``times`` times, 50 ms apart: an impatient Ctrl-C while it stops) and
+    wait for the bridge to end, failing after STOP_TIMEOUT; its exit status."""
+    for n in range(times):
+        time.sleep(0.05 if n else 0)
+        bridge.proc.send_signal(sig)
     try:
         return bridge.proc.wait(timeout=STOP_TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -202,6 +206,30 @@ def test_a_grpc_port_in_use_is_one_line_naming_the_port(refusals):
     assert f"gRPC port {busy} on 127.0.0.1 is already in use" in line and "--grpc-port" in line, line
 
 
+#: runs the command line with the task store failing to initialize (inside the server's start-up)
+FAILING_STORE = """
+import sys
+from ovos_a2a_solver.bridge import database
+
+async def refuse(self):
+    raise RuntimeError("the task store cannot start (test)")
+
+database.SqliteTaskStore.initialize = refuse
+from ovos_a2a_solver.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_failure_inside_the_server_start_is_one_line(tmp_path):
+    cli = Cli(tmp_path / "state")
+    argv = ["serve", "--backend", "echo", "--port", "0", "--state-dir", str(tmp_path / "bridge")]
+    result = run_side_by_side(cli, {"plain": (argv, {}, [sys.executable, "-c", FAILING_STORE]),
+                                    "debug": ([*argv, "--debug"], {}, [sys.executable, "-c", FAILING_STORE])})
+    line = one_line_error(result["plain"], 1)
+    assert line == "ovos-a2a: the bridge could not start: RuntimeError: the task store cannot start (test)", line
+    assert "Traceback" in result["debug"].stderr, result["debug"].report  # --debug shows where
+
+
 @pytest.mark.skipif(not POSTGRES, reason="set OVOS_A2A_TEST_POSTGRES to a database URL")
 def test_a_database_that_refuses_the_password_is_one_line(tmp_path):
     from sqlalchemy.engine import make_url
@@ -225,7 +253,7 @@ OVOS_LOG_LINE = re.compile(r" - (DEBUG|INFO|WARNING|ERROR) - ")
 PERSONA_WARNINGS = ("padatious", "old style entrypoint")
 
 
-def test_start_is_quiet_says_where_it_serves_and_ctrl_c_stops_it(tmp_path):
+def test_start_is_quiet_says_where_it_serves_and_ctrl_c_twice_stops_it(tmp_path):
     bridge = BridgeProcess(backend="persona", env={"XDG_STATE_HOME": str(tmp_path)})
     try:
         lines = bridge.stdout_text().splitlines()
@@ -233,7 +261,7 @@ def test_start_is_quiet_says_where_it_serves_and_ctrl_c_stops_it(tmp_path):
         assert f"  listening on 127.0.0.1 port {bridge.port}" in lines, lines  # the real port of --port 0
         assert bridge.card_url == f"{bridge.url}/.well-known/agent-card.json"
         assert "  Ctrl-C to stop" in lines, lines
-        status = stop_with(bridge, signal.SIGINT)
+        status = stop_with(bridge, signal.SIGINT, times=2)
         printed = bridge.stdout_text() + bridge.stderr_text()
     finally:
         bridge.stop()

@@ -395,15 +395,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         spec = spec_of(f)
         if not spec.flag:
             continue
-        options: dict[str, Any] = {"default": None, "help": f"{spec.help} [{_about(f)}]".replace("%", "%%")}
+        text = f"{spec.help} [{_about(f)}]".replace("%", "%%")
         if spec.kind is bool:
-            options["action"] = "store_true"
-        else:
-            options["metavar"] = spec.metavar or ("N" if spec.kind in (int, float) else None)
-            options["choices"] = spec.choices
-            options["type"] = flag_type(f) if spec.kind in (int, float) else str
-        parser.add_argument(flag_name(f), dest=f.name, **{k: v for k, v in options.items() if v is not None
-                                                          or k == "default"})
+            parser.add_argument(flag_name(f), dest=f.name, action="store_true", default=None, help=text)
+            continue
+        number = spec.kind in (int, float)
+        parser.add_argument(flag_name(f), dest=f.name, default=None, help=text, choices=spec.choices,
+                            type=flag_type(f) if number else str, metavar=spec.metavar or ("N" if number else None))
 
 
 def environment_only_help() -> str:

@@ -26,6 +26,8 @@ import sys
 import textwrap
 import uuid
 
+from ovos_a2a_solver.bridge.config import add_flags, environment_only_help
+from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
 
@@ -296,19 +298,22 @@ def cmd_demo(args, out: Output) -> int:
 
 
 def _serve(args, out: Output) -> int:
+    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal; a start
+    that fails is one line (:class:`~ovos_a2a_solver.bridge.server.StartError`)."""
     from ovos_a2a_solver.bridge.config import BridgeSettings
-    from ovos_a2a_solver.bridge.server import serve
+    from ovos_a2a_solver.bridge.server import StartError, banner, configure_logging, log_messages, serve
 
-    values = {k: getattr(args, k) for k in ("persona", "host", "port", "base_url", "state_dir", "db", "name",
-                                            "description", "heartbeat", "deadline", "max_concurrent",
-                                            "grpc_port", "username", "password")}
-    settings = BridgeSettings.load(values)
+    configure_logging(args.debug)
+    settings = BridgeSettings.load(vars(args))
+    log_messages(settings.log_messages)
 
     def ready(settings, bridge) -> None:
-        print(f'ovos-a2a: serving "{bridge.card.name}" at {settings.public_url} '
-              f"(card {settings.public_url}/.well-known/agent-card.json)", flush=True)
+        print("\n".join(banner(settings, bridge.card.name)), flush=True)
 
-    serve(settings, args.backend, ready=ready)
+    try:
+        serve(settings, ready=ready, verbose=args.debug)
+    except StartError as exc:
+        raise CommandError(str(exc), exc.status) from exc
     return 0
 
 
@@ -321,29 +326,17 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
     p.add_argument("--password", help="HTTP Basic password for this URL only (user: --user, default a2a); "
                                       "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL")
     p.add_argument("--user", help="HTTP Basic user name (default a2a, or A2A_CLIENT_USER)")
-    p.add_argument("--timeout", type=float, default=60, help="seconds for the whole call (default 60)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
 
 
 def _serve_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--persona", metavar="FILE.json", help="persona file (default: the embedded offline persona)")
-    p.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default 8337; 0 picks a free one)")
-    p.add_argument("--base-url", help="public URL of the A2A endpoint (default http://HOST:PORT/a2a)")
-    p.add_argument("--state-dir", help="directory of the SQLite task store (default $XDG_STATE_HOME/ovos_a2a_solver/bridge)")
-    p.add_argument("--db", help="SQLAlchemy URL of the task store instead, e.g. postgresql+asyncpg://user@host/db")
-    p.add_argument("--name", help="agent name on the card (default: the persona's)")
-    p.add_argument("--description", help="agent description on the card (default: the persona's)")
-    p.add_argument("--heartbeat", type=float, help="seconds of silence before a 'still working' update (15)")
-    p.add_argument("--deadline", type=float, help="seconds one message may work (3600)")
-    p.add_argument("--max-concurrent", type=int, help="messages worked on at once before 'busy' (8)")
-    p.add_argument("--grpc-port", type=int, help="also serve gRPC on this port (0: a free one; needs the grpc extra)")
-    p.add_argument("--username", help="Basic auth user name (default a2a)")
-    p.add_argument("--password", help="Basic auth password (better: OVOS_A2A_PASSWORD)")
-    p.add_argument("--backend", choices=["persona", "echo"], default="persona",
-                   help="what answers: the persona, or an echo (for tests and benchmarks)")
-    p.add_argument("--debug", action="store_true", help="verbose logs")
+    """The ``serve`` flags: one per bridge setting (see ``bridge/config.py``), and ``--debug``."""
+    add_flags(p)
+    p.add_argument("--debug", action="store_true",
+                   help="debug logs of the bridge and tracebacks (message text only with --log-messages)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -385,13 +378,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_chat)
 
     p = commands.add_parser("serve", help="publish an OVOS persona as an A2A agent (the bridge)",
-                            description="Publish an OVOS persona as a durable A2A agent. Flags win over "
-                                        "OVOS_A2A_* environment variables (e.g. OVOS_A2A_PASSWORD).")
+                            description=textwrap.fill(
+                                "Publish an OVOS persona as a durable A2A agent. Flags win over OVOS_A2A_* "
+                                "environment variables (e.g. OVOS_A2A_PASSWORD), which win over defaults. A flag "
+                                "out of range is an error; an environment value out of range is clamped, with a "
+                                "warning.", 80),
+                            epilog=environment_only_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     _serve_options(p)
     p.set_defaults(run=_serve)
 
     p = commands.add_parser("demo", help="bridge + persona + plugin, end to end on this machine")
-    p.add_argument("--timeout", type=float, default=60, help="seconds per turn (default 60)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds per turn (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     p.set_defaults(run=cmd_demo, json=False)
     return parser
@@ -400,8 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command != "serve":  # serve sets up its own logs (bridge/server.py)
+        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = Output(as_json=getattr(args, "json", False))
     try:
         return args.run(args, out) or 0

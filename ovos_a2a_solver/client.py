@@ -43,6 +43,7 @@ from ovos_a2a_solver.conversations import Conversation, ConversationStore
 from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
                                     effect_of_error, never_delivered)
 from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
+from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "IncompleteAnswerError", "TaskUpdate"]
@@ -79,7 +80,7 @@ class _BaseClient:
         base_url: the agent's URL; its card is looked up under it (or it is the card's URL).
         auth_header: sent as ``Authorization`` (``"Bearer abc"``), or ``"Name: value"`` for
             another header; only ever to ``base_url``'s origin and ``trusted_origins``.
-        timeout: overall deadline of each call in seconds.
+        timeout: overall deadline of each call in seconds (``DEFAULT_TIMEOUT``, 30).
         streaming: use streaming (SSE / server streaming) when the agent offers it.
         trusted_origins: other origins (``https://host:port``, ``host:port`` for gRPC) that
             may receive ``auth_header``.
@@ -88,7 +89,7 @@ class _BaseClient:
         signature_verifier: called with each fetched card (a2a-sdk protobuf); raise to reject it.
     """
 
-    def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = 60,
+    def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, trusted_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
                  signature_verifier: Callable[[Any], None] | None = None) -> None:

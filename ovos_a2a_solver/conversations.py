@@ -33,6 +33,8 @@ LOG = logging.getLogger("ovos_a2a_solver")
 
 FORMAT_VERSION = 1
 MAX_REFUSED = 64  # refused contexts remembered per agent key
+DEFAULT_MAX_CONVERSATIONS = 1000  # sessions kept per store; the least recently used go first
+DEFAULT_IDLE_TTL = 86400.0        # seconds a session may sit idle before it starts a new conversation
 
 
 def default_state_path() -> Path:
@@ -52,8 +54,8 @@ class Conversation:
 class ConversationStore:
     """session -> (contextId, open taskId), per agent key; bounded, idle-expiring, optionally durable."""
 
-    def __init__(self, path: str | os.PathLike | None = None, max_conversations: int = 1000,
-                 idle_ttl: float = 86400.0) -> None:
+    def __init__(self, path: str | os.PathLike | None = None, max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
+                 idle_ttl: float = DEFAULT_IDLE_TTL) -> None:
         if max_conversations < 1:
             raise ValueError("max_conversations must be at least 1")
         if idle_ttl <= 0:

@@ -8,6 +8,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver.auth import origin_of
+from ovos_a2a_solver.conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
+
+#: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``
+#: key, ``A2AClient``'s ``timeout`` and the command line's ``--timeout``. One number, because
+#: every caller waits for one turn on behalf of a person (who can ask for longer).
+DEFAULT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -16,14 +22,14 @@ class EngineSettings:
 
     agent_url: str
     auth_header: str | None = None
-    timeout: float = 30.0
+    timeout: float = DEFAULT_TIMEOUT
     streaming: bool = False
     trusted_origins: tuple[str, ...] = ()
     namespace: str = ""
     state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
     persist_conversations: bool = True   # False: keep the session map in memory only
-    max_conversations: int = 1000
-    conversation_ttl: float = 86400.0    # seconds a conversation may sit idle before a new one starts
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS
+    conversation_ttl: float = DEFAULT_IDLE_TTL   # seconds a conversation may sit idle before a new one starts
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":

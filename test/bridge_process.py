@@ -6,8 +6,9 @@
         bridge.calls()    # backend calls so far (only with call_log=...)
 
 The process runs ``python -m ovos_a2a_solver.bridge --port PORT --backend BACKEND
---state-dir DIR *args``. A state dir given by the caller is kept (so a bridge can be
-restarted on the same store); otherwise a fresh temporary one is made and removed on stop.
+--state-dir DIR *args`` (``port=None``: no ``--port``, so the environment or the default
+decides). A state dir given by the caller is kept (so a bridge can be restarted on the same
+store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
 """
@@ -44,7 +45,7 @@ class BridgeProcess:
     """One bridge process; a context manager. ``stop()`` and ``kill9()`` are idempotent."""
 
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
-                 env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: int = 0,
+                 env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
                  call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
                  default_state_dir: bool = False) -> None:
         if default_state_dir and state_dir is not None:
@@ -55,7 +56,8 @@ class BridgeProcess:
                                           else Path(state_dir))
         self.call_log = Path(call_log) if call_log is not None else None
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
-        self.args = [sys.executable, "-m", "ovos_a2a_solver.bridge", "--port", str(port), "--backend", backend,
+        port_flag = ["--port", str(port)] if port is not None else []
+        self.args = [sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag, "--backend", backend,
                      *state_args, *args]
         full_env = dict(os.environ)
         full_env.update(env or {})

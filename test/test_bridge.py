@@ -188,7 +188,7 @@ def non_loopback_address() -> str | None:
 def secure_bridge():
     """Password (Basic user ``a2a``) and two Bearer tokens, on 127.0.0.1, with debug logs."""
     env = {"OVOS_A2A_PASSWORD": PASSWORD, "OVOS_A2A_TOKENS": f"{TOKEN_1},{TOKEN_2}"}
-    with BridgeProcess("--debug", env=env) as process:
+    with BridgeProcess("--debug", "--log-messages", env=env) as process:
         yield process
 
 

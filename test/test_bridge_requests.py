@@ -151,7 +151,7 @@ def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(b
 
 @pytest.fixture(scope="module")
 def secure_bridge():
-    with BridgeProcess("--debug", env={"OVOS_A2A_TOKENS": "tok-Zq9x-7Lm"}) as process:
+    with BridgeProcess("--debug", "--log-messages", env={"OVOS_A2A_TOKENS": "tok-Zq9x-7Lm"}) as process:
         yield process
 
 

@@ -43,10 +43,14 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
 def open_stores(url: str):
-    """(sql, task store, store to initialize) for a database URL: SQLite on its own thread,
-    anything else through SQLAlchemy and the a2a-sdk's ``DatabaseTaskStore``."""
-    if url.startswith("sqlite"):
-        db = SqliteDatabase(url.split(":///", 1)[-1])
+    """(sql, task store, store to initialize) for a database URL: a SQLite file on the stdlib
+    ``sqlite3`` (whichever SQLite driver the URL names), anything else through SQLAlchemy and
+    the a2a-sdk's ``DatabaseTaskStore``. An in-memory SQLite URL raises ``SettingsError``."""
+    from ovos_a2a_solver.bridge.config import sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None:
+        db = SqliteDatabase(path)
         store = SqliteTaskStore(db)
         return db, store, store
     from a2a.server.tasks import DatabaseTaskStore

@@ -1,38 +1,69 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The bridge's settings: every knob typed, defaulted and bounded here and nowhere else.
+"""The bridge's settings: every knob typed, defaulted, bounded and described here and nowhere else.
+
+Each field of :class:`BridgeSettings` carries a :class:`Spec` (help text, bounds, whether it
+has a flag). From it come the ``serve`` command's flags and help (:func:`add_flags`) and the
+README's settings table (:func:`settings_table`), so a default or a bound is written once.
 
 Values come from command-line flags, then ``OVOS_A2A_*`` environment variables, then
-defaults. A number out of range is clamped and a malformed one replaced by its default,
-each with a warning: a bad setting never stops the bridge from starting. What cannot be
-repaired (listening beyond loopback without credentials) is refused with a clear error.
+defaults. A flag out of range is a usage error (argparse checks it with :func:`flag_type`);
+an environment number out of range is clamped and a malformed one replaced by its default,
+each with a warning naming the variable, so a bad deployment setting never stops the
+bridge. What cannot be repaired (a base URL that is not http(s), an in-memory or unknown
+database, listening beyond loopback without credentials) raises :class:`SettingsError`.
 """
 from __future__ import annotations
 
+import argparse
 import ipaddress
 import logging
 import os
 import socket
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ENV_PREFIX = "OVOS_A2A_"
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off", "")
+#: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
+SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
+POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
 
-# name: (minimum, maximum)
-BOUNDS: dict[str, tuple[float, float]] = {
-    "port": (0, 65535),
-    "heartbeat": (1, 300),
-    "deadline": (1, 86400),
-    "cancel_grace": (0.1, 60),
-    "shutdown_grace": (0, 300),
-    "max_concurrent": (1, 1000),
-    "max_body": (1024, 64 * 1024 * 1024),
-    "max_parts": (1, 10000),
-    "grpc_port": (0, 65535),
-}
+
+class SettingsError(ValueError):
+    """A setting that cannot be used or repaired. ``str()`` is one line naming the setting."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one setting is described and parsed.
+
+    ``kind`` is the type values are converted to (``tuple``: comma separated strings);
+    ``flag`` False makes it an environment-only setting; ``bounds`` is the inclusive
+    (minimum, maximum) of a number; ``shown`` is the default as the help text says it when
+    the plain value would not (``None`` meaning "the persona's", a computed default...).
+    """
+
+    help: str
+    kind: type = str
+    flag: bool = True
+    bounds: tuple[float, float] | None = None
+    metavar: str | None = None
+    shown: str | None = None
+    choices: tuple[str, ...] | None = None
+
+
+def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING,
+            secret: bool = False, **spec: Any) -> Any:
+    """A dataclass field with its :class:`Spec` (keyword arguments) in its metadata.
+    ``secret`` keeps the value out of ``repr`` (and so out of logs)."""
+    return field(default=default, default_factory=default_factory, repr=not secret,
+                 metadata={"spec": Spec(**spec)})
 
 
 def default_state_dir() -> Path:
@@ -43,28 +74,62 @@ def default_state_dir() -> Path:
 
 @dataclass(frozen=True)
 class BridgeSettings:
-    """How the bridge runs (see ``ovos-a2a serve --help`` and the README's bridge section)."""
+    """How the bridge runs (``ovos-a2a serve --help``, the README's bridge settings table).
 
-    persona: str | None = None            # persona JSON file; None: the embedded default persona
-    host: str = "127.0.0.1"
-    port: int = 8337
-    base_url: str | None = None           # public URL of the A2A endpoint; default http://host:port/a2a
-    state_dir: str | None = None          # SQLite database lives here
-    db: str | None = None                 # any SQLAlchemy async URL (postgresql+asyncpg://...) instead
-    name: str | None = None               # card name (default: the persona's name)
-    description: str | None = None        # card description (default: the persona's)
-    heartbeat: float = 15.0               # seconds of backend silence before a "still working" status
-    deadline: float = 3600.0              # seconds one message may work before its outcome is "unknown"
-    cancel_grace: float = 2.0             # seconds a cancel waits for the persona to reach a stopping point
-    shutdown_grace: float = 3.0           # seconds running turns get to finish on SIGTERM / Ctrl-C
-    max_concurrent: int = 8               # persona turns at once; more are answered "busy" at once
-    max_body: int = 1024 * 1024           # bytes of one request body
-    max_parts: int = 100                  # parts of one message
-    username: str = "a2a"                 # Basic auth user name (with password)
-    password: str | None = field(default=None, repr=False)
-    tokens: tuple[str, ...] = field(default=(), repr=False)   # accepted Bearer tokens
-    grpc_port: int | None = None          # serve gRPC too (needs the grpc extra)
-    replica: str = field(default_factory=socket.gethostname)  # who owns in-flight work in a shared database
+    Constructing one checks what cannot be repaired (``base_url``, ``db``) and raises
+    :class:`SettingsError`; :meth:`load` also converts and bounds raw values.
+    """
+
+    persona: str | None = setting(None, help="the persona JSON file", metavar="FILE.json",
+                                  shown="the embedded offline persona")
+    host: str = setting("127.0.0.1", help="address to listen on")
+    port: int = setting(8337, kind=int, bounds=(0, 65535), help="port to listen on (0: any free port)")
+    base_url: str | None = setting(None, metavar="URL", shown="http://HOST:PORT/a2a",
+                                   help="public URL of the A2A endpoint, written on the card "
+                                        "(behind a proxy: https://…)")
+    state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge",
+                                    help="directory of the SQLite task store")
+    db: str | None = setting(None, secret=True, metavar="URL",
+                             help=f"SQLAlchemy async URL of the task store instead of SQLite "
+                                  f"(PostgreSQL: {POSTGRES_HINT})")
+    name: str | None = setting(None, shown="the persona's", help="agent name on the card")
+    description: str | None = setting(None, shown="the persona's", help="agent description on the card")
+    heartbeat: float = setting(15.0, kind=float, bounds=(1, 300),
+                               help="seconds of silence before a 'still working' heartbeat")
+    deadline: float = setting(3600.0, kind=float, bounds=(1, 86400),
+                              help="seconds one message may work before its outcome is 'unknown'")
+    cancel_grace: float = setting(2.0, kind=float, bounds=(0.1, 60), flag=False,
+                                  help="seconds a cancel waits for the persona to stop")
+    shutdown_grace: float = setting(3.0, kind=float, bounds=(0, 300),
+                                    help="seconds running turns get to finish on SIGTERM or Ctrl-C; then they "
+                                         "end 'failed'")
+    max_concurrent: int = setting(8, kind=int, bounds=(1, 1000),
+                                  help="messages worked on at once before 'busy'")
+    max_body: int = setting(1024 * 1024, kind=int, bounds=(1024, 64 * 1024 * 1024), flag=False,
+                            help="largest request body, bytes")
+    max_parts: int = setting(100, kind=int, bounds=(1, 10000), flag=False, help="parts one message may have")
+    username: str = setting("a2a", help="HTTP Basic user name")
+    password: str | None = setting(None, secret=True,
+                                   help="HTTP Basic password (better in the environment)")
+    tokens: tuple[str, ...] = setting((), kind=tuple, flag=False, secret=True,
+                                      help="accepted Bearer tokens, comma separated")
+    grpc_port: int | None = setting(None, kind=int, bounds=(0, 65535), shown="off",
+                                    help="also serve gRPC on this port (0: any free port; needs the grpc extra; "
+                                         "not with credentials)")
+    replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
+                           help="this process's name in a shared database")
+    backend: str = setting("persona", choices=("persona", "echo"),
+                           help="what answers: the persona, or an echo (tests and benchmarks)")
+    echo_log: str | None = setting(None, flag=False, metavar="FILE",
+                                   help="with the echo backend: append a line per call to this file (tests)")
+    log_messages: bool = setting(False, kind=bool,
+                                 help="log every A2A request and response, message text included")
+
+    def __post_init__(self) -> None:
+        if self.base_url is not None:
+            check_base_url(self.base_url)
+        if self.db is not None:
+            check_database_url(self.db)
 
     @property
     def public_url(self) -> str:
@@ -76,12 +141,24 @@ class BridgeSettings:
         return f"http://{host}:{self.port}/a2a"
 
     @property
+    def card_url(self) -> str:
+        """Where the agent card is served, under the endpoint's URL."""
+        return f"{self.public_url}/.well-known/agent-card.json"
+
+    @property
     def database_url(self) -> str:
-        """The SQLAlchemy URL of the task store."""
+        """The SQLAlchemy URL of the task store: ``db``, or the SQLite file under
+        ``state_dir``, which runs on the stdlib ``sqlite3`` (SQLAlchemy's ``pysqlite``)."""
         if self.db:
             return self.db
-        directory = Path(self.state_dir) if self.state_dir else default_state_dir()
-        return f"sqlite+aiosqlite:///{directory / 'bridge.sqlite3'}"
+        directory = Path(self.state_dir).expanduser() if self.state_dir else default_state_dir()
+        return f"sqlite+pysqlite:///{directory / 'bridge.sqlite3'}"
+
+    @property
+    def store(self) -> str:
+        """Where tasks are kept, to show a person: the SQLite file, or the URL without its password."""
+        path = sqlite_path(self.database_url)
+        return str(path) if path is not None else redact_url(self.database_url)
 
     @property
     def requires_auth(self) -> bool:
@@ -89,58 +166,188 @@ class BridgeSettings:
 
     @classmethod
     def load(cls, values: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> "BridgeSettings":
-        """Settings from explicit ``values`` (flags), then the environment, then defaults."""
+        """Settings from explicit ``values`` (flags; ``None`` means not given), then the
+        environment (``OVOS_A2A_<NAME>``), then defaults. Raises :class:`SettingsError`."""
         env = os.environ if env is None else env
-        merged: dict[str, Any] = {}
-        for f in fields(cls):
-            raw = (values or {}).get(f.name)
-            if raw is None:
-                raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is not None and raw != "":
-                merged[f.name] = raw
-        return cls()._with(merged)
-
-    def _with(self, raw: Mapping[str, Any]) -> "BridgeSettings":
         clean: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name not in raw:
-                continue
-            value = raw[f.name]
-            default = getattr(self, f.name)
-            if f.name == "tokens":
-                value = tuple(t.strip() for t in (value.split(",") if isinstance(value, str) else value) if t.strip())
-            elif f.name in BOUNDS or isinstance(default, (int, float)) and not isinstance(default, bool):
-                value = _number(f.name, value, default, int if f.name in ("port", "max_concurrent", "max_body", "max_parts",
-                                                                           "grpc_port") else float)
-            elif value is not None:
-                value = str(value)
-            clean[f.name] = value
-        return replace(self, **clean)
+        for f in fields(cls):
+            raw, source = (values or {}).get(f.name), flag_name(f)
+            if raw is None:
+                raw, source = env.get(env_name(f)), env_name(f)
+            if raw is not None and raw != "":
+                clean[f.name] = _convert(f, raw, source)
+        return cls(**clean)
 
     def check_exposure(self) -> None:
         """Refuse to listen beyond loopback with no credentials configured, and gRPC with
         credentials (the gRPC endpoint does not check them)."""
         if self.grpc_port is not None and self.requires_auth:
-            raise ValueError("gRPC cannot be combined with a password or tokens yet: the gRPC endpoint "
-                             "does not check credentials; serve JSON-RPC and HTTP+JSON only")
+            raise SettingsError("gRPC cannot be combined with a password or tokens yet: the gRPC endpoint "
+                                "does not check credentials; serve JSON-RPC and HTTP+JSON only")
         if not is_loopback(self.host) and not self.requires_auth:
-            raise ValueError(f"refusing to listen on {self.host} without credentials: set a password "
-                             f"(--password / {ENV_PREFIX}PASSWORD) or tokens ({ENV_PREFIX}TOKENS), "
-                             f"or listen on 127.0.0.1")
+            raise SettingsError(f"refusing to listen on {self.host} without credentials: set a password "
+                                f"(--password / {ENV_PREFIX}PASSWORD) or tokens ({ENV_PREFIX}TOKENS), "
+                                f"or listen on 127.0.0.1")
 
 
-def _number(name: str, value: Any, default: Any, kind: type) -> Any:
+# ---- names, conversion, checks ---------------------------------------------------------------
+
+def spec_of(f: Field) -> Spec:
+    return f.metadata["spec"]
+
+
+def flag_name(f: Field) -> str:
+    """``--max-concurrent`` for ``max_concurrent``."""
+    return "--" + f.name.replace("_", "-")
+
+
+def env_name(f: Field) -> str:
+    """``OVOS_A2A_MAX_CONCURRENT`` for ``max_concurrent``."""
+    return ENV_PREFIX + f.name.upper()
+
+
+def names_of(name: str) -> str:
+    """How a person sets the field ``name``: ``--base-url (OVOS_A2A_BASE_URL)``."""
+    f = next(f for f in fields(BridgeSettings) if f.name == name)
+    return f"{flag_name(f)} ({env_name(f)})" if spec_of(f).flag else env_name(f)
+
+
+def _convert(f: Field, raw: Any, source: str) -> Any:
+    """``raw`` as the field's kind. A number out of bounds is clamped and a malformed
+    number or boolean replaced by the default, each with a warning naming ``source``."""
+    spec = spec_of(f)
+    if spec.kind is tuple:
+        items = raw.split(",") if isinstance(raw, str) else raw
+        return tuple(str(t).strip() for t in items if str(t).strip())
+    if spec.kind is bool:
+        return _boolean(source, raw, f.default)
+    if spec.kind in (int, float):
+        return _number(source, raw, f.default, spec.kind, spec.bounds)
+    return str(raw)
+
+
+def _boolean(source: str, value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    LOG.warning("%s=%r is not true or false; using %s", source, value, "on" if default else "off")
+    return default
+
+
+def _number(source: str, value: Any, default: Any, kind: type, bounds: tuple[float, float] | None) -> Any:
     try:
         number = kind(float(value)) if kind is int else kind(value)
-    except (TypeError, ValueError):
-        LOG.warning("setting %s=%r is not a number; using %s", name, value, default)
+    except (TypeError, ValueError, OverflowError):
+        LOG.warning("%s=%r is not a number; using %s", source, value, _num(default))
         return default
-    low, high = BOUNDS.get(name, (None, None))
-    if low is not None and not low <= number <= high:
-        clamped = kind(min(max(number, low), high))
-        LOG.warning("setting %s=%r is out of range [%s, %s]; using %s", name, value, low, high, clamped)
+    if bounds is not None and not bounds[0] <= number <= bounds[1]:
+        clamped = kind(min(max(number, bounds[0]), bounds[1]))
+        LOG.warning("%s=%r is out of range [%s, %s]; using %s", source, value, _num(bounds[0]), _num(bounds[1]),
+                    _num(clamped))
         return clamped
     return number
+
+
+def flag_type(f: Field) -> Callable[[str], Any]:
+    """The argparse ``type`` of a field's flag: the field's kind, within its bounds; a
+    value out of range is a usage error (``argument --port: must be 0 to 65535, got 99999``)."""
+    spec = spec_of(f)
+
+    def parse(text: str) -> Any:
+        try:
+            number = spec.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {'an integer' if spec.kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        low, high = spec.bounds or (None, None)
+        if low is not None and not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"must be {_num(low)} to {_num(high)}, got {text}")
+        return number
+
+    parse.__name__ = spec.kind.__name__  # argparse names the type in some messages
+    return parse
+
+
+def check_base_url(url: str) -> None:
+    """Raise :class:`SettingsError` unless ``url`` is an http(s) URL with a host (and a
+    valid port), without query or fragment."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of range
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment:
+        raise SettingsError(f"{names_of('base_url')} must be an http(s) URL with a host, such as "
+                            f"https://ovos.example.com/a2a; got {url!r}")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (``sqlite:////abs/file``, ``sqlite:///relative``, any
+    :data:`SQLITE_DRIVERS`); ``None`` for another database. An in-memory database
+    (``sqlite://``, ``:memory:``, ``mode=memory``) raises :class:`SettingsError`: each of
+    the bridge's connections would see its own empty database, and nothing would survive
+    a restart."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.split("+", 1)[0].lower() != "sqlite":
+        return None
+    if scheme.lower() not in SQLITE_DRIVERS:
+        raise SettingsError(f"{names_of('db')}: unknown SQLite driver in {scheme!r}; the bridge runs SQLite "
+                            f"on the stdlib sqlite3: sqlite:////PATH/TO/FILE")
+    path, _, query = rest.partition("?")
+    path = path[1:] if path.startswith("/") else path
+    if path in ("", ":memory:") or "mode=memory" in query or path.startswith("file::memory:"):
+        raise SettingsError(f"{names_of('db')}: an in-memory SQLite database ({url}) cannot keep the "
+                            f"bridge's tasks; name a file (sqlite:////PATH/TO/FILE) or leave the setting unset")
+    return Path(path).expanduser()
+
+
+def check_database_url(url: str) -> None:
+    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a database that
+    SQLAlchemy can reach with an installed asyncio driver (nothing is connected here)."""
+    if sqlite_path(url) is not None:
+        return
+    try:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+    except ImportError:
+        raise SettingsError(f"{names_of('db')} needs SQLAlchemy: "
+                            f"pip install --pre 'ovos-a2a-solver-plugin[server,postgresql]'") from None
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise SettingsError(f"{names_of('db')}: not a database URL: {redact_url(url)!r}; "
+                            f"e.g. {POSTGRES_HINT}") from None
+    try:
+        dialect = parsed.get_dialect()
+    except NoSuchModuleError:
+        raise SettingsError(f"{names_of('db')}: unknown database {parsed.drivername!r}; "
+                            f"use {POSTGRES_HINT} or leave the setting unset for SQLite") from None
+    if not getattr(dialect, "is_async", False):
+        raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not an asyncio driver; "
+                            f"for PostgreSQL use {POSTGRES_HINT}")
+    try:
+        dialect.import_dbapi()
+    except ImportError as exc:
+        raise SettingsError(f"{names_of('db')}: the driver of {parsed.drivername!r} is not installed "
+                            f"({exc}); for PostgreSQL: pip install --pre "
+                            f"'ovos-a2a-solver-plugin[server,postgresql]'") from None
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
 
 
 def is_loopback(host: str) -> bool:
@@ -151,3 +358,76 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+# ---- the flags and the README table, from the specs ------------------------------------------
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def default_text(f: Field) -> str:
+    """The default as a person reads it: ``15``, ``127.0.0.1``, ``the persona's``, ``—``."""
+    spec = spec_of(f)
+    if spec.shown is not None:
+        return spec.shown
+    if spec.kind is bool:
+        return "on" if f.default else "off"
+    if f.default is None or f.default == ():
+        return "—"
+    return _num(f.default) if spec.kind in (int, float) else str(f.default)
+
+
+def bounds_text(f: Field) -> str:
+    """``1–300`` for a bounded number, else ``""``."""
+    bounds = spec_of(f).bounds
+    return f"{_num(bounds[0])}–{_num(bounds[1])}" if bounds else ""
+
+
+def _about(f: Field) -> str:
+    """``default 15, 1–300; OVOS_A2A_HEARTBEAT``: the default, bounds and variable of a setting."""
+    default = "" if default_text(f) == "—" else f"default {default_text(f)}"
+    values = ", ".join(x for x in (default, bounds_text(f)) if x)
+    return "; ".join(x for x in (values, env_name(f) if spec_of(f).flag else "") if x)
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting that has one, its help from the setting's :class:`Spec`
+    (default, bounds, environment variable). Every flag defaults to ``None`` (not given),
+    so that :meth:`BridgeSettings.load` can fall back to the environment."""
+    for f in fields(BridgeSettings):
+        spec = spec_of(f)
+        if not spec.flag:
+            continue
+        text = f"{spec.help} [{_about(f)}]".replace("%", "%%")
+        if spec.kind is bool:
+            parser.add_argument(flag_name(f), dest=f.name, action="store_true", default=None, help=text)
+            continue
+        number = spec.kind in (int, float)
+        parser.add_argument(flag_name(f), dest=f.name, default=None, help=text, choices=spec.choices,
+                            type=flag_type(f) if number else str, metavar=spec.metavar or ("N" if number else None))
+
+
+def environment_only_help() -> str:
+    """The settings without a flag, for the end of ``serve --help``."""
+    lines = ["settings only in the environment:"]
+    for f in fields(BridgeSettings):
+        spec = spec_of(f)
+        if not spec.flag:
+            lines.append(f"  {env_name(f)}: {spec.help}" + (f" [{_about(f)}]" if _about(f) else ""))
+    return "\n".join(lines)
+
+
+def settings_table() -> str:
+    """The README's bridge settings table (Markdown), one row per setting."""
+    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    for f in fields(BridgeSettings):
+        spec = spec_of(f)
+        flag = flag_name(f) + (f" {spec.metavar}" if spec.metavar else "") if spec.flag else "—"
+        flag = f"`{flag}`" if spec.flag else flag
+        default = default_text(f)
+        default = default if default in ("—", "on", "off") or " " in default else f"`{default}`"
+        if bounds_text(f):
+            default += f" ({bounds_text(f)})"
+        rows.append(f"| {flag} | `{env_name(f)}` | {default} | {spec.help} |")
+    return "\n".join(rows)

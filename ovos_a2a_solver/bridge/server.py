@@ -1,91 +1,299 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Run the bridge: bind, build, serve until a signal."""
+"""Run the bridge: check, bind, build, serve until a signal.
+
+Everything that can stop the start is checked before the persona loads, and reported as a
+:class:`StartError`: one line that names the setting, port or host, and the command's exit
+status (2: a setting to change, 1: the machine or the network). SIGINT and SIGTERM stop the
+server gracefully and the command ends with status 0.
+"""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import errno
 import logging
+import os
+import signal
 import socket
-import sys
+import threading
+import traceback
+from typing import Callable
 
-from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, redact_url, sqlite_path
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the a2a-sdk logs request and response bodies (message text) at DEBUG under this logger
+MESSAGE_LOGGER = "a2a"
+DATABASE_PROBE_TIMEOUT = 10.0
+SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
+GRPC_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[grpc]'"
+
+
+class StartError(RuntimeError):
+    """The bridge cannot start. ``str()`` is one line for a person; ``status`` is the exit
+    status (2: change a setting, 1: a problem of the machine or the network)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ---- logging -------------------------------------------------------------------------------------
+
+def configure_logging(debug: bool = False) -> None:
+    """Warnings only; with ``debug`` this package's DEBUG logs and other libraries' INFO.
+
+    OVOS logs (its own handler, on stdout) are cut to errors unless ``debug`` or
+    ``OVOS_DEFAULT_LOG_LEVEL`` asks otherwise: what it says while a persona loads ("padatious
+    not installed", "old style entrypoint") is for developers. Call before the persona loads.
+    Message text is never logged here: see :func:`log_messages`.
+    """
+    logging.basicConfig(level=logging.INFO if debug else logging.WARNING, format=LOG_FORMAT, force=True)
+    logging.getLogger("ovos_a2a_solver").setLevel(logging.DEBUG if debug else logging.NOTSET)
+    logging.getLogger(MESSAGE_LOGGER).setLevel(logging.INFO if debug else logging.NOTSET)
+    if not debug and not os.environ.get("OVOS_DEFAULT_LOG_LEVEL"):
+        from ovos_utils.log import LOG as OVOS_LOG
+        OVOS_LOG.set_level("ERROR")
+
+
+def log_messages(enabled: bool) -> None:
+    """Turn on the a2a-sdk's DEBUG logs, which include every request and response body."""
+    if enabled:
+        logging.getLogger(MESSAGE_LOGGER).setLevel(logging.DEBUG)
+
+
+class StartupTrap(logging.Filter):
+    """Catches uvicorn's report of a failed start (a traceback in one log record), keeps
+    its last line (``Error: what happened``) in ``failure``, and drops it unless
+    ``verbose``; after :meth:`release` every record passes."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.active = True
+        self.failure: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.active or record.levelno < logging.ERROR:
+            return True
+        text = record.getMessage()
+        if record.exc_info:
+            text = "".join(traceback.format_exception(*record.exc_info))
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines and not lines[-1].startswith("Application startup failed"):
+            self.failure = lines[-1]
+        return self.verbose
+
+    def release(self) -> None:
+        self.active = False
+
+
+# ---- checks and binding --------------------------------------------------------------------------
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket; ``proto`` is set so that asyncio turns on TCP_NODELAY
-    (without it every keep-alive response waits ~40 ms for a delayed ACK)."""
+    (without it every keep-alive response waits ~40 ms for a delayed ACK). Raises OSError."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
     return sock
 
 
-def load_backend(settings: BridgeSettings, kind: str = "persona"):
-    """The backend named by ``kind``: ``persona`` (the settings' persona file) or ``echo``."""
+def listen(host: str, port: int, setting: str, status: int = 1, what: str = "port") -> socket.socket:
+    """:func:`bind`, or a :class:`StartError` with ``status`` naming the host, the port
+    (``what``: "port", "gRPC port") and ``setting`` (the flag that changes it)."""
+    try:
+        return bind(host, port)
+    except socket.gaierror as exc:
+        raise StartError(f"cannot listen on {host}: unknown host ({exc.strerror}); check --host", 2) from None
+    except OSError as exc:
+        raise StartError(bind_problem(host, port, setting, exc, what), status) from None
+
+
+def bind_problem(host: str, port: int, setting: str, exc: OSError, what: str = "port") -> str:
+    """One line saying why ``host``:``port`` could not be bound, and what to change."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"{what} {port} on {host} is already in use (another bridge?): choose another with {setting}"
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on {what} {port} on {host} (ports below 1024 need privileges): " \
+               f"choose another with {setting}"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: it is not an address of this machine; check --host"
+    return f"cannot listen on {host} {what} {port}: {(exc.strerror or str(exc)).lower()}"
+
+
+def require_grpc() -> None:
+    """Raise a :class:`StartError` (status 2) naming the fix unless gRPC can be served."""
+    try:
+        import grpc  # noqa: F401
+        from a2a.server.request_handlers.grpc_handler import GrpcHandler  # noqa: F401
+    except ImportError as exc:
+        raise StartError(f"--grpc-port needs gRPC, which is not installed ({exc}): {GRPC_EXTRA}", 2) from None
+
+
+def grpc_port(settings: BridgeSettings) -> int | None:
+    """The gRPC port to serve on (``0`` resolved to a free one), checked to be free now:
+    gRPC binds inside its own server, where a port in use is a traceback, not a message."""
+    if settings.grpc_port is None:
+        return None
+    require_grpc()
+    with listen(settings.host, settings.grpc_port, names_of("grpc_port"), status=2, what="gRPC port") as probe:
+        return probe.getsockname()[1]
+
+
+def check_database(url: str, timeout: float = DATABASE_PROBE_TIMEOUT) -> None:
+    """Connect once to a database other than SQLite; a :class:`StartError` naming its host
+    and the cause if that fails within ``timeout`` seconds."""
+    if sqlite_path(url) is not None:
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    parsed = make_url(url)
+    where = f"{parsed.host}:{parsed.port}" if parsed.host and parsed.port else (parsed.host or "")
+    try:
+        asyncio.run(asyncio.wait_for(_connect(url), timeout))
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise StartError(f"cannot reach the database{' at ' + where if where else ''} ({redact_url(url)}): "
+                         f"{database_problem(exc, timeout)}") from None
+    except SQLAlchemyError as exc:  # the driver's errors (authentication, unknown database...), wrapped
+        raise StartError(f"cannot use the database{' at ' + where if where else ''} ({redact_url(url)}): "
+                         f"{database_problem(exc, timeout)}") from None
+
+
+async def _connect(url: str) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    finally:
+        await engine.dispose()
+
+
+def database_problem(exc: BaseException, timeout: float) -> str:
+    """What went wrong with a database connection, in a few words."""
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if isinstance(exc, OSError) and (exc.errno or exc.strerror):
+        return (os.strerror(exc.errno) if exc.errno else exc.strerror).lower()
+    cause = getattr(exc, "orig", None) or exc
+    return " ".join(str(cause).split()) or type(cause).__name__
+
+
+# ---- serving -------------------------------------------------------------------------------------
+
+def load_backend(settings: BridgeSettings):
+    """The backend the settings name: the persona file's persona, or the echo backend."""
     from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend
 
-    if kind == "echo":
-        import os
-        return EchoBackend(call_log=os.environ.get("OVOS_A2A_ECHO_LOG"))
+    if settings.backend == "echo":
+        return EchoBackend(call_log=settings.echo_log)
     return PersonaBackend.from_file(settings.persona)
 
 
-def _draining_server_class():
+def banner(settings: BridgeSettings, name: str) -> list[str]:
+    """What the command prints once it serves. The first line is parsed by tools (tests,
+    the demo) and keeps its form: ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``."""
+    grpc = f", gRPC on port {settings.grpc_port}" if settings.grpc_port is not None else ""
+    return [f'ovos-a2a: serving "{name}" at {settings.public_url} (card {settings.card_url})',
+            f"  listening on {settings.host} port {settings.port}{grpc}",
+            f"  tasks kept in {settings.store}",
+            "  Ctrl-C to stop"]
+
+
+def _uvicorn_server(config, bridge):
+    """A uvicorn server that stops gracefully on SIGINT/SIGTERM, and then lets the command
+    end normally: uvicorn would re-raise the signal (a KeyboardInterrupt traceback), and
+    take a second Ctrl-C as "force exit", which skips the app's shutdown (the task store's
+    last writes) and logs a traceback. Here every signal asks for the same graceful stop,
+    which ``timeout_graceful_shutdown`` already bounds; the bridge starts draining at once
+    (see ``Bridge.drain``), while uvicorn stops listening and waits for the requests in flight."""
     import uvicorn
 
-    class DrainingServer(uvicorn.Server):
-        """uvicorn's server; on SIGTERM or Ctrl-C the bridge starts draining at once, while
-        uvicorn stops listening and waits for the requests in flight."""
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
-        def __init__(self, config, bridge) -> None:
-            super().__init__(config)
-            self.bridge = bridge
-            self.loop: asyncio.AbstractEventLoop | None = None
+        def _stop(self, sig: int, frame) -> None:
+            self.should_exit = True
+            if bridge.draining is None:
+                loop = asyncio.get_event_loop()
+                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(bridge.drain()))
 
-        async def serve(self, sockets=None) -> None:
-            self.loop = asyncio.get_running_loop()
-            await super().serve(sockets=sockets)
-
-        def handle_exit(self, sig, frame) -> None:
-            super().handle_exit(sig, frame)
-            if self.loop is not None and self.bridge.draining is None:
-                self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.bridge.drain()))
-
-    return DrainingServer
+    return Server(config)
 
 
-def serve(settings: BridgeSettings, backend_kind: str = "persona", ready=None) -> None:
-    """Serve until SIGINT/SIGTERM. ``ready(settings)`` is called once the port accepts."""
-    import uvicorn
+def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool = False) -> None:
+    """Serve until SIGINT/SIGTERM. ``ready(settings, bridge)`` is called once the port
+    accepts, with the ports really bound. Raises :class:`StartError` or
+    :class:`~ovos_a2a_solver.bridge.config.SettingsError` if it cannot start; ``verbose``
+    lets uvicorn's own report of a failed start through (a traceback)."""
+    try:
+        import uvicorn
 
-    from ovos_a2a_solver.bridge.app import Bridge
+        from ovos_a2a_solver.bridge.app import Bridge
+    except ModuleNotFoundError as exc:
+        raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
 
     settings.check_exposure()
-    sock = bind(settings.host, settings.port)
-    settings = dataclasses.replace(settings, port=sock.getsockname()[1])
-    if settings.grpc_port == 0:  # gRPC binds inside its own server: find it a free port first
-        with bind(settings.host, 0) as probe:
-            settings = dataclasses.replace(settings, grpc_port=probe.getsockname()[1])
-    backend = load_backend(settings, backend_kind)
-    bridge = Bridge(settings, backend)
+    sock = listen(settings.host, settings.port, names_of("port"))
+    try:
+        settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
+        check_database(settings.database_url)
+        LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
+        bridge = Bridge(settings, load_backend(settings))
+    except BaseException:
+        sock.close()
+        raise
     # the bridge ends its own requests within shutdown_grace (+ the time to write their end)
-    config = uvicorn.Config(bridge.app, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=settings.shutdown_grace + 5)
-    server = _draining_server_class()(config, bridge)
+    config = uvicorn.Config(bridge.app, log_level="warning", log_config=None, access_log=False,
+                            timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on")
+    server = _uvicorn_server(config, bridge)
+    trap = StartupTrap(verbose)
+    logging.getLogger("uvicorn.error").addFilter(trap)
 
     async def run() -> None:
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        serving = asyncio.create_task(_serve_quietly(server, sock))
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
+        trap.release()
         if server.started and ready is not None:
             ready(settings, bridge)
         await serving
 
     asyncio.run(run())
     if not server.started:
-        sys.exit(1)
+        raise StartError(f"the bridge could not start: {trap.failure or 'see the log above'}")
+
+
+async def _serve_quietly(server, sock: socket.socket) -> None:
+    """``server.serve``; uvicorn ends a failed start with ``sys.exit``, which here only
+    means "not started" (``server.started`` stays False; the cause is in the log)."""
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit as exc:
+        LOG.debug("uvicorn exited with %s during start-up", exc.code)

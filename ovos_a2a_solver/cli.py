@@ -26,7 +26,7 @@ import sys
 import textwrap
 import uuid
 
-from ovos_a2a_solver.bridge.config import add_flags, environment_only_help
+from ovos_a2a_solver.bridge.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
@@ -297,24 +297,9 @@ def cmd_demo(args, out: Output) -> int:
     return run_demo(out, timeout=args.timeout, quiet=not args.debug)
 
 
-def _serve(args, out: Output) -> int:
-    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal; a start
-    that fails is one line (:class:`~ovos_a2a_solver.bridge.server.StartError`)."""
-    from ovos_a2a_solver.bridge.config import BridgeSettings
-    from ovos_a2a_solver.bridge.server import StartError, banner, configure_logging, log_messages, serve
-
-    configure_logging(args.debug)
-    settings = BridgeSettings.load(vars(args))
-    log_messages(settings.log_messages)
-
-    def ready(settings, bridge) -> None:
-        print("\n".join(banner(settings, bridge.card.name)), flush=True)
-
-    try:
-        serve(settings, ready=ready, verbose=args.debug)
-    except StartError as exc:
-        raise CommandError(str(exc), exc.status) from exc
-    return 0
+def cmd_serve(args, out: Output) -> int:
+    from ovos_a2a_solver.bridge.command import run
+    return run(args)
 
 
 # ---- the parser ----------------------------------------------------------------------------
@@ -330,13 +315,6 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
                    help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
-
-
-def _serve_options(p: argparse.ArgumentParser) -> None:
-    """The ``serve`` flags: one per bridge setting (see ``bridge/config.py``), and ``--debug``."""
-    add_flags(p)
-    p.add_argument("--debug", action="store_true",
-                   help="debug logs of the bridge and tracebacks (message text only with --log-messages)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -377,15 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     _client_options(p)
     p.set_defaults(run=cmd_chat)
 
-    p = commands.add_parser("serve", help="publish an OVOS persona as an A2A agent (the bridge)",
-                            description=textwrap.fill(
-                                "Publish an OVOS persona as a durable A2A agent. Flags win over OVOS_A2A_* "
-                                "environment variables (e.g. OVOS_A2A_PASSWORD), which win over defaults. A flag "
-                                "out of range is an error; an environment value out of range is clamped, with a "
-                                "warning.", 80),
-                            epilog=environment_only_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    _serve_options(p)
-    p.set_defaults(run=_serve)
+    p = commands.add_parser("serve", help="publish an OVOS persona as an A2A agent (the bridge)")
+    add_serve_arguments(p)
+    p.set_defaults(run=cmd_serve)
 
     p = commands.add_parser("demo", help="bridge + persona + plugin, end to end on this machine")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from ovos_a2a_solver.auth import origin_of
 from ovos_a2a_solver.conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
+from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 
 #: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``
 #: key, ``A2AClient``'s ``timeout`` and the command line's ``--timeout``. One number, because
@@ -59,23 +60,3 @@ class EngineSettings:
         values["auth_header"] = values.get("auth_header") or None
         values["namespace"] = str(values.get("namespace") or "")
         return cls(**values)
-
-
-def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-solver") -> float:
-    """``value`` as a positive ``kind``; ``ValueError`` naming ``plugin`` and ``key`` otherwise."""
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{plugin}: {key!r} must be a number, got {value!r}") from None
-    if number <= 0:
-        raise ValueError(f"{plugin}: {key!r} must be positive, got {value!r}")
-    return number
-
-
-def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bool:
-    """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-        return value.strip().lower() in ("true", "yes", "on", "1")
-    raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")

@@ -1,13 +1,14 @@
 """The plugin half and the bridge stand apart: neither imports the other, except the one
-shared vocabulary of task states (``ovos_a2a_solver.states``) and the version; the library
-never imports its command line."""
+shared vocabulary of task states (``ovos_a2a_solver.states``), the version, and the typed
+reading of a persona's config block that both OPM engines use; the library never imports
+its command line."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-SHARED = {"ovos_a2a_solver", "ovos_a2a_solver.states", "ovos_a2a_solver.version"}
+SHARED = {"ovos_a2a_solver", "ovos_a2a_solver.states", "ovos_a2a_solver.version", "ovos_a2a_solver.persona_config"}
 COMMAND_LINE = {"ovos_a2a_solver.cli", "ovos_a2a_solver.demo"}
 
 

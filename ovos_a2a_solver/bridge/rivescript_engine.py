@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
-from ovos_a2a_solver.settings import boolean_setting, positive_setting
+from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.bridge.session_memory import SessionMemory

@@ -1,0 +1,59 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The bridge's command line: ``python -m ovos_a2a_solver.bridge [options]``, which
+``ovos-a2a serve [options]`` is too (the package's command line builds on this one).
+
+A start that fails is one line on stderr, ``ovos-a2a: <cause>``, with exit status 2 for a
+setting to change and 1 for a problem of the machine or the network (``--debug``: the
+traceback). Ctrl-C or SIGTERM stop the bridge gently (see ``Bridge.drain``), exit status 0.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from ovos_a2a_solver.bridge.config import SettingsError, add_flags, environment_only_help
+
+DESCRIPTION = ("Publish an OVOS persona as a durable A2A agent. Flags win over OVOS_A2A_* environment variables "
+               "(e.g. OVOS_A2A_PASSWORD), which win over defaults. A flag out of range is an error; an environment "
+               "value out of range is clamped, with a warning.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The serve flags (one per bridge setting, see ``config``) and ``--debug``, with their help."""
+    parser.description = textwrap.fill(DESCRIPTION, 80)
+    parser.epilog = environment_only_help()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_flags(parser)
+    parser.add_argument("--debug", action="store_true",
+                        help="debug logs of the bridge and tracebacks (message text only with --log-messages)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal; return the
+    exit status."""
+    from ovos_a2a_solver.bridge.config import BridgeSettings
+    from ovos_a2a_solver.bridge.server import StartError, banner, configure_logging, log_messages, serve
+
+    configure_logging(args.debug)
+    try:
+        settings = BridgeSettings.load(vars(args))
+        log_messages(settings.log_messages)
+        serve(settings, ready=lambda s, bridge: print("\n".join(banner(s, bridge.card.name)), flush=True),
+              verbose=args.debug)
+    except (StartError, SettingsError) as exc:
+        if args.debug:
+            raise
+        print(f"ovos-a2a: {' '.join(str(exc).split())}", file=sys.stderr)
+        return getattr(exc, "status", 2)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ovos_a2a_solver.bridge``."""
+    parser = argparse.ArgumentParser(prog="python -m ovos_a2a_solver.bridge")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -1,0 +1,29 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Typed values from a persona's config block, for this package's OPM engines (the A2A
+plugin and the bridge's RiveScript persona): one wording of every "must be" error. It
+depends on nothing, so both halves of the package may use it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-solver") -> float:
+    """``value`` as a positive ``kind``; ``ValueError`` naming ``plugin`` and ``key`` otherwise."""
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{plugin}: {key!r} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ValueError(f"{plugin}: {key!r} must be positive, got {value!r}")
+    return number
+
+
+def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bool:
+    """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+        return value.strip().lower() in ("true", "yes", "on", "1")
+    raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")

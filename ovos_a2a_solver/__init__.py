@@ -17,23 +17,23 @@ from ovos_a2a_solver.version import __version__
 _EXPORTS = {
     "A2AClient": "ovos_a2a_solver.client",
     "AsyncA2AClient": "ovos_a2a_solver.client",
-    "AgentCard": "ovos_a2a_solver.cards",
-    "AgentSkill": "ovos_a2a_solver.cards",
-    "AgentInterface": "ovos_a2a_solver.cards",
-    "AgentTaskError": "ovos_a2a_solver.policy",
-    "IncompleteAnswerError": "ovos_a2a_solver.policy",
-    "ConversationStore": "ovos_a2a_solver.conversations",
+    "AgentCard": "ovos_a2a_solver._cards",
+    "AgentSkill": "ovos_a2a_solver._cards",
+    "AgentInterface": "ovos_a2a_solver._cards",
+    "AgentTaskError": "ovos_a2a_solver._policy",
+    "IncompleteAnswerError": "ovos_a2a_solver._policy",
+    "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
+    from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
-    from ovos_a2a_solver.conversations import ConversationStore
+    from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver.policy import AgentTaskError, IncompleteAnswerError
+    from ovos_a2a_solver._policy import AgentTaskError, IncompleteAnswerError
 
 
 def __getattr__(name: str) -> Any:

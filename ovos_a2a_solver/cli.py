@@ -27,7 +27,7 @@ import textwrap
 import uuid
 
 from ovos_a2a_solver.bridge.command import add_arguments as add_serve_arguments
-from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
 
@@ -88,7 +88,7 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     ``A2A_CLIENT_PASSWORD`` goes only to the origin of ``A2A_CLIENT_PEER_URL``: any other
     agent is contacted anonymously, and the note says so.
     """
-    from ovos_a2a_solver.auth import origin_of
+    from ovos_a2a_solver._auth import origin_of
 
     user = getattr(args, "user", None) or env.get("A2A_CLIENT_USER") or "a2a"
     if getattr(args, "auth", None):
@@ -148,7 +148,7 @@ def cmd_discover(args, out: Output) -> int:
 
 
 def cmd_send(args, out: Output) -> int:
-    from ovos_a2a_solver.conversations import ConversationStore
+    from ovos_a2a_solver._conversations import ConversationStore
 
     store = ConversationStore.default()
     updates = []

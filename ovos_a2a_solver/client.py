@@ -35,15 +35,15 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
-from ovos_a2a_solver.answers import AnswerAssembler
-from ovos_a2a_solver.auth import OriginCredentials, origin_of
-from ovos_a2a_solver.cards import AgentCard, AgentInterface, AgentSkill
-from ovos_a2a_solver.connection import AgentConnection
-from ovos_a2a_solver.conversations import Conversation, ConversationStore
-from ovos_a2a_solver.policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
+from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver._auth import OriginCredentials, origin_of
+from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
+from ovos_a2a_solver._connection import AgentConnection
+from ovos_a2a_solver._conversations import Conversation, ConversationStore
+from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
                                     effect_of_error, never_delivered)
 from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
-from ovos_a2a_solver.settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "IncompleteAnswerError", "TaskUpdate"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
-from ovos_a2a_solver.settings import EngineSettings
+from ovos_a2a_solver._settings import EngineSettings
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
@@ -32,7 +32,7 @@ class A2AChatEngine(ChatEngine):
     """An OVOS ChatEngine whose answers come from a remote A2A agent.
 
     Config (the persona's ``"ovos-a2a-solver"`` block) is described by
-    :class:`~ovos_a2a_solver.settings.EngineSettings`. Construction validates it and
+    :class:`~ovos_a2a_solver._settings.EngineSettings`. Construction validates it and
     does no network I/O.
     """
 
@@ -48,7 +48,7 @@ class A2AChatEngine(ChatEngine):
         with self._lock:
             if self._client is None:
                 from ovos_a2a_solver.client import A2AClient
-                from ovos_a2a_solver.conversations import ConversationStore, default_state_path
+                from ovos_a2a_solver._conversations import ConversationStore, default_state_path
 
                 s = self.settings
                 path = (s.state_file or default_state_path()) if s.persist_conversations else None
@@ -73,7 +73,7 @@ class A2AChatEngine(ChatEngine):
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
         """Yield each sentence of the answer as soon as it is complete (for TTS)."""
-        from ovos_a2a_solver.sentences import stream_sentences
+        from ovos_a2a_solver._sentences import stream_sentences
 
         yield from stream_sentences(self.stream_tokens(messages, session_id, lang, units))
 

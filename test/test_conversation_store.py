@@ -5,7 +5,7 @@ import sys
 import textwrap
 import time
 
-from ovos_a2a_solver.conversations import Conversation, ConversationStore, default_state_path
+from ovos_a2a_solver._conversations import Conversation, ConversationStore, default_state_path
 
 
 def test_survives_a_new_store_on_the_same_file(tmp_path):
@@ -100,7 +100,7 @@ def test_two_processes_sharing_the_file_keep_each_others_sessions(tmp_path):
     path = tmp_path / "conv.json"
     script = textwrap.dedent(f"""
         import sys
-        from ovos_a2a_solver.conversations import ConversationStore
+        from ovos_a2a_solver._conversations import ConversationStore
         store = ConversationStore({str(path)!r})
         for n in range(30):
             store.remember("agent", sys.argv[1] + str(n), "ctx")

@@ -331,7 +331,7 @@ def test_readme_settings_table_is_the_settings():
 
 def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
     from ovos_a2a_solver.client import A2AClient
-    from ovos_a2a_solver.settings import DEFAULT_TIMEOUT, EngineSettings
+    from ovos_a2a_solver._settings import DEFAULT_TIMEOUT, EngineSettings
 
     assert inspect.signature(A2AClient).parameters["timeout"].default == DEFAULT_TIMEOUT
     assert EngineSettings(agent_url="http://127.0.0.1:1/a2a").timeout == DEFAULT_TIMEOUT
@@ -342,8 +342,8 @@ def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
 
 
 def test_the_conversation_store_defaults_are_the_plugin_defaults():
-    from ovos_a2a_solver.conversations import ConversationStore
-    from ovos_a2a_solver.settings import EngineSettings
+    from ovos_a2a_solver._conversations import ConversationStore
+    from ovos_a2a_solver._settings import EngineSettings
 
     store, settings = ConversationStore(), EngineSettings(agent_url="http://127.0.0.1:1/a2a")
     assert (store.max_conversations, store.idle_ttl) == (settings.max_conversations, settings.conversation_ttl)

@@ -18,7 +18,7 @@ from bridge_rpc import answer, message, send, task_of
 from conftest import PRIVATE_STATE_HOME_VAR, USER_STATE_HOME_VAR
 from ovos_a2a_solver import A2AChatEngine
 from ovos_a2a_solver.bridge.config import default_state_dir
-from ovos_a2a_solver.conversations import default_state_path
+from ovos_a2a_solver._conversations import default_state_path
 
 USER_STATE = Path(os.environ[USER_STATE_HOME_VAR]) / "ovos_a2a_solver"
 PRIVATE_STATE = Path(os.environ[PRIVATE_STATE_HOME_VAR]) / "ovos_a2a_solver"

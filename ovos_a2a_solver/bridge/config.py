@@ -66,10 +66,15 @@ def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any 
                  metadata={"spec": Spec(**spec)})
 
 
+def package_state_dir() -> Path:
+    """``$XDG_STATE_HOME/ovos_a2a_solver`` (``~/.local/state/ovos_a2a_solver`` by default)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "ovos_a2a_solver"
+
+
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/ovos_a2a_solver/bridge``."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "ovos_a2a_solver" / "bridge"
+    return package_state_dir() / "bridge"
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ MAX_INPUT_CHARS = 1000  # longer messages are cut: RiveScript keeps the last inp
 
 def default_state_file() -> Path:
     """``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite`` (``~/.local/state`` by default)."""
-    from ovos_a2a_solver.conversations import default_state_path
+    from ovos_a2a_solver.bridge.config import package_state_dir
 
-    return default_state_path().with_name(STATE_FILE_NAME)
+    return package_state_dir() / STATE_FILE_NAME
 
 
 @dataclass(frozen=True)
@@ -133,9 +133,13 @@ class RiveScriptChatEngine(ChatEngine):
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
         """The answer, one sentence at a time (for TTS). The brain runs once per call."""
-        from ovos_a2a_solver.sentences import stream_sentences
+        from sentence_stream import SentenceBoundaryDetector
 
-        yield from stream_sentences([self.continue_chat(messages, session_id, lang, units).content])
+        detector = SentenceBoundaryDetector()
+        yield from detector.add_chunk(self.continue_chat(messages, session_id, lang, units).content)
+        rest = detector.finish()
+        if rest:
+            yield rest
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
                       lang: Optional[str] = None, units: Optional[str] = None) -> Iterable[str]:

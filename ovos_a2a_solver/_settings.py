@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from ovos_a2a_solver.auth import origin_of
-from ovos_a2a_solver.conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
+from ovos_a2a_solver._auth import origin_of
+from ovos_a2a_solver._conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
 from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 
 #: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``

@@ -16,8 +16,8 @@ import httpx
 from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.utils.constants import TransportProtocol
 
-from ovos_a2a_solver.auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
-from ovos_a2a_solver.cards import CardResolver
+from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
+from ovos_a2a_solver._cards import CardResolver
 
 
 def grpc_available() -> bool:

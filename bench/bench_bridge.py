@@ -214,6 +214,7 @@ def bare_server_main(argv: list[str]) -> None:
     parser.add_argument("--persona", required=True)
     parser.add_argument("--prefill", type=int, default=0)
     parser.add_argument("--db", default="", help="SQLite file: DatabaseTaskStore instead of InMemoryTaskStore")
+    parser.add_argument("--echo", action="store_true", help="answer 'echo: TEXT' on the event loop, no persona")
     args = parser.parse_args(argv)
 
     import logging
@@ -252,7 +253,10 @@ def bare_server_main(argv: list[str]) -> None:
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            answer = await asyncio.to_thread(reply, context.get_user_input(), task.context_id)
+            if args.echo:
+                answer = "echo: " + context.get_user_input()
+            else:
+                answer = await asyncio.to_thread(reply, context.get_user_input(), task.context_id)
             if not answer:
                 await updater.failed()
                 return
@@ -427,18 +431,21 @@ class BridgeProcess(ServerProcess):
 class BareProcess(ServerProcess):
     label = "bare_sdk"
 
-    def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "") -> None:
+    def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "",
+                 echo: bool = False) -> None:
         super().__init__(workdir, name)
         self.persona = persona
         self.prefill = prefill
         self.db = db
+        self.echo = echo
         if db:
             self.label = "bare_sdk_sqlite"
 
     def start(self) -> "BareProcess":
         t0 = time.monotonic()
         self._spawn([PY, str(Path(__file__).resolve()), "_bare-server", "--persona", str(self.persona),
-                     "--prefill", str(self.prefill), *(["--db", self.db] if self.db else [])])
+                     "--prefill", str(self.prefill), *(["--db", self.db] if self.db else []),
+                     *(["--echo"] if self.echo else [])])
         self.base = self._wait_line(r"bench-bare: serving at (http://\S+)", 300).group(1)
         self._resolve_card()
         self.startup_s = time.monotonic() - t0
@@ -549,6 +556,99 @@ async def closed_loop(url: str, pid: int, concurrency: int, seconds: float, warm
            "window_s": round(elapsed, 3)}
     res["server_cpu_ms_per_ok"] = round((cpu1 - cpu0) * 1000 / ok, 3) if ok else None
     return res
+
+
+WRK_SCRIPT = r"""
+-- SendMessage with a fresh messageId per request; counts COMPLETED answers per thread.
+local threads, counter = {}, 0
+function setup(thread)
+  counter = counter + 1
+  thread:set("tid", counter)
+  table.insert(threads, thread)
+end
+function init(args) n, ok, bad = 0, 0, 0 end
+function request()
+  n = n + 1
+  local body = '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":' ..
+    '{"messageId":"wrk-' .. tid .. '-' .. n .. '-' .. math.random(1, 1000000000) ..
+    '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}, body)
+end
+function response(status, headers, body)
+  if status == 200 and body:find("TASK_STATE_COMPLETED", 1, true) then ok = ok + 1 else bad = bad + 1 end
+end
+function done(summary, latency, requests)
+  local good, errors = 0, 0
+  for _, t in ipairs(threads) do good = good + t:get("ok"); errors = errors + t:get("bad") end
+  io.write(string.format('WRK {"ok":%d,"bad":%d,"seconds":%f,"p50_ms":%f,"p99_ms":%f}\n', good, errors,
+    summary.duration / 1e6, latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
+"""
+
+
+def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Path, pin: bool) -> dict:
+    """One round of wrk (C, two threads) against ``url``: completed SendMessages per second.
+
+    With ``pin``, wrk runs on CPU 0 and the server was pinned to CPU 1, so the load generator
+    does not compete with the server for its core."""
+    script = workdir / "send.lua"
+    script.write_text(WRK_SCRIPT)
+    command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url]
+    if pin:
+        command = ["taskset", "-c", "0", *command]
+    cpu0 = proc_cpu(pid)
+    out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
+    cpu1 = proc_cpu(pid)
+    line = next((l for l in out.splitlines() if l.startswith("WRK ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk printed no result: {out[-500:]}")
+    data = json.loads(line[4:])
+    data["rps"] = round(data["ok"] / data["seconds"], 2)
+    data["server_cpu_ms_per_ok"] = round((cpu1 - cpu0) * 1000 / data["ok"], 3) if data["ok"] else None
+    return data
+
+
+def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
+    """SendMessage throughput with wrk as the load (see ``wrk_round``), servers side by side."""
+    print(f"\n== 1b. SendMessage throughput with wrk: {args.concurrency} connections, {args.rounds} rounds x "
+          f"{args.seconds:g} s{', server on CPU 1, wrk on CPU 0' if args.pin else ''}", flush=True)
+    servers = [
+        BridgeProcess(workdir, "bridge", ["--persona", str(persona), "--state-dir", str(workdir / "state-wrk"),
+                                          "--max-concurrent", str(max(args.concurrency, 8))]),
+        BridgeProcess(workdir, "bridge_echo", ["--backend", "echo", "--state-dir", str(workdir / "state-wrk-echo"),
+                                               "--max-concurrent", str(max(args.concurrency, 8))]),
+        BareProcess(workdir, "bare_sdk", persona),
+        BareProcess(workdir, "bare_sdk_echo", persona, echo=True),
+        PersonaServerProc(workdir, "persona_server", persona),
+    ]
+    result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
+                    "pinned": args.pin, "servers": {}}
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            for future in [pool.submit(s.start) for s in servers]:
+                future.result()
+        if args.pin:
+            for s in servers:
+                subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
+        for r in range(args.rounds):
+            for s in (servers if r % 2 == 0 else servers[::-1]):
+                res = wrk_round(s.rpc_url, s.pid, args.concurrency, args.seconds, workdir, args.pin)
+                result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
+                print(f"  round {r} {s.name:15s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
+                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
+                      f"{res['server_cpu_ms_per_ok'] or 0:.2f} ms/req", flush=True)
+    finally:
+        for s in servers:
+            s.stop()
+    for entry in result["servers"].values():
+        entry["median_rps"] = statistics.median(x["rps"] for x in entry["rounds"])
+        entry["median_p99_ms"] = statistics.median(x["p99_ms"] for x in entry["rounds"])
+    rps = {k: v["median_rps"] for k, v in result["servers"].items()}
+    result["ratios"] = {"bridge/persona_server": round(rps["bridge"] / rps["persona_server"], 3),
+                        "bridge/bare_sdk (same persona)": round(rps["bridge"] / rps["bare_sdk"], 3),
+                        "bridge_echo/bare_sdk_echo": round(rps["bridge_echo"] / rps["bare_sdk_echo"], 3)}
+    print(f"  ratios {result['ratios']}", flush=True)
+    return result
 
 
 async def keepalive_get(url: str, n: int) -> dict:
@@ -1146,8 +1246,10 @@ def main() -> None:
     parser.add_argument("--json", default="")
     parser.add_argument("--quick", action="store_true", help="shorter rounds and streams (under ~90 s)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
-    parser.add_argument("--only", choices=["send", "streams", "store"], action="append",
-                        help="run only these parts (repeatable)")
+    parser.add_argument("--only", choices=["send", "send-wrk", "streams", "store"], action="append",
+                        help="run only these parts (repeatable); send-wrk: the load from wrk instead of Python")
+    parser.add_argument("--pin", action="store_true",
+                        help="send-wrk: each server on CPU 1, wrk on CPU 0 (needs taskset)")
     args = parser.parse_args()
     args.seconds = args.seconds if args.seconds is not None else (3.0 if args.quick else 10.0)
     args.rounds = args.rounds if args.rounds is not None else (2 if args.quick else 3)
@@ -1174,6 +1276,7 @@ def main() -> None:
     results["meta"]["part_s"] = {}
     try:
         for part, run in (("send", lambda: bench_send(args, workdir, persona)),
+                          ("send-wrk", lambda: bench_send_wrk(args, workdir, persona)),
                           ("streams", lambda: bench_streams(args, workdir)),
                           ("store", lambda: bench_store(args, workdir, persona))):
             if part in parts:

@@ -176,3 +176,18 @@ def test_debug_logs_hold_no_credential_like_header(secure_bridge):
     assert "DEBUG" in log
     for name, value in secrets.items():
         assert value.split(" ")[-1].split("=")[-1] not in log, f"{name} reached the log"
+
+
+def test_http_json_routes_without_a_body_still_work(bridge):
+    """Cancel and subscribe are POSTs with no body: the body checks leave them alone."""
+    waiting = httpx.post(bridge.url + "/rest/message:send", json={"message": message("ask:which city?")},
+                         headers=V1, timeout=30).json()["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    with httpx.stream("POST", f"{bridge.url}/rest/tasks/{waiting['id']}:subscribe", headers=V1,
+                      timeout=30) as subscribed:
+        assert subscribed.status_code == 200
+        first = next(line for line in subscribed.iter_lines() if line.startswith("data:"))
+    assert json.loads(first[5:])["task"]["id"] == waiting["id"]
+    canceled = httpx.post(f"{bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=30)
+    assert canceled.status_code == 200, canceled.text
+    assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"

@@ -21,7 +21,7 @@ from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, c
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ovos_a2a_solver.bridge.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend
@@ -32,7 +32,7 @@ from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
 from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
-from ovos_a2a_solver.bridge.store import BufferedTaskStore
+from ovos_a2a_solver.bridge.store import BufferedTaskStore, owner_scope
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
@@ -57,7 +57,7 @@ def open_stores(url: str):
     from sqlalchemy.ext.asyncio import create_async_engine
 
     db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True))
-    store = DatabaseTaskStore(db.engine)
+    store = DatabaseTaskStore(db.engine, owner_resolver=owner_scope)
     return db, store, store
 
 
@@ -109,8 +109,10 @@ class Bridge:
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
                                             shutdown_grace_period=streams_grace)
-        routes += create_rest_routes(self.handler, path_prefix=path + "/rest",  # last: it mounts /{tenant}
-                                     shutdown_grace_period=streams_grace)
+        # HTTP+JSON under /a2a/rest, and per tenant under /a2a/rest/{tenant} (A2A: the tenant follows the
+        # interface URL; the SDK's own prefix would put it before the whole path)
+        routes.append(Mount(path + "/rest", routes=create_rest_routes(self.handler,
+                                                                      shutdown_grace_period=streams_grace)))
         return routes
 
     @contextlib.asynccontextmanager

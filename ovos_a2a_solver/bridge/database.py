@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from a2a.server.context import ServerCallContext
-from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
+
+from ovos_a2a_solver.bridge.store import owner_scope
 
 
 class Sql(Protocol):
@@ -128,7 +129,7 @@ class SqliteTaskStore(TaskStore):
             await self.db.execute(statement)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        row = (task.id, resolve_user_scope(context), task.context_id, int(task.status.state), _updated(task),
+        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), _updated(task),
                task.SerializeToString())
         self.db.on_loop(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
@@ -136,18 +137,18 @@ class SqliteTaskStore(TaskStore):
             "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner", row))
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        owner = resolve_user_scope(context)
+        owner = owner_scope(context)
         row = self.db.on_loop(lambda conn: conn.execute(
             "SELECT task FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)).fetchone())
         return Task.FromString(row[0]) if row else None
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        owner = resolve_user_scope(context)
+        owner = owner_scope(context)
         self.db.on_loop(lambda conn: conn.execute(
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
-        where, args = ["owner = :owner"], {"owner": resolve_user_scope(context)}
+        where, args = ["owner = :owner"], {"owner": owner_scope(context)}
         if params.context_id:
             where.append("context_id = :context")
             args["context"] = params.context_id

@@ -24,7 +24,6 @@ from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore, TaskUpdater
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
@@ -32,7 +31,7 @@ from a2a.utils.errors import TaskNotCancelableError
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend, NoAnswerError
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, settle_stored_task
+from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
 
@@ -42,10 +41,11 @@ ANSWER_ARTIFACT = "answer"
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
 
 
-def persona_session(owner: str, tenant: str, context_id: str) -> str:
-    """The persona's session for one conversation: a digest of (owner, tenant, contextId), so
-    that a caller who sends another caller's contextId reaches a memory of its own."""
-    framed = json.dumps([owner, tenant, context_id], separators=(",", ":"), ensure_ascii=False)
+def persona_session(owner: str, context_id: str) -> str:
+    """The persona's session for one conversation: a digest of (owner, contextId), the owner
+    being the caller and its tenant (``store.owner_scope``), so that a caller who sends another
+    caller's contextId reaches a memory of its own."""
+    framed = json.dumps([owner, context_id], separators=(",", ":"), ensure_ascii=False)
     return "a2a-" + hashlib.sha256(framed.encode("utf-8")).hexdigest()[:32]
 
 
@@ -77,8 +77,7 @@ class PersonaExecutor(AgentExecutor):
                 await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
             text = context.get_user_input()
             lang = _lang_of(context)
-            session = persona_session(resolve_user_scope(context.call_context), context.tenant or "",
-                                      task.context_id)
+            session = persona_session(owner_scope(context.call_context), task.context_id)
             turn = Turn(lambda: self.backend.reply(text, session, lang), asyncio.get_running_loop()).start()
             self.turns.add(task.id, turn)
             if await self._relay(turn, updater, chunked):

@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
-from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.request_handler import validate_request_params
 from a2a.server.tasks import TaskStore
@@ -37,7 +36,7 @@ from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelab
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.operations import Operation, content_digest
-from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN, settle_stored_task
+from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -123,7 +122,7 @@ class BridgeRequestHandler(RequestHandler):
         """Check and admit the message; return the earlier claim if it was delivered before."""
         message = params.message
         check_message(message, self.settings.max_parts)
-        owner = resolve_user_scope(context)
+        owner = owner_scope(context)
         admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode)
         if isinstance(admitted, Operation):
             await self._check_same_message(admitted, message, context)

@@ -13,6 +13,7 @@ listing. A crash loses at most those in-between snapshots of work that is then m
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -25,6 +26,16 @@ from a2a.types import Message, Part, Role, Task
 from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+
+def owner_scope(context: ServerCallContext | None) -> str:
+    """Whose a task is: the caller, and the tenant it addressed (the A2A ``tenant`` field, or
+    a REST ``/{tenant}/`` path). Every store and operation is partitioned by it, so another
+    caller's or another tenant's task is simply not found. Without a tenant it is the caller
+    alone (as the a2a-sdk's ``resolve_user_scope``)."""
+    user = resolve_user_scope(context)
+    tenant = context.tenant if context is not None else ""
+    return json.dumps([user, tenant], separators=(",", ":"), ensure_ascii=False) if tenant else user
 
 #: What a task that lost its work says (the status message of the ``failed`` state).
 INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
@@ -48,7 +59,7 @@ class BufferedTaskStore(TaskStore):
         return self._locks.setdefault(key, asyncio.Lock())
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        key = (resolve_user_scope(context), task.id)
+        key = (owner_scope(context), task.id)
         async with self._lock(key):
             if task.status.state in SETTLED or key not in self._stored:
                 self._pending.pop(key, None)
@@ -65,7 +76,7 @@ class BufferedTaskStore(TaskStore):
         self._ensure_flusher()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        pending = self._pending.get((resolve_user_scope(context), task_id))
+        pending = self._pending.get((owner_scope(context), task_id))
         if pending is not None:
             task = Task()
             task.CopyFrom(pending[0])
@@ -77,7 +88,7 @@ class BufferedTaskStore(TaskStore):
         return await self.inner.list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        key = (resolve_user_scope(context), task_id)
+        key = (owner_scope(context), task_id)
         async with self._lock(key):
             self._pending.pop(key, None)
             self._stored.discard(key)

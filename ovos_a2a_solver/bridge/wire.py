@@ -124,16 +124,18 @@ class WireCheck:
 
     def check_body(self, body: bytes, path: str, rest: bool) -> None:
         """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
-        value = load_json(body)
         if rest:
             model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
-            if model is not None:
-                try:
-                    check_fields(value, model.DESCRIPTOR, "")
-                except InvalidParamsError as error:
-                    raise Refusal(error) from None
-                _check_parts(value.get("message"), self.max_parts, None)
+            if model is None:
+                return  # a route without a body (cancel, subscribe): the SDK reads nothing
+            value = load_json(body)
+            try:
+                check_fields(value, model.DESCRIPTOR, "")
+            except InvalidParamsError as error:
+                raise Refusal(error) from None
+            _check_parts(value.get("message"), self.max_parts, None)
             return
+        value = load_json(body)
         request_id = check_envelope(value)
         method, params = value["method"], value.get("params")
         model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)

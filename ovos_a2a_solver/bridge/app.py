@@ -31,6 +31,7 @@ from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, 
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
+from ovos_a2a_solver.bridge.push import PushConfigStore, WebhookGuard, WebhookSender
 from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.store import BufferedTaskStore, owner_scope
 from ovos_a2a_solver.bridge.turns import TurnRegistry
@@ -76,9 +77,14 @@ class Bridge:
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back)
+        self.push_configs = PushConfigStore(self.db)
+        guard = WebhookGuard(settings.push_allow)
+        self.push_sender = WebhookSender(self.push_configs, guard)
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
                                                  agent_card=self.card, interrupted_task_timeout=600,
-                                                 request_context_builder=ChosenTaskIds())
+                                                 request_context_builder=ChosenTaskIds(),
+                                                 push_config_store=self.push_configs, push_sender=self.push_sender,
+                                                 push_url_validator=guard.accepts)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
@@ -121,6 +127,7 @@ class Bridge:
         if isinstance(self.db, SqlAlchemyDatabase):  # ListTasks by context: without it, a scan of every task
             await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
         await self.operations.initialize()
+        await self.push_configs.initialize()
         await self.handler.recover_interrupted()
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
         try:
@@ -131,6 +138,7 @@ class Bridge:
                 await grpc_server.stop(grace=1)
             await self.handler.fail_unfinished_at_shutdown()
             await self.sdk_handler.aclose()
+            await self.push_sender.aclose(self.settings.shutdown_grace)
             await self.task_store.aclose()
             await self.operations.flush()
             await self.db.aclose()

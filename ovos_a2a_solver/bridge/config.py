@@ -118,6 +118,9 @@ class BridgeSettings:
                                    help="HTTP Basic password (better in the environment)")
     tokens: tuple[str, ...] = setting((), kind=tuple, flag=False, secret=True,
                                       help="accepted Bearer tokens, comma separated")
+    push_allow: tuple[str, ...] = setting((), kind=tuple, flag=False,
+                                          help="webhook hosts, addresses or networks allowed although private or "
+                                               "loopback (e.g. 127.0.0.1,10.0.0.0/8), comma separated")
     grpc_port: int | None = setting(None, kind=int, bounds=(0, 65535), shown="off",
                                     help="also serve gRPC on this port (0: any free port; needs the grpc extra; "
                                          "not with credentials)")

@@ -1,0 +1,261 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Push notifications: webhook configs kept in the bridge's database, events delivered with
+retries, and never to an address the operator did not allow.
+
+* :class:`WebhookGuard` decides where a webhook may point. Only ``http``/``https`` URLs whose
+  host resolves to public addresses: loopback, private, link-local (cloud metadata), shared
+  (CGNAT), multicast, reserved and unspecified addresses are refused, an IPv4-mapped IPv6
+  address as the IPv4 inside it, and a host that does not resolve too. ``push_allow`` (host
+  names, addresses or networks) lets trusted internal receivers through. A URL is checked
+  when it is registered and again at every delivery, and the delivery connects to the very
+  address that was checked (TLS still verifies the host name), so DNS cannot change the
+  answer in between.
+* :class:`PushConfigStore` is the a2a-sdk's ``PushNotificationConfigStore`` on the bridge's
+  own database (SQLite or PostgreSQL), per owner (caller and tenant): configs survive a
+  restart.
+* :class:`WebhookSender` is the SDK's ``PushNotificationSender``. It never holds up the task:
+  each event is queued for each of the task's webhooks and delivered in order by a worker of
+  that webhook, POSTing the ``StreamResponse`` JSON with the configured token
+  (``X-A2A-Notification-Token``) and credentials (``Authorization``), a 15 s timeout, and up
+  to ``attempts`` tries with exponential backoff and full jitter on connection errors, 408,
+  429 and 5xx. Every event is attempted, the final one included; at shutdown the queued
+  ones get the bridge's shutdown grace.
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import random
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import PushNotificationConfigStore, PushNotificationSender
+from a2a.server.tasks.push_notification_config_store import normalize_push_notification_config
+from a2a.types import TaskPushNotificationConfig
+from a2a.utils.proto_utils import to_stream_response
+from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
+
+from ovos_a2a_solver.bridge.database import Sql
+from ovos_a2a_solver.bridge.store import owner_scope
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+DELIVERY_TIMEOUT = 15.0  # seconds for one POST to a webhook (A2A: 10-30 s)
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class WebhookRefused(ValueError):
+    """A webhook URL the bridge will not call; ``str()`` says why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one delivery goes: the URL as registered, and the address checked for it."""
+
+    url: str
+    host: str
+    address: str
+
+    @property
+    def pinned_url(self) -> str:
+        """The URL with its host replaced by the checked address (the ``Host`` header keeps the name)."""
+        parts = urlsplit(self.url)
+        address = f"[{self.address}]" if ":" in self.address else self.address
+        netloc = address + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+
+
+def forbidden(address: str) -> bool:
+    """Whether ``address`` is not a public unicast destination (an IPv4-mapped IPv6 address
+    is judged as the IPv4 address inside it)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return True
+    ip = getattr(ip, "ipv4_mapped", None) or ip
+    return (not ip.is_global or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved
+            or ip.is_unspecified)
+
+
+class WebhookGuard:
+    """Which webhook URLs may be called (see the module's docstring)."""
+
+    def __init__(self, allow: Iterable[str] = ()) -> None:
+        self.allowed_hosts: set[str] = set()
+        self.allowed_networks: list = []
+        for entry in (a.strip() for a in allow if a.strip()):
+            try:
+                self.allowed_networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError:
+                self.allowed_hosts.add(entry.lower().rstrip("."))
+
+    def _allowed(self, address: str) -> bool:
+        try:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+        except ValueError:
+            return False
+        return any(ip in network for network in self.allowed_networks if ip.version == network.version)
+
+    async def target(self, url: str) -> Target:
+        """The checked address to deliver ``url`` to, or :class:`WebhookRefused`."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            raise WebhookRefused(f"not a URL: {url!r}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise WebhookRefused(f"a webhook must be an http(s) URL with a host, not {url!r}")
+        host = parts.hostname.lower().rstrip(".")
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise WebhookRefused(f"the webhook host {host} does not resolve ({exc})") from None
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        if host not in self.allowed_hosts:
+            refused = [a for a in addresses if forbidden(a) and not self._allowed(a)]
+            if refused:
+                raise WebhookRefused(f"the webhook host {host} is a private, loopback, link-local or reserved "
+                                     f"address ({', '.join(refused)}); an operator may allow it with "
+                                     f"OVOS_A2A_PUSH_ALLOW")
+        return Target(url, host if parts.port is None else f"{host}:{parts.port}", addresses[0])
+
+    async def accepts(self, url: str) -> bool:
+        """For the SDK's ``push_url_validator``: True if ``url`` may be registered."""
+        try:
+            await self.target(url)
+            return True
+        except WebhookRefused as refusal:
+            LOG.warning("push notification config refused: %s", refusal)
+            return False
+
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS a2a_bridge_push_configs (
+        task_id VARCHAR(255) NOT NULL, owner VARCHAR(512) NOT NULL, config_id VARCHAR(255) NOT NULL,
+        config TEXT NOT NULL, PRIMARY KEY (task_id, owner, config_id))""",
+)
+
+
+class PushConfigStore(PushNotificationConfigStore):
+    """Webhook configs in the bridge's database, one row each, per owner."""
+
+    def __init__(self, db: Sql) -> None:
+        self.db = db
+
+    async def initialize(self) -> None:
+        for statement in SCHEMA:
+            await self.db.execute(statement)
+
+    async def set_info(self, task_id: str, notification_config: TaskPushNotificationConfig,
+                       context: ServerCallContext) -> TaskPushNotificationConfig:
+        stored = normalize_push_notification_config(task_id, notification_config)
+        key = {"task_id": task_id, "owner": owner_scope(context), "config_id": stored.id}
+        await self.db.execute("DELETE FROM a2a_bridge_push_configs WHERE task_id = :task_id AND owner = :owner "
+                              "AND config_id = :config_id", key)
+        await self.db.execute("INSERT INTO a2a_bridge_push_configs (task_id, owner, config_id, config) "
+                              "VALUES (:task_id, :owner, :config_id, :config)", {**key, "config": MessageToJson(stored)})
+        return stored
+
+    async def get_info(self, task_id: str, context: ServerCallContext) -> list[TaskPushNotificationConfig]:
+        rows = await self.db.fetch("SELECT config FROM a2a_bridge_push_configs WHERE task_id = :task_id "
+                                   "AND owner = :owner ORDER BY config_id",
+                                   {"task_id": task_id, "owner": owner_scope(context)})
+        return [Parse(row["config"], TaskPushNotificationConfig()) for row in rows]
+
+    async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
+        rows = await self.db.fetch("SELECT config FROM a2a_bridge_push_configs WHERE task_id = :task_id",
+                                   {"task_id": task_id})
+        return [Parse(row["config"], TaskPushNotificationConfig()) for row in rows]
+
+    async def delete_info(self, task_id: str, context: ServerCallContext, config_id: str | None = None) -> None:
+        params = {"task_id": task_id, "owner": owner_scope(context)}
+        sql = "DELETE FROM a2a_bridge_push_configs WHERE task_id = :task_id AND owner = :owner"
+        if config_id is not None:
+            sql += " AND config_id = :config_id"
+            params["config_id"] = config_id
+        await self.db.execute(sql, params)
+
+
+class WebhookSender(PushNotificationSender):
+    """Queues each event for each webhook of its task; one worker per webhook delivers in order."""
+
+    def __init__(self, store: PushNotificationConfigStore, guard: WebhookGuard, attempts: int = 4,
+                 backoff: float = 0.5) -> None:
+        import httpx
+
+        self.store, self.guard, self.attempts, self.backoff = store, guard, attempts, backoff
+        self._http = httpx.AsyncClient(timeout=DELIVERY_TIMEOUT, follow_redirects=False)
+        self._queues: dict[tuple[str, str], asyncio.Queue] = {}
+        self._workers: set[asyncio.Task] = set()
+
+    async def send_notification(self, task_id: str, event) -> None:
+        configs = await self.store.get_info_for_dispatch(task_id)
+        if not configs:
+            return
+        body = json.dumps(MessageToDict(to_stream_response(event))).encode()
+        for config in configs:
+            key = (task_id, config.id + "\x00" + config.url)
+            queue = self._queues.get(key)
+            if queue is None:
+                queue = self._queues[key] = asyncio.Queue()
+                worker = asyncio.get_running_loop().create_task(self._work(key, queue))
+                self._workers.add(worker)
+                worker.add_done_callback(self._workers.discard)
+            queue.put_nowait((config, body))
+
+    async def _work(self, key: tuple[str, str], queue: asyncio.Queue) -> None:
+        try:
+            while not queue.empty():
+                config, body = queue.get_nowait()
+                await self.deliver(config, body)
+        finally:
+            if self._queues.get(key) is queue and queue.empty():
+                del self._queues[key]
+
+    async def deliver(self, config: TaskPushNotificationConfig, body: bytes) -> bool:
+        """POST ``body`` to the config's webhook, retried; True once it answered 2xx."""
+        import httpx
+
+        headers = {"Content-Type": "application/json"}
+        if config.token:
+            headers["X-A2A-Notification-Token"] = config.token
+        if config.HasField("authentication") and config.authentication.scheme and config.authentication.credentials:
+            headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+        for attempt in range(self.attempts):
+            try:
+                target = await self.guard.target(config.url)
+            except WebhookRefused as refusal:
+                LOG.warning("push notification for task %s not sent: %s", config.task_id, refusal)
+                return False
+            extensions = {"sni_hostname": target.host.split(":")[0]} if config.url.startswith("https") else {}
+            try:
+                response = await self._http.post(target.pinned_url, content=body,
+                                                 headers={**headers, "Host": target.host}, extensions=extensions)
+                if response.status_code < 300:
+                    return True
+                if response.status_code not in RETRIED_STATUSES:
+                    LOG.warning("push notification for task %s refused by %s: HTTP %d", config.task_id,
+                                target.host, response.status_code)
+                    return False
+            except httpx.HTTPError as exc:
+                LOG.info("push notification for task %s to %s failed (%s); retrying", config.task_id, target.host,
+                         type(exc).__name__)
+            if attempt + 1 < self.attempts:
+                await asyncio.sleep(random.uniform(0, self.backoff * 2 ** attempt))
+        LOG.warning("push notification for task %s to %s not delivered after %d attempts", config.task_id,
+                    urlsplit(config.url).hostname, self.attempts)
+        return False
+
+    async def aclose(self, grace: float) -> None:
+        """Give queued deliveries up to ``grace`` seconds, then close the HTTP client."""
+        if self._workers:
+            await asyncio.wait(set(self._workers), timeout=grace)
+        for worker in list(self._workers):
+            worker.cancel()
+        await self._http.aclose()

@@ -980,7 +980,9 @@ async def prefill_bridge_store(db_file: Path, tasks: list, via_save: int) -> dic
         return out
     from a2a.server.context import ServerCallContext
 
-    db, store, to_initialize = bridge_app.open_stores(f"sqlite+aiosqlite:///{db_file}")
+    opened = bridge_app.open_stores(f"sqlite+aiosqlite:///{db_file}")
+    db, store = opened[0], opened[1]  # (earlier versions returned a third value: the same store)
+    to_initialize = store
     await to_initialize.initialize()
     context = ServerCallContext()
     t0 = time.perf_counter()

@@ -44,7 +44,7 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
 def open_stores(url: str):
-    """(sql, task store, store to initialize) for a database URL: a SQLite file on the stdlib
+    """(sql, task store) for a database URL: a SQLite file on the stdlib
     ``sqlite3`` (whichever SQLite driver the URL names), anything else through SQLAlchemy and
     the a2a-sdk's ``DatabaseTaskStore``. An in-memory SQLite URL raises ``SettingsError``."""
     from ovos_a2a_solver.bridge.config import sqlite_path
@@ -52,14 +52,12 @@ def open_stores(url: str):
     path = sqlite_path(url)
     if path is not None:
         db = SqliteDatabase(path)
-        store = SqliteTaskStore(db)
-        return db, store, store
+        return db, SqliteTaskStore(db)
     from a2a.server.tasks import DatabaseTaskStore
     from sqlalchemy.ext.asyncio import create_async_engine
 
     db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True))
-    store = DatabaseTaskStore(db.engine, owner_resolver=owner_scope)
-    return db, store, store
+    return db, DatabaseTaskStore(db.engine, owner_resolver=owner_scope)
 
 
 class Bridge:
@@ -69,17 +67,17 @@ class Bridge:
         self.settings = settings
         self.backend = backend
         self.card = build_card(settings, backend)
-        self.db, self.database_store, _ = open_stores(settings.database_url)
+        self.db, self.database_store = open_stores(settings.database_url)
         self.task_store = BufferedTaskStore(self.database_store)
         self.operations = OperationLog(self.db, settings.replica, single_process=isinstance(self.db, SqliteDatabase))
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
-        # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
-        # released (it stays in the store, and a follow-up brings it back)
         self.push_configs = PushConfigStore(self.db)
         guard = WebhookGuard(settings.push_allow)
         self.push_sender = WebhookSender(self.push_configs, guard)
+        # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
+        # released (it stays in the store, and a follow-up brings it back)
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
                                                  agent_card=self.card, interrupted_task_timeout=600,
                                                  request_context_builder=ChosenTaskIds(),

@@ -1,6 +1,7 @@
 """Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates."""
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 
@@ -90,3 +91,21 @@ def answer(task: dict) -> str:
 def status_text(task: dict) -> str:
     message = task["status"].get("message") or {}
     return "".join(p.get("text", "") for p in message.get("parts", []))
+
+
+@contextlib.asynccontextmanager
+async def grpc_client(url: str, streaming: bool = False):
+    """An a2a-sdk 1.x client bound to the gRPC interface on the card of the bridge at ``url``."""
+    import grpc
+    from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+
+    async with httpx.AsyncClient(timeout=30) as hc:
+        card = await A2ACardResolver(hc, url).get_agent_card()
+    assert any(i.protocol_binding == "GRPC" for i in card.supported_interfaces), "the card names no gRPC interface"
+    config = ClientConfig(streaming=streaming, supported_protocol_bindings=["GRPC"],
+                          grpc_channel_factory=lambda target: grpc.aio.insecure_channel(target))
+    client = ClientFactory(config).create(card)
+    try:
+        yield client
+    finally:
+        await client.close()

@@ -14,15 +14,13 @@ import asyncio
 import json
 import uuid
 
-import grpc
 import httpx
 import pytest
-from a2a.client import ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest
-from a2a.utils.errors import A2AError, InvalidParamsError
+from a2a.utils.errors import InvalidParamsError
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, cancel, get_task, message, send, state, task_of
+from bridge_rpc import answer, cancel, get_task, grpc_client, message, send, state, task_of
 from waiting import wait_until
 
 V1 = {"A2A-Version": "1.0"}
@@ -114,13 +112,7 @@ def test_refused_messages_over_grpc_free_their_slot(narrow, streaming):
     bad = {"agent role": Role.ROLE_AGENT, "role 99": 99, "role -1": -1}
 
     async def go():
-        target = [i for i in (await _card(narrow)).supported_interfaces if i.protocol_binding == "GRPC"]
-        assert target, "the bridge's card names no gRPC interface"
-        config = ClientConfig(streaming=streaming, supported_protocol_bindings=["GRPC"],
-                              grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
-        card = await _card(narrow)
-        client = ClientFactory(config).create(card)
-        try:
+        async with grpc_client(narrow.url, streaming=streaming) as client:
             for what, role in [*bad.items(), ("empty text part", Role.ROLE_USER)]:
                 for _ in range(REFUSALS_PER_KIND):
                     msg = Message(role=role, message_id=uuid.uuid4().hex,
@@ -128,17 +120,9 @@ def test_refused_messages_over_grpc_free_their_slot(narrow, streaming):
                     with pytest.raises(InvalidParamsError):
                         async for _event in client.send_message(SendMessageRequest(message=msg)):
                             pass
-        finally:
-            await client.close()
 
     asyncio.run(go())
     assert_slot_free_and_bridge_answers(narrow)
-
-
-async def _card(bridge: BridgeProcess):
-    from a2a.client import A2ACardResolver
-    async with httpx.AsyncClient(timeout=10) as hc:
-        return await A2ACardResolver(hc, bridge.url).get_agent_card()
 
 
 def test_messages_the_sdk_refuses_after_admission_free_their_slot(narrow):

@@ -14,15 +14,13 @@ import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (DeleteTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
                        TaskPushNotificationConfig)
 
 from bridge_process import BridgeProcess
-from bridge_rpc import message
+from bridge_rpc import grpc_client, message
 from waiting import wait_until
 
 V1 = {"A2A-Version": "1.0"}
@@ -180,12 +178,7 @@ def test_push_config_crud_over_grpc(allowing_bridge, receiver):
     done = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
 
     async def go():
-        async with httpx.AsyncClient(timeout=30) as hc:
-            card = await A2ACardResolver(hc, allowing_bridge.url).get_agent_card()
-        config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
-                              grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
-        client = ClientFactory(config).create(card)
-        try:
+        async with grpc_client(allowing_bridge.url) as client:
             created = await client.create_task_push_notification_config(
                 TaskPushNotificationConfig(task_id=done["id"], id="g-1", url=receiver.url, token=TOKEN))
             listed = await client.list_task_push_notification_configs(
@@ -195,8 +188,6 @@ def test_push_config_crud_over_grpc(allowing_bridge, receiver):
             after = await client.list_task_push_notification_configs(
                 ListTaskPushNotificationConfigsRequest(task_id=done["id"]))
             return created, listed, after
-        finally:
-            await client.close()
 
     created, listed, after = asyncio.run(go())
     assert created.id == "g-1" and [c.id for c in listed.configs] == ["g-1"] and list(after.configs) == []

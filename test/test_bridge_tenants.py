@@ -13,15 +13,14 @@ import asyncio
 import itertools
 import uuid
 
-import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest,
                        TaskState)
 from a2a.utils.errors import TaskNotFoundError
 
 from bridge_process import BridgeProcess
+from bridge_rpc import grpc_client
 
 TOKENS = ("tenant-test-Ab3", "tenant-test-Cd4")
 TENANTS = ("north", "south")
@@ -142,12 +141,7 @@ def test_a_message_id_replayed_under_another_tenant_is_work_of_its_own(bridge, b
 def test_over_grpc_one_caller_with_two_tenants_keeps_them_apart():
     with BridgeProcess("--grpc-port", "0") as bridge:
         async def go():
-            async with httpx.AsyncClient(timeout=30) as hc:
-                card = await A2ACardResolver(hc, bridge.url).get_agent_card()
-            config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
-                                  grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
-            client = ClientFactory(config).create(card)
-            try:
+            async with grpc_client(bridge.url) as client:
                 msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text="hello north")])
                 events = [e async for e in client.send_message(SendMessageRequest(message=msg, tenant="north"))]
                 task = events[0].task
@@ -161,7 +155,5 @@ def test_over_grpc_one_caller_with_two_tenants_keeps_them_apart():
                 assert task.id not in {t.id for t in listed.tasks}
                 listed = await client.list_tasks(ListTasksRequest(tenant="north", page_size=100))
                 assert task.id in {t.id for t in listed.tasks}
-            finally:
-                await client.close()
 
         asyncio.run(go())

@@ -25,8 +25,7 @@ from collections.abc import AsyncGenerator
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import RequestHandler
-from a2a.server.request_handlers.request_handler import validate_request_params
+from a2a.server.request_handlers import RequestHandler, validate_request_params
 from a2a.server.tasks import TaskStore
 from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task,
                        TaskState)

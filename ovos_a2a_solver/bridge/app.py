@@ -176,5 +176,6 @@ class Bridge:
             store = f"error: {type(exc).__name__}"
         ok = store == "ok" and self.draining is None
         return JSONResponse({"ok": ok, "version": __version__, "store": store, "persona": self.card.name,
-                             "running": self.tracker.running, "accepting": self.tracker.accepting},
+                             "running": self.tracker.running, "accepting": self.tracker.accepting,
+                             "backend": self.executor.breaker.report()},
                             status_code=200 if ok else 503)

@@ -124,7 +124,7 @@ class EchoBackend:
 
     ``"echo: <text>"`` per message, with commands (words after N are ignored): ``sleep:N`` (one uninterruptible step of
     N s), ``slow:N`` (five sentences, N s apart), ``ask:Q`` (asks Q back: input-required),
-    ``fail``, ``empty``, ``remember X`` /
+    ``fail``, ``fail:after`` (one sentence, then fails), ``flaky:N`` (fails the first N calls of a session, then echoes), ``empty``, ``remember X`` /
     ``recall`` (per session). If ``call_log`` is set, each call appends a line there.
     """
 
@@ -134,6 +134,7 @@ class EchoBackend:
     def __init__(self, call_log: str | None = None) -> None:
         self.call_log = call_log
         self._memory: dict[str, str] = {}
+        self._failures: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
     def capabilities(self) -> list[Capability]:
@@ -158,6 +159,14 @@ class EchoBackend:
             return
         elif text == "fail":
             raise RuntimeError("the echo backend was told to fail")
+        elif text == "fail:after":
+            yield "I started."
+            raise RuntimeError("the echo backend was told to fail after its first sentence")
+        elif command == "flaky":
+            with self._lock:
+                failed = self._failures[(session_id, text)] = self._failures.get((session_id, text), 0) + 1
+            if failed <= int(arg or 1):
+                raise ConnectionError(f"the echo backend was told to fail {arg} time(s); this was call {failed}")
         elif text == "empty":
             return
         elif text.startswith("remember "):

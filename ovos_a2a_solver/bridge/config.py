@@ -113,6 +113,11 @@ class BridgeSettings:
     max_body: int = setting(1024 * 1024, kind=int, bounds=(1024, 64 * 1024 * 1024), flag=False,
                             help="largest request body, bytes")
     max_parts: int = setting(100, kind=int, bounds=(1, 10000), flag=False, help="parts one message may have")
+    backend_retries: int = setting(2, kind=int, bounds=(0, 10), flag=False,
+                                   help="more tries for a turn that fails before it said anything")
+    backend_cool_down: float = setting(30.0, kind=float, bounds=(1, 3600), flag=False,
+                                       help="seconds every message is answered 'failed' at once after 3 failed "
+                                            "turns in a row")
     username: str = setting("a2a", help="HTTP Basic user name")
     password: str | None = setting(None, secret=True,
                                    help="HTTP Basic password (better in the environment)")

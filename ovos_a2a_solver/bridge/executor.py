@@ -15,6 +15,7 @@ the outcome is unknown; should the persona answer later, that answer is stored t
 from __future__ import annotations
 
 import asyncio
+import enum
 import hashlib
 import json
 import logging
@@ -31,6 +32,7 @@ from a2a.utils.errors import TaskNotCancelableError
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend, NoAnswerError
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.recovery import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
@@ -49,6 +51,17 @@ def persona_session(owner: str, context_id: str) -> str:
     return "a2a-" + hashlib.sha256(framed.encode("utf-8")).hexdigest()[:32]
 
 
+class RelayEnd(enum.Enum):
+    """How relaying one turn's events ended."""
+
+    ANSWERED = "answered"   # completed, or a question back
+    NO_ANSWER = "no answer"  # the persona said nothing (the task is failed)
+    FAILED = "failed"       # the persona raised (the task is failed)
+    RETRY = "retry"         # it failed before saying anything, and may be tried again
+    STOPPED = "stopped"     # canceled or interrupted by a shutdown
+    DEADLINE = "deadline"   # the deadline passed with the turn still running
+
+
 class PersonaExecutor(AgentExecutor):
     """Runs persona turns for the a2a-sdk request handler."""
 
@@ -59,6 +72,7 @@ class PersonaExecutor(AgentExecutor):
         self.turns = turns
         self.task_store = task_store
         self.tracker = tracker
+        self.breaker = BackendBreaker(cool_down=settings.backend_cool_down)
         self._late: set[asyncio.Task] = set()
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -72,28 +86,45 @@ class PersonaExecutor(AgentExecutor):
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
+            if not self.breaker.allows():
+                await updater.failed(_agent_message(
+                    f"The persona failed {self.breaker.failures} times in a row; it gets a rest, and the bridge "
+                    f"tries it again in {self.breaker.retry_in():.0f} s."))
+                return
             chunked = admission is None or admission.mode is not CallMode.BLOCK
             if chunked:  # a blocking caller sees only the end; others see the work start
                 await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
             text = context.get_user_input()
             lang = _lang_of(context)
             session = persona_session(owner_scope(context.call_context), task.context_id)
-            turn = Turn(lambda: self.backend.reply(text, session, lang), asyncio.get_running_loop()).start()
-            self.turns.add(task.id, turn)
-            if await self._relay(turn, updater, chunked):
+            for attempt in range(self.settings.backend_retries + 1):
+                turn = Turn(lambda: self.backend.reply(text, session, lang), asyncio.get_running_loop()).start()
+                self.turns.add(task.id, turn)
+                end = await self._relay(turn, updater, chunked, retry=attempt < self.settings.backend_retries)
+                if end is not RelayEnd.RETRY:
+                    break
                 self.turns.discard(task.id, turn)
-            else:  # deadline: the turn goes on; keep it cancellable, adopt its late answer
+                LOG.info("task %s: the persona failed before it said anything; trying again", task.id)
+                await asyncio.sleep(retry_delay(attempt))
+            if end is RelayEnd.DEADLINE:  # the turn goes on; keep it cancellable, adopt its late answer
                 self._adopt_late_answer(turn, task.id, context.call_context, admission)
                 handed_on = True
+            else:
+                self.turns.discard(task.id, turn)
+                if end is RelayEnd.FAILED:
+                    self.breaker.failed()
+                elif end is RelayEnd.ANSWERED:
+                    self.breaker.succeeded()
         finally:
             if admission is not None and not handed_on:
                 await self.tracker.executor_done(admission)
 
-    async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool) -> bool:
-        """Turn events -> task events. False when the deadline passed with the turn still running.
+    async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool, retry: bool = False) -> "RelayEnd":
+        """Turn events -> task events; how the relay ended.
 
         ``chunked``: each sentence becomes a chunk at once (streaming and polling callers);
         otherwise (a blocking call sees only the end) the answer is one artifact at the end.
+        ``retry``: a failure before anything was said is not written but returned as RETRY.
         """
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -106,7 +137,7 @@ class PersonaExecutor(AgentExecutor):
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
                     f"No answer within {self.settings.deadline:g} s: the outcome is unknown; the persona may "
                     f"still be working. Ask for this task again later."))
-                return False
+                return RelayEnd.DEADLINE
             try:
                 event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
@@ -122,24 +153,26 @@ class PersonaExecutor(AgentExecutor):
                 question = event.text or " ".join(answer.said)
                 await answer.close()
                 await updater.requires_input(_agent_message(question or "Please say more."))
-                return True
+                return RelayEnd.ANSWERED
             elif kind is TurnEventKind.DONE:
                 if answer.said:
                     await answer.close()
                     await updater.complete()
-                else:
-                    await updater.failed(_agent_message("The persona had no answer."))
-                return True
+                    return RelayEnd.ANSWERED
+                await updater.failed(_agent_message("The persona had no answer."))
+                return RelayEnd.NO_ANSWER
             elif kind is TurnEventKind.ERROR:
+                if retry and not answer.said:
+                    return RelayEnd.RETRY
                 await updater.failed(_agent_message(_reason(event)))
-                return True
+                return RelayEnd.FAILED
             elif kind is TurnEventKind.INTERRUPTED:
                 await answer.flush()
                 await updater.failed(_agent_message(INTERRUPTED_BY_SHUTDOWN))
-                return True
+                return RelayEnd.STOPPED
             else:  # stopped: cancel() reports the canceled state
                 await answer.flush()
-                return True
+                return RelayEnd.STOPPED
 
     def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None,
                            admission: Admission | None) -> None:

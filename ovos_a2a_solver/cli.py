@@ -593,7 +593,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_chat)
 
     p = _command(commands, "serve")
-    add_serve_arguments(p)
+    add_serve_arguments(p)  # sets its own description and epilog (the environment settings)
+    p.epilog = f"{p.epilog.rstrip()}\n\nexample:\n  {EXAMPLES['serve']}"
     p.set_defaults(run=cmd_serve)
 
     p = _command(commands, "demo")

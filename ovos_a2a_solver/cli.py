@@ -3,13 +3,18 @@
 """``ovos-a2a``: talk to A2A agents, publish a persona as one, or run the demo.
 
     ovos-a2a discover URL            the agent's card, readable (--json: the raw card)
-    ovos-a2a send URL TEXT           one turn (--stream: text as it arrives)
+    ovos-a2a send URL TEXT           one turn (- or --file: the text from stdin or a file;
+                                     --stream: text as it arrives; Ctrl-C cancels the task)
     ovos-a2a status URL TASK_ID      a task as the agent has it now
     ovos-a2a cancel URL TASK_ID      ask the agent to cancel a task
     ovos-a2a tasks URL               the caller's tasks, newest first (--context, --state, pages)
     ovos-a2a chat URL                a conversation in the terminal
     ovos-a2a serve                   the bridge: publish an OVOS persona as an A2A agent
     ovos-a2a demo                    all of it, end to end, on this machine
+
+URL is ``http(s)://host:port/path`` or ``host:port/path`` (http on loopback, https elsewhere).
+On a terminal ``send`` shows its wait on stderr, in place; on a pipe it prints only the answer.
+Output cut off by a closed pipe (``| head``) ends quietly, with status 141.
 
 Start-up is cheap: ``--help`` loads neither the a2a-sdk, gRPC nor ovos-persona; each
 command imports what it needs. Errors are one line (``--debug`` shows the traceback).

@@ -3,13 +3,18 @@
 """``ovos-a2a``: talk to A2A agents, publish a persona as one, or run the demo.
 
     ovos-a2a discover URL            the agent's card, readable (--json: the raw card)
-    ovos-a2a send URL TEXT           one turn (--stream: text as it arrives)
+    ovos-a2a send URL TEXT           one turn (- or --file: the text from stdin or a file;
+                                     --stream: text as it arrives; Ctrl-C cancels the task)
     ovos-a2a status URL TASK_ID      a task as the agent has it now
     ovos-a2a cancel URL TASK_ID      ask the agent to cancel a task
-    ovos-a2a tasks URL               the caller's tasks (--context, --state, pages)
+    ovos-a2a tasks URL               the caller's tasks, newest first (--context, --state, pages)
     ovos-a2a chat URL                a conversation in the terminal
     ovos-a2a serve                   the bridge: publish an OVOS persona as an A2A agent
     ovos-a2a demo                    all of it, end to end, on this machine
+
+URL is ``http(s)://host:port/path`` or ``host:port/path`` (http on loopback, https elsewhere).
+On a terminal ``send`` shows its wait on stderr, in place; on a pipe it prints only the answer.
+Output cut off by a closed pipe (``| head``) ends quietly, with status 141.
 
 Start-up is cheap: ``--help`` loads neither the a2a-sdk, gRPC nor ovos-persona; each
 command imports what it needs. Errors are one line (``--debug`` shows the traceback).
@@ -24,6 +29,7 @@ import os
 import shutil
 import sys
 import textwrap
+import time
 import uuid
 
 from ovos_a2a_solver.bridge.command import add_arguments as add_serve_arguments
@@ -107,9 +113,51 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     return None, f"A2A_CLIENT_PASSWORD is only for {peer}: contacting {where} anonymously"
 
 
+LOOPBACK_HOSTS = ("localhost", "::1", "ip6-localhost")
+
+
+def _is_loopback(host: str) -> bool:
+    host = host.strip("[]").lower()
+    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.endswith(".localhost")
+
+
+def agent_url(raw: str) -> tuple[str, str | None]:
+    """``(the URL to use, a note to show or None)`` for what was typed.
+
+    ``localhost:8337/a2a`` and ``host:port`` are accepted: http on loopback, https
+    elsewhere (the note says which). A port that is not a number from 1 to 65535 is an
+    error of its own.
+    """
+    from urllib.parse import urlsplit
+
+    url, note = raw.strip(), None
+    if "://" not in url:
+        host = urlsplit("//" + url).hostname or ""
+        scheme = "http" if _is_loopback(host) else "https"
+        url = f"{scheme}://{url}"
+        note = f"no scheme in {raw!r}: using {url}" + (" (http on loopback)" if scheme == "http" else "")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise CommandError(f"agent URL must start with http:// or https://, not {parts.scheme}://: {raw!r}", 2)
+    if not parts.hostname:
+        raise CommandError(f"agent URL has no host: {raw!r}", 2)
+    port = parts.netloc.rpartition("@")[2].rpartition("]")[2].partition(":")[2]
+    if parts.netloc.rpartition("@")[2].rpartition("]")[2].count(":") and not port.isdigit():
+        raise CommandError(f"bad port in {raw!r}: {port!r} is not a number" if port
+                           else f"bad port in {raw!r}: nothing after the colon", 2)
+    if port and not 1 <= int(port) <= 65535:
+        raise CommandError(f"bad port in {raw!r}: {int(port)} is not between 1 and 65535", 2)
+    return url, note
+
+
 def open_client(args, out: Output, conversations=None, streaming: bool = False):
     from ovos_a2a_solver.client import A2AClient
 
+    if not getattr(args, "url_checked", False):
+        args.url, note = agent_url(args.url)
+        args.url_checked = True
+        if note:
+            out.note(note)
     auth, note = credentials_for(args.url, args)
     if note:
         out.note(note)
@@ -147,30 +195,125 @@ def cmd_discover(args, out: Output) -> int:
     return 0
 
 
+class Waiting:
+    """On a terminal, one stderr line overwritten in place while a reply is awaited:
+    the elapsed time, the task id once known, the agent's latest progress message.
+    Not on a pipe: there it prints nothing."""
+
+    def __init__(self, enabled: bool, interval: float = 0.2) -> None:
+        import threading
+
+        self.enabled = enabled
+        self.interval = interval
+        self.task_id = ""
+        self.progress = ""
+        self._start = time.monotonic()
+        self._shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ovos-a2a-waiting", daemon=True)
+        if enabled:
+            self._thread.start()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._start
+
+    def update(self, update) -> None:
+        with self._lock:
+            self.task_id = update.task_id or self.task_id
+            self.progress = update.progress or self.progress
+
+    def _line(self) -> str:
+        width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
+        bits = [f"waiting {self.elapsed():.0f} s"]
+        if self.task_id:
+            bits.append(f"task {self.task_id}")
+        if self.progress:
+            bits.append(" ".join(self.progress.split()))
+        return " · ".join(bits)[:width]
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                sys.stderr.write("\r\033[K" + self._line())
+                sys.stderr.flush()
+                self._shown = True
+
+    def stop(self) -> None:
+        """Stop and wipe the line (safe to call more than once)."""
+        self._stop.set()
+        with self._lock:
+            if self._shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+                self._shown = False
+
+
+def message_text(args) -> str:
+    """The message of ``send``: the argument, stdin (``-``) or ``--file``."""
+    if args.file is not None and args.text is not None:
+        raise CommandError("give the message as an argument, or as --file, not both", 2)
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise CommandError(f"cannot read --file {args.file}: {exc.strerror or exc}", 2) from None
+    elif args.text == "-":
+        text = sys.stdin.read()
+    elif args.text is None:
+        raise CommandError("what to send: give it as an argument, '-' (stdin) or --file PATH", 2)
+    else:
+        text = args.text
+    text = text.rstrip("\n")
+    if not text.strip():
+        raise CommandError("the message is empty", 2)
+    return text
+
+
 def cmd_send(args, out: Output) -> int:
     from ovos_a2a_solver._conversations import ConversationStore
 
+    text = message_text(args)
     store = ConversationStore.default()
     updates = []
+    waiting = Waiting(sys.stderr.isatty() and not out.as_json)
+    try:
+        def on_update(update) -> None:
+            updates.append(update)
+            waiting.update(update)
+            if args.stream and not out.as_json and update.progress and not waiting.enabled:
+                print(out.dim(f"… {update.progress}"), file=sys.stderr, flush=True)
 
-    def on_update(update) -> None:
-        updates.append(update)
-        if args.stream and not out.as_json and update.progress:
-            print(out.dim(f"… {update.progress}"), file=sys.stderr, flush=True)
-
-    with open_client(args, out, conversations=store, streaming=args.stream) as client:
-        if args.stream and not out.as_json:
-            print(out.dim("… working"), file=sys.stderr, flush=True)
-        pieces = []
-        for piece in client.stream_task(args.text, session_id=args.session, on_update=on_update):
-            pieces.append(piece)
-            if args.stream and not out.as_json:
-                print(piece, end="", flush=True)
-        conversation = client.conversation(args.session)
+        # always streamed when the agent offers it: the task id and progress arrive while waiting
+        # (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
+        with open_client(args, out, conversations=store, streaming=True) as client:
+            if args.stream and not out.as_json and not waiting.enabled:
+                print(out.dim("… working"), file=sys.stderr, flush=True)
+            pieces = []
+            try:
+                for piece in client.stream_task(text, session_id=args.session, on_update=on_update):
+                    pieces.append(piece)
+                    if args.stream and not out.as_json:
+                        waiting.stop()
+                        print(piece, end="", flush=True)
+            except KeyboardInterrupt:
+                waiting.stop()
+                if args.stream and pieces:
+                    print()
+                return _cancel_after_interrupt(client, updates, out)
+            finally:
+                waiting.stop()
+            conversation = client.conversation(args.session)
+    finally:
+        waiting.stop()
     answer = "".join(pieces)
     last = updates[-1] if updates else None
+    task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
     if out.as_json:
-        out.json({"answer": answer, "state": last.state if last else "", "task_id": last.task_id if last else "",
+        out.json({"answer": answer, "state": last.state if last else "", "task_id": task_id,
                   "context_id": conversation.context_id if conversation else "",
                   "waiting_for_input": bool(conversation and conversation.task_id)})
         return 0
@@ -180,7 +323,30 @@ def cmd_send(args, out: Output) -> int:
         out.para(answer)
     if conversation and conversation.task_id:
         out.note(f"the agent waits for your answer: ovos-a2a send {args.url} \"...\" --session {args.session}")
+    elif task_id and sys.stderr.isatty():
+        out.note(f"task {task_id} ({last.state if last else '?'})")
     return 0
+
+
+def _cancel_after_interrupt(client, updates, out: Output) -> int:
+    """Ctrl-C during ``send``: cancel the remote task and say what the agent answered."""
+    from a2a.utils.errors import A2AError
+    from ovos_a2a_solver.states import state_name
+
+    task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
+    if not task_id:
+        out.note("interrupted before the agent named a task: nothing to cancel")
+        return 130
+    try:
+        task = client.cancel_task(task_id)
+    except A2AError as exc:
+        out.note(f"interrupted; the agent did not cancel task {task_id}: {_one_line(exc)}")
+        return 130
+    except KeyboardInterrupt:
+        out.note(f"interrupted; task {task_id} may still run: ovos-a2a cancel {client.base_url} {task_id}")
+        return 130
+    out.note(f"interrupted; the agent canceled task {task_id}: it is now {state_name(task.status.state)}")
+    return 130
 
 
 def _task_summary(task, out: Output) -> None:
@@ -219,19 +385,40 @@ def cmd_cancel(args, out: Output) -> int:
         return _show_task(client.cancel_task(args.task_id), out)
 
 
-def cmd_tasks(args, out: Output) -> int:
-    from ovos_a2a_solver.states import state_from_name, state_name
+def _newest_first(tasks) -> list:
+    """Newest status timestamp first; tasks without one after, in the order given."""
+    stamped = [t for t in tasks if t.status.HasField("timestamp")]
+    rest = [t for t in tasks if not t.status.HasField("timestamp")]
+    stamped.sort(key=lambda t: (t.status.timestamp.seconds, t.status.timestamp.nanos), reverse=True)
+    return stamped + rest
 
-    state = state_from_name(args.state) if args.state else None
-    rows, token = [], args.page_token or ""
+
+def cmd_tasks(args, out: Output) -> int:
+    from ovos_a2a_solver.states import ACTIVE, state_from_name, state_name
+
+    if args.state and args.state.strip().lower() == "active":
+        states = sorted(ACTIVE)
+        if args.page_token:
+            raise CommandError("--state active merges two listings: it takes no --page-token (use --all)", 2)
+    else:
+        states = [state_from_name(args.state) if args.state else None]
+    rows, token = [], ""
     with open_client(args, out) as client:
-        while True:
-            page = client.list_tasks(context_id=args.context or "", state=state, page_size=args.page_size,
-                                     page_token=token)
-            rows.extend(page.tasks)
-            token = page.next_page_token
-            if not args.all or not token:
-                break
+        for state in states:
+            token = args.page_token or ""
+            while True:
+                page = client.list_tasks(context_id=args.context or "", state=state, page_size=args.page_size,
+                                         page_token=token)
+                rows.extend(page.tasks)
+                token = page.next_page_token
+                if not args.all or not token:
+                    break
+    rows = _newest_first(rows)
+    if len(states) > 1:  # merged: one page of the newest, unless every page was asked for
+        more = len(rows) > args.page_size and not args.all
+        rows, token = (rows[:args.page_size] if not args.all else rows), ""
+        if more:
+            out.note(f"more tasks: --page-size {args.page_size * 2} (or --all)")
     if out.as_json:
         from google.protobuf.json_format import MessageToDict
         out.json({"tasks": [MessageToDict(t) for t in rows], "next_page_token": token})
@@ -247,13 +434,21 @@ def cmd_tasks(args, out: Output) -> int:
     return 0
 
 
+CHAT_HELP = """\
+  /help    this list
+  /new     start a new conversation ({name} forgets this one's context)
+  /quit    end the chat (or Ctrl-D)
+  Ctrl-C   while {name} answers: cancel that answer on the agent
+  //text   send text that starts with a slash"""
+
+
 def cmd_chat(args, out: Output) -> int:
     from a2a.utils.errors import A2AError
 
     session = "chat-" + uuid.uuid4().hex[:8]
     with open_client(args, out, streaming=True) as client:
         card = client.fetch_agent_card()
-        print(out.dim(f"talking to {card.name}; /new starts a new conversation, /quit or Ctrl-D ends, "
+        print(out.dim(f"talking to {card.name}; /help for commands, /quit or Ctrl-D ends, "
                       f"Ctrl-C cancels the answer in progress"))
         while True:
             try:
@@ -266,12 +461,21 @@ def cmd_chat(args, out: Output) -> int:
                 return 130
             if not text.strip():
                 continue
-            if text.strip() == "/quit":
+            command = text.strip().split()[0].lower() if text.strip().startswith("/") else ""
+            if command in ("/quit", "/exit"):
                 return 0
-            if text.strip() == "/new":
+            if command == "/new":
                 client.reset(session)
                 print(out.dim("(new conversation)"))
                 continue
+            if command == "/help":
+                print(CHAT_HELP.format(name=card.name))
+                continue
+            if command and not text.strip().startswith("//"):
+                print(out.dim(f"(unknown command {command}: /help lists them; start with // to send it as text)"))
+                continue
+            if text.strip().startswith("//"):
+                text = text.strip()[1:]
             current = {}
             print(out.bold(f"{card.name}> "), end="", flush=True)
             try:
@@ -317,49 +521,88 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
 
 
+EXAMPLES = {
+    "discover": "ovos-a2a discover localhost:8337/a2a\n  ovos-a2a discover https://agent.example/a2a --json",
+    "send": 'ovos-a2a send localhost:8337/a2a "what is my name?" --session trip\n'
+            "  ovos-a2a send localhost:8337/a2a - < question.txt      # the message from stdin\n"
+            '  ovos-a2a send https://agent.example/a2a --file long.txt --stream --auth "Bearer $TOKEN"',
+    "status": "ovos-a2a status localhost:8337/a2a 0f1ff863-5d2c-4d6e-9a43-8d0c6f2a4b11",
+    "cancel": "ovos-a2a cancel localhost:8337/a2a 0f1ff863-5d2c-4d6e-9a43-8d0c6f2a4b11",
+    "tasks": "ovos-a2a tasks localhost:8337/a2a --state active\n"
+             "  ovos-a2a tasks localhost:8337/a2a --state input-required --all --json",
+    "chat": "ovos-a2a chat localhost:8337/a2a      # then /help, /new, /quit; Ctrl-C cancels an answer",
+    "serve": "ovos-a2a serve                                  # the embedded persona on 127.0.0.1:8337\n"
+             "  ovos-a2a serve --persona ~/.config/ovos_persona/my-persona.json",
+    "demo": "ovos-a2a demo",
+}
+
+#: one line each in ``ovos-a2a --help``; the first sentence of each command's own --help
+SUMMARIES = {
+    "discover": "show an agent's card: name, skills, interfaces, security",
+    "send": "send one message and print the answer (Ctrl-C cancels it on the agent)",
+    "status": "show a task as the agent has it now",
+    "cancel": "ask the agent to cancel a task",
+    "tasks": "list your tasks on an agent, newest first (A2A 1.0)",
+    "chat": "talk to an agent in the terminal",
+    "serve": "publish an OVOS persona as an A2A agent (the bridge)",
+    "demo": "bridge + persona + plugin, end to end on this machine",
+}
+
+
+def _command(commands, name: str) -> argparse.ArgumentParser:
+    return commands.add_parser(name, help=SUMMARIES[name], description=SUMMARIES[name][0].upper() +
+                               SUMMARIES[name][1:] + ".", epilog="example:\n  " + EXAMPLES[name],
+                               formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ovos-a2a", description="OpenVoiceOS and the Agent2Agent (A2A) protocol.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog="Run 'ovos-a2a demo' to see it all work on this machine.")
+                                     epilog="URL: http://host:port/path, or host:port/path (http on loopback, "
+                                            "https elsewhere).\nRun 'ovos-a2a demo' to see it all work on this "
+                                            "machine; 'ovos-a2a COMMAND --help' for an example.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = commands.add_parser("discover", help="show an agent's card")
+    p = _command(commands, "discover")
     _client_options(p)
     p.set_defaults(run=cmd_discover)
 
-    p = commands.add_parser("send", help="send one message")
+    p = _command(commands, "send")
     _client_options(p)
-    p.add_argument("text", help="what to say")
+    p.add_argument("text", nargs="?", help="what to say; - reads it from stdin")
+    p.add_argument("--file", metavar="PATH", help="read what to say from this file")
     p.add_argument("--session", default="cli", help="conversation name, shared with the plugin's store (default cli)")
     p.add_argument("--stream", action="store_true", help="print the answer as it arrives")
     p.set_defaults(run=cmd_send)
 
-    for name, helptext, run in (("status", "show a task", cmd_status), ("cancel", "cancel a task", cmd_cancel)):
-        p = commands.add_parser(name, help=helptext)
+    for name, run in (("status", cmd_status), ("cancel", cmd_cancel)):
+        p = _command(commands, name)
         _client_options(p)
-        p.add_argument("task_id", help="the task's id")
+        p.add_argument("task_id", help="the task's id (send prints it on a terminal, and in --json)")
         p.set_defaults(run=run)
 
-    p = commands.add_parser("tasks", help="list your tasks on an agent (A2A 1.0)")
+    p = _command(commands, "tasks")
     _client_options(p)
     p.add_argument("--context", help="only this contextId")
     p.add_argument("--state", metavar="STATE", help="only tasks in this state: submitted, working, completed, failed, "
-                                                     "canceled, input-required, rejected or auth-required")
+                                                     "canceled, input-required, rejected, auth-required; or active "
+                                                     "(submitted or working)")
     p.add_argument("--page-size", type=int, default=20, help="tasks per page (default 20, at most 100)")
     p.add_argument("--page-token", help="continue from this page")
     p.add_argument("--all", action="store_true", help="walk every page")
     p.set_defaults(run=cmd_tasks)
 
-    p = commands.add_parser("chat", help="talk to an agent in the terminal")
+    p = _command(commands, "chat")
     _client_options(p)
     p.set_defaults(run=cmd_chat)
 
-    p = commands.add_parser("serve", help="publish an OVOS persona as an A2A agent (the bridge)")
-    add_serve_arguments(p)
+    p = _command(commands, "serve")
+    add_serve_arguments(p)  # sets its own description and epilog (the environment settings)
+    p.epilog = f"{p.epilog.rstrip()}\n\nexample:\n  {EXAMPLES['serve']}"
     p.set_defaults(run=cmd_serve)
 
-    p = commands.add_parser("demo", help="bridge + persona + plugin, end to end on this machine")
+    p = _command(commands, "demo")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds per turn (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -375,15 +618,53 @@ def main(argv: list[str] | None = None) -> int:
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = Output(as_json=getattr(args, "json", False))
     try:
-        return args.run(args, out) or 0
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
-    except Exception as exc:  # every failure ends as one readable line (the traceback with --debug)
-        if debug:
+        try:
+            status = args.run(args, out) or 0
+            sys.stdout.flush()
+            return status
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            return 130
+        except BrokenPipeError:
             raise
-        print(f"ovos-a2a: {_one_line(exc)}", file=sys.stderr)
-        return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
+        except Exception as exc:  # every failure ends as one readable line (the traceback with --debug)
+            if debug:
+                raise
+            message = _unauthorized(exc, args) or _one_line(exc)
+            print(f"ovos-a2a: {message}", file=sys.stderr)
+            return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do
+        _silence_stdout()
+        return 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _unauthorized(exc: BaseException, args) -> str | None:
+    """For an HTTP 401: a line that names the flags and the schemes the agent's card declares."""
+    text = str(exc)
+    if "401" not in text or not ("HTTP Error 401" in text or "Unauthorized" in text):
+        return None
+    url = getattr(args, "url", "")
+    schemes = ""
+    try:
+        from ovos_a2a_solver.client import A2AClient
+        with A2AClient(url, timeout=min(5.0, getattr(args, "timeout", 5.0) or 5.0)) as client:
+            declared = list(client.fetch_agent_card().security_schemes)
+        schemes = f"; its card declares: {', '.join(declared)}" if declared else "; its card declares no scheme"
+    except Exception:  # the card itself may need the credential
+        pass
+    given = getattr(args, "auth", None) or getattr(args, "password", None)
+    what = "refused the credential given" if given else "wants a credential (HTTP 401)"
+    return (f"{url} {what}{schemes}: pass --auth \"Bearer TOKEN\" (or \"Header-Name: value\"), "
+            f"or --password for HTTP Basic (user --user, default a2a)")
 
 
 def _one_line(exc: BaseException) -> str:

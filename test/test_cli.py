@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -500,3 +501,207 @@ def test_auth_never_goes_to_the_other_origin_a_card_names(cli, agent_pair):
 def test_serve_on_a_public_address_without_credentials_refuses_in_one_line(failures):
     line = one_line_error(failures["serve-public"])
     assert "0.0.0.0" in line and "credentials" in line
+
+
+# ---- 10. a command line as people expect one -----------------------------------------------
+
+def spawn(cli, *argv, **env):
+    """``ovos-a2a ARGV`` in a pseudo-terminal (stdout and stderr are the terminal)."""
+    pexpect = pytest.importorskip("pexpect")
+    return pexpect.spawn(COMMAND[0], [*COMMAND[1:], *argv], env=cli.with_env(**env), encoding="utf-8",
+                         timeout=30, dimensions=(40, 120))
+
+
+def test_every_command_has_a_one_line_summary_and_an_example(cli):
+    results = cli.run_all(["--help"], *([name, "--help"] for name in COMMANDS))
+    overview = results[0]
+    assert overview.returncode == 0, overview.report
+    for name, result in zip(COMMANDS, results[1:]):
+        line = re.search(rf"^    {name}\s+(\S.*)$", overview.stdout, re.M)
+        assert line, overview.report
+        following = overview.stdout[line.end():].split("\n", 2)[1]
+        assert not re.match(r"^\s{6,}\S", following), f"{name}: summary longer than a line\n{overview.report}"
+        assert result.returncode == 0, result.report
+        example = result.stdout.split("\nexample:\n", 1)
+        assert len(example) == 2 and f"ovos-a2a {name}" in example[1], result.report
+
+
+def test_send_reads_the_message_from_stdin_or_a_file(cli, agent, tmp_path):
+    long_text = " ".join(["a long message"] * 200)
+    path = tmp_path / "message.txt"
+    path.write_text(long_text + "\n")
+    url = agent.agent("echo")
+    piped = cli.run("send", url, "-", input=long_text + "\n")
+    assert echo_answer(piped)["text"] == long_text.rstrip("\n"), piped.report
+    from_file, both, empty = cli.run_all(["send", url, "--file", str(path)], ["send", url, "x", "--file", str(path)],
+                                         ["send", url, "--file", str(tmp_path / "missing.txt")])
+    assert echo_answer(from_file)["text"] == long_text, from_file.report
+    assert "not both" in one_line_error(both)
+    assert "cannot read --file" in one_line_error(empty)
+
+
+def test_send_accepts_host_port_urls_and_names_a_bad_port(cli, agent):
+    port = urlsplit(agent.url).port
+    short, bad, words = cli.run_all(["send", f"localhost:{port}/echo", "hi"],
+                                    ["send", "http://127.0.0.1:99999/echo", "hi"],
+                                    ["send", "127.0.0.1:eighty/echo", "hi"])
+    assert echo_answer(short)["text"] == "hi"
+    (note,) = short.stderr_lines
+    assert f"using http://localhost:{port}/echo" in note, short.report
+    assert "bad port" in one_line_error(bad) and "99999 is not between 1 and 65535" in bad.stderr, bad.report
+    assert "bad port" in one_line_error(words) and "'eighty' is not a number" in words.stderr, words.report
+    assert bad.returncode == 2
+
+
+def test_a_url_without_a_scheme_is_https_unless_on_loopback():
+    from ovos_a2a_solver.cli import agent_url
+
+    assert agent_url("agent.example:8443/a2a")[0] == "https://agent.example:8443/a2a"
+    assert agent_url("127.0.0.1:8337")[0] == "http://127.0.0.1:8337"
+    assert agent_url("[::1]:8337/a2a")[0] == "http://[::1]:8337/a2a"
+    assert agent_url("http://agent.example/a2a") == ("http://agent.example/a2a", None)
+
+
+def test_send_on_a_pipe_prints_only_the_answer(cli, cli_bridge):
+    result = cli.run("send", cli_bridge.url, "slow:0.2")
+    assert result.returncode == 0 and result.stdout.strip() == WHOLE_SLOW_ANSWER, result.report
+    assert result.stderr == "", result.report
+
+
+def test_send_on_a_terminal_shows_the_wait_and_names_the_task(cli, cli_bridge):
+    child = spawn(cli, "send", cli_bridge.url, "slow:0.5")
+    try:
+        child.expect(r"\r\x1b\[Kwaiting \d+ s · task (\S+)")  # overwritten in place, on the terminal
+        task_id = child.match.group(1)
+        child.expect_exact(WHOLE_SLOW_ANSWER)
+        child.expect(rf"ovos-a2a: task {re.escape(task_id)} \(completed\)")
+        child.expect(pytest.importorskip("pexpect").EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert re.search(r"^state\s+completed$", cli.run("status", cli_bridge.url, task_id).stdout, re.M)
+
+
+def test_send_ctrl_c_cancels_the_task_on_the_agent(cli, cli_bridge):
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn(cli, "send", cli_bridge.url, "slow:1")
+    try:
+        child.expect(r"task (\S+) · ")  # the agent named its task: cancel it now
+        task_id = child.match.group(1)
+        child.sendintr()
+        child.expect(rf"interrupted; the agent canceled task {re.escape(task_id)}: it is now (\S+)")
+        said = child.match.group(1)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130 and said == "canceled"
+    after = task_of(get_task(cli_bridge.url, task_id))
+    assert state(after) == "TASK_STATE_CANCELED" and answer(after) != WHOLE_SLOW_ANSWER, after
+    assert health(cli_bridge.root)["running"] == 0
+
+
+def timestamps(result) -> list[str]:
+    return re.findall(r"\s(\d{4}-\d\d-\d\dT\S+Z)$", result.stdout, re.M)
+
+
+def test_tasks_lists_newest_first_and_active_merges_submitted_and_working(cli, cli_bridge, sent):
+    running = task_of(rpc_send(cli_bridge.url, message("slow:1"), blocking=False))
+    try:
+        everything, active = cli.run_all(["tasks", cli_bridge.url, "--all"],
+                                         ["tasks", cli_bridge.url, "--state", "active"])
+    finally:
+        cli.run("cancel", cli_bridge.url, running["id"])
+    stamps = timestamps(everything)
+    assert len(stamps) == len(task_rows(everything)) >= 5, everything.report
+    assert stamps == sorted(stamps, reverse=True), everything.report
+    rows = task_rows(active)
+    assert running["id"] in rows, active.report
+    assert {s for s, _ in rows.values()} <= {"submitted", "working"}, active.report
+    assert timestamps(active) == sorted(timestamps(active), reverse=True), active.report
+
+
+def test_tasks_with_an_unknown_state_names_the_known_ones(cli, cli_bridge):
+    result = cli.run("tasks", cli_bridge.url, "--state", "sleeping")
+    line = one_line_error(result)
+    assert "'sleeping'" in line and "input-required" in line, result.report
+    assert result.returncode == 2
+
+
+def test_a_closed_pipe_ends_the_command_quietly(cli, agent):
+    proc = subprocess.Popen([*COMMAND, "discover", agent.agent("echo")], env=cli.env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the command writes (| head that already ended)
+    try:
+        err = proc.stderr.read()
+        proc.wait(60)
+    finally:
+        proc.kill()
+    assert err == "" and proc.returncode == 141, err
+
+
+def test_http_401_names_the_flags_and_the_schemes_of_the_card(cli, agent):
+    anonymous, wrong = cli.run_all(["send", agent.agent("secure"), "hi"],
+                                   ["send", agent.agent("secure"), "hi", "--auth", "Bearer nope"])
+    for result in (anonymous, wrong):
+        line = one_line_error(result)
+        assert "--auth" in line and "--password" in line and "declares: bearer" in line, result.report
+    assert "wants a credential" in anonymous.stderr and "refused the credential" in wrong.stderr
+
+
+def test_chat_handles_help_new_and_quit_itself(cli, agent):
+    pexpect = pytest.importorskip("pexpect")
+    agent.clear_headers()
+    child = spawn(cli, "chat", agent.agent("echo"))
+    try:
+        child.expect_exact("you> ")
+        child.sendline("/help")
+        child.expect_exact("/new")
+        child.expect_exact("you> ")
+        child.sendline("/nonsense")
+        child.expect_exact("unknown command /nonsense")
+        child.expect_exact("you> ")
+        child.sendline("hello")
+        child.expect(ECHO)
+        child.expect_exact("you> ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    sent_messages = [p for p, _ in authorizations(agent) if p.startswith("/echo") and "agent-card" not in p]
+    assert len(sent_messages) == 1, sent_messages  # only "hello" reached the agent
+
+
+def test_the_recording_script_writes_asciinema_casts(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "tools" / "record_cast.py"
+    run = subprocess.run([sys.executable, str(script), "--only", "chat", "--no-svg", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = (tmp_path / "chat.cast").read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["version"] == 2 and header["width"] > 0 and header["height"] > 0
+    events = [json.loads(line) for line in lines[1:]]
+    assert all(kind == "o" for _, kind, _ in events)
+    assert [t for t, _, _ in events] == sorted(t for t, _, _ in events)
+    screen = "".join(text for _, _, text in events)
+    assert "Your name is Ada." in screen and "/help" in screen
+
+
+def test_the_readme_installs_this_checkout_and_names_one_repository():
+    root = Path(__file__).resolve().parent.parent
+    readme, project = (root / "README.md").read_text(), (root / "pyproject.toml").read_text()
+    blocks = {}
+    for name in ("demo-command", "test-command"):  # as .ci/run takes them
+        run = subprocess.run(["bash", "-c", 'source <(sed -n "/^readme_block()/,/^}/p" .ci/run); readme_block "$1"',
+                              "-", name], cwd=root, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0 and run.stdout.strip(), run.stderr
+        blocks[name] = run.stdout
+    assert '-e ".[server]"' in blocks["demo-command"] and '-e ".[test]"' in blocks["test-command"]
+    homepage = re.search(r'^Homepage = "(\S+)"', project, re.M)[1]
+    assert homepage == "https://github.com/OpenVoiceOS/ovos-a2a-solver-plugin"
+    assert f"git clone {homepage} && cd {homepage.rsplit('/', 1)[1]}" in readme
+    assert "ovos-a2a-agent-plugin" not in readme + project
+    for paragraph in readme.split("\n\n"):  # the package index only after the release, marked so
+        if re.search(r'pip install --pre "?ovos-a2a-solver-plugin', paragraph):
+            assert "0.0.4a1" in paragraph and "release" in paragraph, paragraph
+    assert "/_admin/finish" in readme

@@ -199,6 +199,9 @@ def secure_bridge():
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a/.well-known/agent-card.json")
 
 
+LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport"}
+
+
 def test_card_served_at_every_well_known_path(bridge):
     cards = []
     for path in CARD_PATHS:
@@ -206,7 +209,35 @@ def test_card_served_at_every_well_known_path(bridge):
         assert response.status_code == 200, (path, response.status_code, response.text)
         cards.append(response.json())
     assert cards[0]["name"] == "echo"
-    assert all(card == cards[0] for card in cards[1:])
+    # the origin's card is pure A2A 1.0; the others add the 0.3 fields, and nothing else differs
+    assert not LEGACY_FIELDS & cards[0].keys()
+    for card in cards[1:]:
+        assert LEGACY_FIELDS <= card.keys()
+        assert {k: v for k, v in card.items() if k not in LEGACY_FIELDS} == cards[0]
+
+
+def test_the_origin_card_has_only_a2a_1_0_fields(bridge):
+    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()
+    allowed = {"name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
+               "capabilities", "securitySchemes", "securityRequirements", "defaultInputModes",
+               "defaultOutputModes", "skills", "signatures", "iconUrl"}
+    assert set(card) <= allowed, set(card) - allowed
+
+
+@pytest.mark.parametrize("path", CARD_PATHS)
+def test_card_caching_headers_and_304(bridge, path):
+    url = bridge.root + path
+    first = httpx.get(url, timeout=10)
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    assert first.headers["cache-control"] == "max-age=300"
+    assert httpx.get(url, headers={"If-None-Match": etag}, timeout=10).status_code == 304
+    assert httpx.get(url, headers={"If-None-Match": '"other", ' + etag}, timeout=10).status_code == 304
+    assert httpx.get(url, headers={"If-None-Match": '"other"'}, timeout=10).status_code == 200
+    assert httpx.get(url, headers={"If-Modified-Since": modified}, timeout=10).status_code == 304
+    assert httpx.get(url, headers={"If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"},
+                     timeout=10).status_code == 200
+    not_modified = httpx.get(url, headers={"If-None-Match": etag}, timeout=10)
+    assert not_modified.headers["etag"] == etag and not_modified.headers["last-modified"] == modified
 
 
 def test_card_skills_curated_first_then_one_per_handler(bridge):
@@ -219,7 +250,7 @@ def test_card_skills_curated_first_then_one_per_handler(bridge):
 
 
 def test_card_interfaces_jsonrpc_rest_and_legacy(bridge):
-    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()
+    card = httpx.get(bridge.url + CARD_PATHS[0], timeout=10).json()  # the hybrid card, at the agent's URL
     interfaces = [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]]
     assert interfaces == [("JSONRPC", "1.0", bridge.url + "/"),
                           ("HTTP+JSON", "1.0", bridge.url + "/rest"),
@@ -714,7 +745,8 @@ def test_list_tasks_filters_by_context_and_status(secure_bridge):
 @pytest.mark.timeout(900)
 def test_genuine_v03_sdk_client(bridge):
     python = legacy_python()  # builds the a2a-sdk 0.3 venv on a cold cache
-    done = subprocess.run([python, str(V03_CLIENT), bridge.root, "hello from 0.3"], capture_output=True,
+    # a 0.3 client resolves the card relative to the agent's URL (the hybrid card)
+    done = subprocess.run([python, str(V03_CLIENT), bridge.url, "hello from 0.3"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])

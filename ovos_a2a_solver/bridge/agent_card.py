@@ -77,3 +77,54 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
 def _short(text: str, limit: int = MAX_DESCRIPTION) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class CardEndpoint:
+    """Serves the card, in one of two forms, with HTTP caching.
+
+    * ``pure``: the A2A 1.0 card exactly (``supportedInterfaces`` and nothing of 0.3), which
+      validates against the A2A 1.0 JSON schema: what a 1.0 client reads.
+    * hybrid: the same card plus the 0.3 top-level fields the a2a-sdk adds (``url``,
+      ``protocolVersion``, ``preferredTransport``), which a genuine 0.3 client needs to find
+      the 0.3 endpoint; a 1.0 client reads it too (it ignores unknown fields).
+
+    ``ETag``, ``Last-Modified`` (the bridge's start) and ``Cache-Control`` on every answer;
+    ``If-None-Match`` (or, without it, ``If-Modified-Since``) that still holds gets a 304.
+    """
+
+    def __init__(self, card: AgentCard, *, pure: bool, cache_control: str = "max-age=300") -> None:
+        import hashlib
+        import json
+        import time
+        from email.utils import formatdate
+
+        from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+        from google.protobuf.json_format import MessageToDict
+
+        self.body = MessageToDict(card) if pure else agent_card_to_dict(card)
+        digest = hashlib.sha256(json.dumps(self.body, sort_keys=True).encode()).hexdigest()[:32]
+        self.modified = int(time.time())
+        self.headers = {"ETag": f'W/"{digest}"', "Last-Modified": formatdate(self.modified, usegmt=True),
+                        "Cache-Control": cache_control}
+
+    async def serve(self, request):
+        from starlette.responses import JSONResponse, Response
+
+        if self._not_modified(request.headers):
+            return Response(status_code=304, headers=self.headers)
+        return JSONResponse(self.body, headers=self.headers)
+
+    def _not_modified(self, headers) -> bool:
+        from email.utils import parsedate_to_datetime
+
+        if_none_match = headers.get("if-none-match")
+        if if_none_match is not None:
+            tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+            return "*" in tags or self.headers["ETag"].removeprefix("W/") in tags
+        if_modified_since = headers.get("if-modified-since")
+        if if_modified_since:
+            try:
+                return parsedate_to_datetime(if_modified_since).timestamp() >= self.modified
+            except (TypeError, ValueError):
+                return False
+        return False

@@ -13,7 +13,11 @@ Two ASGI middlewares, one job each:
   message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400). The SDK parses
   leniently (an unknown enum name becomes 0, a list stands for an object); this is where
   the ProtoJSON rules are held. Unknown fields are ignored, as A2A asks. A large body is
-  parsed on a worker thread, so one request never stalls the event loop.
+  parsed on a worker thread, so one request never stalls the event loop. A JSON-RPC
+  request whose ``Content-Type`` is not JSON is refused with -32005 (ContentTypeNotSupported);
+  an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is let through. HTTP+JSON
+  answers are labelled ``Content-Type: application/json`` (the SDK says ``application/a2a+json``,
+  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name).
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from urllib.parse import parse_qsl
 
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
-from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, JSONParseError
+from a2a.utils.errors import (A2AError, ContentTypeNotSupportedError, InvalidParamsError, InvalidRequestError,
+                              JSONParseError)
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from ovos_a2a_solver.bridge.errors import (is_rest, jsonrpc_error_body, rest_error_body, send_json,
@@ -104,6 +109,8 @@ class WireCheck:
         path, method = scope["path"], scope["method"]
         rest = is_rest(path, self.rest_prefix)
         try:
+            if method == "POST" and not rest and path in self.rpc_paths:
+                check_content_type(scope)
             if method == "POST" and (rest or path in self.rpc_paths):
                 body = await _read_body(receive)
                 receive = _replay_body(body, receive)
@@ -120,13 +127,15 @@ class WireCheck:
                                                   if isinstance(error, JSONParseError) else error)
                 return await send_json(send, status, payload)
             return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _plain_json(send) if rest else send)
 
     def check_body(self, body: bytes, path: str, rest: bool) -> None:
         """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
-        value = load_json(body)
         if rest:
             model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
+            if model is None and not body.strip():  # :cancel and :subscribe need no body
+                return
+            value = load_json(body)
             if model is not None:
                 try:
                     check_fields(value, model.DESCRIPTOR, "")
@@ -134,6 +143,7 @@ class WireCheck:
                     raise Refusal(error) from None
                 _check_parts(value.get("message"), self.max_parts, None)
             return
+        value = load_json(body)
         request_id = check_envelope(value)
         method, params = value["method"], value.get("params")
         model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
@@ -146,6 +156,32 @@ class WireCheck:
                 _check_parts(params.get("message"), self.max_parts, request_id)
         except InvalidParamsError as error:
             raise Refusal(error, request_id) from None
+
+
+JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+
+
+def check_content_type(scope) -> None:
+    """:class:`Refusal` (-32005) when a JSON-RPC request says its body is not JSON."""
+    header = next((v for k, v in scope["headers"] if k == b"content-type"), None)
+    if header is None:
+        return
+    media_type = header.decode("latin-1").split(";", 1)[0].strip().lower()
+    if not JSON_TYPE.match(media_type):
+        raise Refusal(ContentTypeNotSupportedError(
+            message=f"Content-Type {media_type or '(empty)'} is not supported; send application/json"))
+
+
+def _plain_json(send):
+    """``send`` that labels an ``application/a2a+json`` answer ``application/json``."""
+    async def relabelled(message):
+        if message["type"] == "http.response.start":
+            headers = [(k, b"application/json") if k.lower() == b"content-type"
+                       and v.split(b";", 1)[0].strip().lower() == b"application/a2a+json" else (k, v)
+                       for k, v in message.get("headers", [])]
+            message = {**message, "headers": headers}
+        await send(message)
+    return relabelled
 
 
 def check_envelope(value: Any):

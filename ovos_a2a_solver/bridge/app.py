@@ -101,13 +101,10 @@ class Bridge:
     def _routes(self) -> list:
         path = self._path
         routes: list = [Route("/health", self._health, methods=["GET"])]
-        # the origin's well-known card is the pure 1.0 card (a 1.0 client looks there first); under
-        # the agent's URL, and at the 0.2-era agent.json, the hybrid card a 0.3 client needs
-        pure, hybrid = CardEndpoint(self.card, pure=True), CardEndpoint(self.card, pure=False)
+        card = CardEndpoint(self.card)  # the pure 1.0 card or the hybrid one, by the A2A-Version asked
         for prefix in dict.fromkeys(["", path]):
             for card_path in CARD_PATHS:
-                endpoint = pure if (prefix + card_path == CARD_PATHS[0] and path) else hybrid
-                routes.append(Route(prefix + card_path, endpoint.serve, methods=["GET"]))
+                routes.append(Route(prefix + card_path, card.serve, methods=["GET"]))
         streams_grace = self.settings.shutdown_grace + 1  # open streams get to carry the last events
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,

@@ -228,7 +228,9 @@ class EchoBackend:
 
 class ScenarioBackend(EchoBackend):
     """The A2A conformance kit's test agent: the messageId's prefix picks a scripted
-    scenario (as the kit's reference agent does); any other message is echoed."""
+    scenario (as the kit's reference agent does). Any other message is echoed and the task
+    then waits for input, so that a plain message's task can be continued, given a longer
+    history, or canceled afterwards (what the 0.3 kit's mandatory tests do with it)."""
 
     name = "scenarios"
     description = "Follows the A2A conformance kit's scenarios by messageId prefix; echoes the rest (a test backend)."
@@ -288,5 +290,10 @@ class ScenarioBackend(EchoBackend):
             yield Completion("Done.")
         elif starts("tck-stream-003"):
             yield ArtifactOutput(Part(text="Stream task lifecycle"), last_chunk=True)
-        else:
-            yield from self.reply(text, session_id, lang)
+        else:  # no scenario: echo, and keep the conversation open (a follow-up continues the task)
+            asked = False
+            for item in self.reply(text, session_id, lang):
+                asked = asked or isinstance(item, Question)
+                yield item
+            if not asked:
+                yield Question()

@@ -17,7 +17,8 @@ Two ASGI middlewares, one job each:
   request whose ``Content-Type`` is not JSON is refused with -32005 (ContentTypeNotSupported);
   an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is let through. HTTP+JSON
   answers are labelled ``Content-Type: application/json`` (the SDK says ``application/a2a+json``,
-  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name).
+  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name). An A2A 0.3
+  request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600).
 """
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl
 
+from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
 from a2a.utils.errors import (A2AError, ContentTypeNotSupportedError, InvalidParamsError, InvalidRequestError,
                               JSONParseError)
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from pydantic import ValidationError
 
 from ovos_a2a_solver.bridge.errors import (is_rest, jsonrpc_error_body, rest_error_body, send_json,
                                            status_body)
@@ -147,6 +150,7 @@ class WireCheck:
         request_id = check_envelope(value)
         method, params = value["method"], value.get("params")
         model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
+        check_v03_params(value, method, request_id)
         try:
             if model is not None and params is not None:
                 if not isinstance(params, dict):
@@ -156,6 +160,21 @@ class WireCheck:
                 _check_parts(params.get("message"), self.max_parts, request_id)
         except InvalidParamsError as error:
             raise Refusal(error, request_id) from None
+
+
+def check_v03_params(value: dict, method: str, request_id) -> None:
+    """:class:`Refusal` (-32602) for an A2A 0.3 request whose params do not fit its method
+    (the SDK's 0.3 layer answers -32600, which JSON-RPC keeps for a malformed envelope)."""
+    model = JSONRPC03Adapter.METHOD_TO_MODEL.get(method)
+    if model is None:
+        return
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else "params"
+        raise Refusal(InvalidParamsError(message=f"invalid params for {method}: {where}: "
+                                                 f"{exc.errors()[0]['msg'] if exc.errors() else exc}"),
+                      request_id) from None
 
 
 JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")

@@ -3,7 +3,10 @@
 """The AgentExecutor: one A2A message -> one persona turn -> task events.
 
 Each sentence becomes an appended chunk of one ``answer`` artifact as soon as the
-persona says it (the artifact's parts joined with "" are the answer's text). While the
+persona says the next one or ends (one sentence is held back, so the last chunk carries
+``lastChunk``; the artifact's parts joined with "" are the answer's text). A backend's
+typed outputs (``backends``) become artifacts of their own, a message reply, or the
+task's end (``rejected``, ``completed`` with the agent's message). While the
 persona is quiet a ``working`` status update goes out every ``heartbeat`` seconds, its
 metadata ``{"heartbeat": seconds, "note": "Still working (N s)."}`` (no message, so the
 task's history does not fill with them). Every ending
@@ -137,7 +140,6 @@ class PersonaExecutor(AgentExecutor):
                     turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
                 if loop.time() < deadline:  # a heartbeat: no message, so it never piles up in the history
-                    await answer.flush()
                     elapsed = round(loop.time() - started)
                     await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
                         HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
@@ -247,10 +249,9 @@ class AnswerArtifact:
     """The ``answer`` artifact of one turn: chunk by chunk, or whole at the end.
 
     Chunks: the first sentence, then " " + each next one; the parts joined with "" are the
-    answer's text. One sentence is held back until the next one comes (or the persona is
-    quiet for a heartbeat), so the last chunk carries ``lastChunk`` and no chunk is empty.
-    If the persona went quiet after its last sentence, that sentence went out already and
-    the artifact ends with the task (no empty closing chunk).
+    answer's text. Each sentence is held back until the next one comes or the turn ends,
+    so the last chunk carries ``lastChunk`` and no chunk is ever empty. Only when the turn
+    is given up (deadline, shutdown, stop) does the held sentence go out without it.
     """
 
     def __init__(self, updater: TaskUpdater, chunked: bool) -> None:

@@ -17,7 +17,8 @@ Two ASGI middlewares, one job each:
   request whose ``Content-Type`` is not JSON is refused with -32005 (ContentTypeNotSupported);
   an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is let through. HTTP+JSON
   answers are labelled ``Content-Type: application/json`` (the SDK says ``application/a2a+json``,
-  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name). An A2A 0.3
+  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name), and TaskNotCancelable
+  is HTTP 409 as A2A 1.0 maps it (the SDK says 400). An A2A 0.3
   request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600).
 """
 from __future__ import annotations
@@ -130,7 +131,7 @@ class WireCheck:
                                                   if isinstance(error, JSONParseError) else error)
                 return await send_json(send, status, payload)
             return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
-        await self.app(scope, receive, _plain_json(send) if rest else send)
+        await self.app(scope, receive, _rest_answer(send) if rest else send)
 
     def check_body(self, body: bytes, path: str, rest: bool) -> None:
         """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
@@ -191,16 +192,52 @@ def check_content_type(scope) -> None:
             message=f"Content-Type {media_type or '(empty)'} is not supported; send application/json"))
 
 
-def _plain_json(send):
-    """``send`` that labels an ``application/a2a+json`` answer ``application/json``."""
-    async def relabelled(message):
+SPEC_HTTP_STATUS = {"TASK_NOT_CANCELABLE": 409, "CONTENT_TYPE_NOT_SUPPORTED": 415, "INVALID_AGENT_RESPONSE": 502}
+"""HTTP statuses A2A 1.0 (5.4, error code mappings) gives these errors, where the SDK answers 400 or 500."""
+
+
+def _rest_answer(send):
+    """``send`` for an HTTP+JSON answer: labelled ``application/json`` (not ``application/a2a+json``),
+    and an A2A error with the HTTP status A2A 1.0 gives it (:data:`SPEC_HTTP_STATUS`)."""
+    held: dict = {}
+
+    def relabel(headers):
+        return [(k, b"application/json") if k.lower() == b"content-type"
+                and v.split(b";", 1)[0].strip().lower() == b"application/a2a+json" else (k, v) for k, v in headers]
+
+    async def answer(message):
         if message["type"] == "http.response.start":
-            headers = [(k, b"application/json") if k.lower() == b"content-type"
-                       and v.split(b";", 1)[0].strip().lower() == b"application/a2a+json" else (k, v)
-                       for k, v in message.get("headers", [])]
-            message = {**message, "headers": headers}
+            message = {**message, "headers": relabel(message.get("headers", []))}
+            if message["status"] >= 400:  # an error body is small: hold it to check its reason
+                held["start"], held["body"] = message, b""
+                return
+            return await send(message)
+        if message["type"] == "http.response.body" and "start" in held:
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start, body = held.pop("start"), held.pop("body")
+            start, body = _spec_status(start, body)
+            await send(start)
+            return await send({"type": "http.response.body", "body": body})
         await send(message)
-    return relabelled
+
+    return answer
+
+
+def _spec_status(start: dict, body: bytes) -> tuple[dict, bytes]:
+    try:
+        error = json.loads(body)["error"]
+        reason = next(d.get("reason") for d in error.get("details", []) if d.get("reason"))
+    except (ValueError, KeyError, TypeError, StopIteration, AttributeError):
+        return start, body
+    status = SPEC_HTTP_STATUS.get(reason)
+    if status is None or status == start["status"]:
+        return start, body
+    error["code"] = status
+    body = json.dumps({"error": error}).encode()
+    headers = [(k, str(len(body)).encode() if k.lower() == b"content-length" else v) for k, v in start["headers"]]
+    return {**start, "status": status, "headers": headers}, body
 
 
 def check_envelope(value: Any):

@@ -71,9 +71,6 @@ class Completion:
     text: str
 
 
-Output = "str | Question | ArtifactOutput | Reply | Rejection | Completion"
-
-
 @runtime_checkable
 class RelayingHandler(Protocol):
     """A persona handler that relays to another agent and can tell whether that agent

@@ -199,6 +199,9 @@ def secure_bridge():
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a/.well-known/agent-card.json")
 
 
+LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport"}
+
+
 def test_card_served_at_every_well_known_path(bridge):
     cards = []
     for path in CARD_PATHS:
@@ -207,6 +210,47 @@ def test_card_served_at_every_well_known_path(bridge):
         cards.append(response.json())
     assert cards[0]["name"] == "echo"
     assert all(card == cards[0] for card in cards[1:])
+
+
+V1_FIELDS = {"name", "description", "supportedInterfaces", "provider", "version", "documentationUrl",
+             "capabilities", "securitySchemes", "securityRequirements", "defaultInputModes",
+             "defaultOutputModes", "skills", "signatures", "iconUrl"}
+
+
+@pytest.mark.parametrize("path", CARD_PATHS)
+@pytest.mark.parametrize("ask", [{"headers": {"A2A-Version": "1.0"}}, {"params": {"A2A-Version": "1.0"}}],
+                         ids=["header", "query"])
+def test_a_1_0_client_gets_the_pure_1_0_card_a_0_3_client_the_hybrid(bridge, path, ask):
+    pure = httpx.get(bridge.root + path, timeout=10, **ask).json()
+    assert set(pure) <= V1_FIELDS, set(pure) - V1_FIELDS  # the A2A 1.0 schema allows nothing else
+    hybrid = httpx.get(bridge.root + path, timeout=10).json()  # no A2A-Version: a 0.3 client
+    assert LEGACY_FIELDS <= hybrid.keys()
+    assert {k: v for k, v in hybrid.items() if k not in LEGACY_FIELDS} == pure
+    assert hybrid == httpx.get(bridge.root + path, headers={"A2A-Version": "0.3"}, timeout=10).json()
+
+
+@pytest.mark.parametrize("path", CARD_PATHS)
+@pytest.mark.parametrize("version", ["1.0", None])
+def test_card_caching_headers_and_304(bridge, path, version):
+    url = bridge.root + path
+    first = httpx.get(url, headers={"A2A-Version": version} if version else {}, timeout=10)
+    assert first.headers["vary"] == "A2A-Version"
+    etag, modified = first.headers["etag"], first.headers["last-modified"]
+    assert first.headers["cache-control"] == "max-age=300"
+    asked = {"A2A-Version": version} if version else {}
+
+    def status(**headers):
+        return httpx.get(url, headers={**asked, **headers}, timeout=10).status_code
+
+    assert status(**{"If-None-Match": etag}) == 304
+    assert status(**{"If-None-Match": '"other", ' + etag}) == 304
+    assert status(**{"If-None-Match": '"other"'}) == 200
+    assert status(**{"If-Modified-Since": modified}) == 304
+    assert status(**{"If-Modified-Since": "Mon, 01 Jan 2001 00:00:00 GMT"}) == 200
+    other_form = {"A2A-Version": "0.3"} if version else {"A2A-Version": "1.0"}
+    assert httpx.get(url, headers={**other_form, "If-None-Match": etag}, timeout=10).status_code == 200
+    not_modified = httpx.get(url, headers={**asked, "If-None-Match": etag}, timeout=10)
+    assert not_modified.headers["etag"] == etag and not_modified.headers["last-modified"] == modified
 
 
 def test_card_skills_curated_first_then_one_per_handler(bridge):
@@ -219,7 +263,7 @@ def test_card_skills_curated_first_then_one_per_handler(bridge):
 
 
 def test_card_interfaces_jsonrpc_rest_and_legacy(bridge):
-    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()
+    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()  # no A2A-Version: the hybrid card
     interfaces = [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]]
     assert interfaces == [("JSONRPC", "1.0", bridge.url + "/"),
                           ("HTTP+JSON", "1.0", bridge.url + "/rest"),

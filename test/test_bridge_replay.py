@@ -89,7 +89,7 @@ def test_a_streaming_resend_attaches_to_the_running_work(bridge):
 
 
 @pytest.mark.parametrize("change", ["content", "context"])
-def test_the_same_message_id_with_other_content_or_context_is_refused_and_nothing_changes(bridge, change):
+def test_the_same_message_id_with_other_content_or_context_is_a_new_message(bridge, change):
     text = unique("hello")
     msg = message(text)
     first = task_of(send(bridge.url, msg))
@@ -99,11 +99,14 @@ def test_the_same_message_id_with_other_content_or_context_is_refused_and_nothin
         altered["parts"] = [{"text": text + " but different"}]
     else:
         altered["contextId"] = "some-other-context"
-    response = send(bridge.url, altered)
-    assert response["error"]["code"] == -32602
-    assert "already accepted" in response["error"]["message"]
+    second = task_of(send(bridge.url, altered))
+    assert second["id"] != first["id"] and state(second) == "TASK_STATE_COMPLETED"
+    assert answer(second) == "echo: " + (altered["parts"][0]["text"])
     assert get_task(bridge.url, first["id"])["result"] == before
-    assert calls_with(bridge, text) == 1
+    assert calls_with(bridge, text) == (1 if change == "content" else 2)
+    again = task_of(send(bridge.url, altered))  # and its own identical retry rejoins it
+    assert again["id"] == second["id"]
+    assert calls_with(bridge, altered["parts"][0]["text"]) == (1 if change == "content" else 2)
 
 
 def test_a_message_to_a_task_still_working_is_refused(bridge):

@@ -77,3 +77,75 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
 def _short(text: str, limit: int = MAX_DESCRIPTION) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+class CardEndpoint:
+    """Serves the card, in the form the caller's A2A version reads, with HTTP caching.
+
+    * To a request that says ``A2A-Version: 1.x`` (header, or the ``A2A-Version`` query
+      parameter): the A2A 1.0 card exactly (``supportedInterfaces``, nothing of 0.3), which
+      validates against the A2A 1.0 JSON schema.
+    * To a request without a version (A2A 1.0: "0.3 will be assumed for empty header"): the
+      same card plus the 0.3 top-level fields the a2a-sdk adds (``url``, ``protocolVersion``,
+      ``preferredTransport``), which a genuine 0.3 client needs to find the 0.3 endpoint; a
+      1.0 client that sends no version reads it too (it ignores unknown fields).
+
+    ``ETag`` (one per form), ``Last-Modified`` (the bridge's start), ``Cache-Control`` and
+    ``Vary: A2A-Version`` on every answer; an ``If-None-Match`` (or, without one, an
+    ``If-Modified-Since``) that still holds gets a 304.
+    """
+
+    def __init__(self, card: AgentCard, cache_control: str = "max-age=300") -> None:
+        import time
+        from email.utils import formatdate
+
+        from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+        from google.protobuf.json_format import MessageToDict
+
+        self.modified = int(time.time())
+        common = {"Last-Modified": formatdate(self.modified, usegmt=True), "Cache-Control": cache_control,
+                  "Vary": "A2A-Version"}
+        self.forms = {}
+        for pure, body in ((True, MessageToDict(card)), (False, agent_card_to_dict(card))):
+            self.forms[pure] = (body, {**common, "ETag": _etag(body)})
+
+    async def serve(self, request):
+        from starlette.responses import JSONResponse, Response
+
+        body, headers = self.forms[wants_v1(request)]
+        if not_modified(request.headers, headers["ETag"], self.modified):
+            return Response(status_code=304, headers=headers)
+        return JSONResponse(body, headers=headers)
+
+
+def wants_v1(request) -> bool:
+    """Whether the request names A2A 1.x or later (header first, then query parameter)."""
+    version = request.headers.get("a2a-version") or next(
+        (v for k, v in request.query_params.multi_items() if k.lower() == "a2a-version"), "")
+    major = version.strip().split(".", 1)[0]
+    return major.isdigit() and int(major) >= 1
+
+
+def not_modified(headers, etag: str, modified: int) -> bool:
+    """Whether the client's copy is current: its ``If-None-Match`` names ``etag`` (weakly),
+    or it sent none and its ``If-Modified-Since`` is not older than ``modified``."""
+    from email.utils import parsedate_to_datetime
+
+    if_none_match = headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+        return "*" in tags or etag.removeprefix("W/") in tags
+    if_modified_since = headers.get("if-modified-since")
+    if if_modified_since:
+        try:
+            return parsedate_to_datetime(if_modified_since).timestamp() >= modified
+        except (TypeError, ValueError):
+            return False
+    return False
+
+
+def _etag(body: dict) -> str:
+    import hashlib
+    import json
+
+    return 'W/"' + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:32] + '"'

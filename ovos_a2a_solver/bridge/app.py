@@ -17,7 +17,7 @@ import logging
 from urllib.parse import urlsplit
 
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
@@ -25,7 +25,7 @@ from starlette.routing import Mount, Route
 
 from ovos_a2a_solver.bridge.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend
-from ovos_a2a_solver.bridge.agent_card import build_card
+from ovos_a2a_solver.bridge.agent_card import CardEndpoint, build_card
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
@@ -105,10 +105,10 @@ class Bridge:
     def _routes(self) -> list:
         path = self._path
         routes: list = [Route("/health", self._health, methods=["GET"])]
+        card = CardEndpoint(self.card)  # the pure 1.0 card or the hybrid one, by the A2A-Version asked
         for prefix in dict.fromkeys(["", path]):
             for card_path in CARD_PATHS:
-                routes += create_agent_card_routes(self.card, card_url=prefix + card_path,
-                                                   cache_control="max-age=300")
+                routes.append(Route(prefix + card_path, card.serve, methods=["GET"]))
         streams_grace = self.settings.shutdown_grace + 1  # open streams get to carry the last events
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
@@ -162,7 +162,10 @@ class Bridge:
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        server = grpc.aio.server()
+        from ovos_a2a_solver.bridge.grpc_rules import A2AStatusRules
+
+        push_offered = self.card.capabilities.push_notifications
+        server = grpc.aio.server(interceptors=[A2AStatusRules(push_offered=push_offered)])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()

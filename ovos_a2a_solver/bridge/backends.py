@@ -1,10 +1,14 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What answers behind the bridge: an OVOS persona, or (for tests and benchmarks) an echo.
+"""What answers behind the bridge: an OVOS persona, or (for tests and benchmarks) an echo,
+or the A2A conformance kit's scenarios.
 
 A backend turns one user message of one session into sentences. ``reply`` is a plain
 generator run in a worker thread: the bridge pulls one sentence at a time, so a turn can
-be stopped between sentences.
+be stopped between sentences. Besides sentences and a :class:`Question`, a backend may
+yield typed outputs: an :class:`ArtifactOutput` (a part of an artifact of its own), a
+:class:`Reply` (the answer is a message, no task), a :class:`Rejection` or a
+:class:`Completion` (the task ends with a message of the agent's).
 """
 from __future__ import annotations
 
@@ -30,6 +34,41 @@ class Question:
     ``text`` may be empty when the question was already said as sentences."""
 
     text: str = ""
+
+
+@dataclass(frozen=True)
+class ArtifactOutput:
+    """A part of an artifact other than the spoken answer (a file, a URL, data, text).
+
+    ``part`` is an ``a2a.types.Part``. Several outputs with the same ``artifact_id`` and
+    ``append`` build one artifact chunk by chunk; ``last_chunk`` marks its last one."""
+
+    part: object
+    artifact_id: str = "output"
+    name: str = "output"
+    append: bool = False
+    last_chunk: bool = False
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The whole answer as one agent message instead of a task (yielded first and alone)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """The agent refuses the task: it ends ``rejected`` with ``text`` as the reason."""
+
+    text: str = "Rejected."
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The task ends ``completed`` with ``text`` as the agent's final message."""
+
+    text: str
 
 
 @runtime_checkable
@@ -62,6 +101,19 @@ class Backend(Protocol):
     def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         """The answer's sentences, in order, and a :class:`Question` last if the user must
         answer back. Raise to fail the turn."""
+
+
+class MessageRoutedBackend(Backend, Protocol):
+    """A backend that also reads the message's id and may answer with typed outputs; one
+    whose first output may be a :class:`Reply` (the executor then waits for that first
+    output before it creates a task)."""
+
+    def reply_to(self, text: str, message_id: str, session_id: str,
+                 lang: str | None = None) -> Iterator[object]:
+        """Like ``reply``, knowing the messageId; may yield the typed outputs too."""
+
+    def answers_with_message(self, message_id: str) -> bool:
+        """Whether this message's first output may be a :class:`Reply`."""
 
 
 class PersonaBackend:
@@ -178,3 +230,76 @@ class EchoBackend:
             yield f"you told me {remembered}." if remembered else "I remember nothing."
             return
         yield f"echo: {text}"
+
+
+class ScenarioBackend(EchoBackend):
+    """The A2A conformance kit's test agent: the messageId's prefix picks a scripted
+    scenario (as the kit's reference agent does). Any other message is echoed and the task
+    then waits for input, so that a plain message's task can be continued, given a longer
+    history, or canceled afterwards (what the 0.3 kit's mandatory tests do with it)."""
+
+    name = "scenarios"
+    description = "Follows the A2A conformance kit's scenarios by messageId prefix; echoes the rest (a test backend)."
+    RESUBSCRIBE_SECONDS = 4.0
+
+    def answers_with_message(self, message_id: str) -> bool:
+        """Whether the answer to this message may be a :class:`Reply` (no task)."""
+        return message_id.startswith("tck-message-response")
+
+    def capabilities(self) -> list[Capability]:
+        return [Capability(id="tck", name="TCK scenarios", description="Follows the conformance kit's scenarios."),
+                *super().capabilities()]
+
+    def reply_to(self, text: str, message_id: str, session_id: str, lang: str | None = None) -> Iterator[object]:
+        from a2a.types import Part
+        from google.protobuf import json_format
+        from google.protobuf.struct_pb2 import Value
+
+        def starts(prefix: str) -> bool:
+            return message_id.startswith(prefix)
+
+        file_part = Part(raw=b"tck", media_type="text/plain", filename="output.txt")
+        if starts("tck-stream-artifact-chunked"):
+            yield ArtifactOutput(Part(text="chunk-1 "))
+            yield ArtifactOutput(Part(text="chunk-2"), append=True, last_chunk=True)
+        elif starts("test-resubscribe-message-id"):
+            yield "Working on it."
+            time.sleep(self.RESUBSCRIBE_SECONDS)
+            yield "Done."
+        elif starts("tck-stream-artifact-text"):
+            yield ArtifactOutput(Part(text="Streamed text content"), last_chunk=True)
+        elif starts("tck-stream-artifact-file"):
+            yield ArtifactOutput(file_part, last_chunk=True)
+        elif starts("tck-stream-ordering-001"):
+            yield ArtifactOutput(Part(text="Ordered output"), last_chunk=True)
+        elif starts("tck-artifact-file-url"):
+            yield ArtifactOutput(Part(url="https://example.com/output.txt", media_type="text/plain",
+                                      filename="output.txt"), last_chunk=True)
+        elif starts("tck-message-response"):
+            yield Reply("Direct message response")
+        elif starts("tck-input-required"):
+            yield Question("Please provide more input.")
+        elif starts("tck-complete-task"):
+            yield Completion("Hello from TCK")
+        elif starts("tck-artifact-text"):
+            yield ArtifactOutput(Part(text="Generated text content"), last_chunk=True)
+        elif starts("tck-artifact-file"):
+            yield ArtifactOutput(file_part, last_chunk=True)
+        elif starts("tck-artifact-data"):
+            yield ArtifactOutput(Part(data=json_format.Parse('{"key": "value", "count": 42}', Value())),
+                                 last_chunk=True)
+        elif starts("tck-reject-task"):
+            yield Rejection("Rejected by the scenario.")
+        elif starts("tck-stream-001"):
+            yield ArtifactOutput(Part(text="Stream hello from TCK"), last_chunk=True)
+        elif starts("tck-stream-002"):
+            yield Completion("Done.")
+        elif starts("tck-stream-003"):
+            yield ArtifactOutput(Part(text="Stream task lifecycle"), last_chunk=True)
+        else:  # no scenario: echo, and keep the conversation open (a follow-up continues the task)
+            asked = False
+            for item in self.reply(text, session_id, lang):
+                asked = asked or isinstance(item, Question)
+                yield item
+            if not asked:
+                yield Question()

@@ -131,8 +131,9 @@ class BridgeSettings:
                                          "not with credentials)")
     replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
                            help="this process's name in a shared database")
-    backend: str = setting("persona", choices=("persona", "echo"),
-                           help="what answers: the persona, or an echo (tests and benchmarks)")
+    backend: str = setting("persona", choices=("persona", "echo", "scenarios"),
+                           help="what answers: the persona, an echo (tests and benchmarks), or the A2A "
+                                "conformance kit's scenarios by messageId prefix, echoing the rest")
     echo_log: str | None = setting(None, flag=False, metavar="FILE",
                                    help="with the echo backend: append a line per call to this file (tests)")
     log_messages: bool = setting(False, kind=bool,

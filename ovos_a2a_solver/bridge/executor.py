@@ -3,7 +3,10 @@
 """The AgentExecutor: one A2A message -> one persona turn -> task events.
 
 Each sentence becomes an appended chunk of one ``answer`` artifact as soon as the
-persona says it (the artifact's parts joined with "" are the answer's text). While the
+persona says the next one or ends (one sentence is held back, so the last chunk carries
+``lastChunk``; the artifact's parts joined with "" are the answer's text). A backend's
+typed outputs (``backends``) become artifacts of their own, a message reply, or the
+task's end (``rejected``, ``completed`` with the agent's message). While the
 persona is quiet a ``working`` status update goes out every ``heartbeat`` seconds, its
 metadata ``{"heartbeat": seconds, "note": "Still working (N s)."}`` (no message, so the
 task's history does not fill with them). Every ending
@@ -30,7 +33,8 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.backends import Backend, NoAnswerError
+from ovos_a2a_solver.bridge.backends import (ArtifactOutput, Backend, Completion, NoAnswerError, Rejection,
+                                             Reply)
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.recovery import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
@@ -54,12 +58,12 @@ def persona_session(owner: str, context_id: str) -> str:
 class RelayEnd(enum.Enum):
     """How relaying one turn's events ended."""
 
-    ANSWERED = "answered"   # completed, or a question back
+    ANSWERED = "answered"    # completed, a question back, or a typed ending (rejection, completion)
     NO_ANSWER = "no answer"  # the persona said nothing (the task is failed)
-    FAILED = "failed"       # the persona raised (the task is failed)
-    RETRY = "retry"         # it failed before saying anything, and may be tried again
-    STOPPED = "stopped"     # canceled or interrupted by a shutdown
-    DEADLINE = "deadline"   # the deadline passed with the turn still running
+    FAILED = "failed"        # the persona raised (the task is failed)
+    RETRY = "retry"          # it failed before saying anything, and may be tried again
+    STOPPED = "stopped"      # canceled or interrupted by a shutdown
+    DEADLINE = "deadline"    # the deadline passed with the turn still running
 
 
 class PersonaExecutor(AgentExecutor):
@@ -81,12 +85,24 @@ class PersonaExecutor(AgentExecutor):
         try:
             if admission is not None:
                 await self.tracker.executor_started(admission)
+            text = context.get_user_input()
+            lang = _lang_of(context)
+            owner = owner_scope(context.call_context)
             task = context.current_task
+            turn = first = None
+            if task is None and self._may_reply(context):  # the answer may be a message, not a task
+                context_id = context.context_id or context.message.context_id
+                session = persona_session(owner, context_id)
+                turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start()
+                first = await turn.events.get()
+                if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
+                    await event_queue.enqueue_event(_agent_message(first.output.text, context_id))
+                    return
             if task is None:  # its id was chosen (and claimed) by the request handler
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            if not self.breaker.allows():
+            if turn is None and not self.breaker.allows():
                 await updater.failed(_agent_message(
                     f"The persona failed {self.breaker.failures} times in a row; it gets a rest, and the bridge "
                     f"tries it again in {self.breaker.retry_in():.0f} s."))
@@ -94,16 +110,17 @@ class PersonaExecutor(AgentExecutor):
             chunked = admission is None or admission.mode is not CallMode.BLOCK
             if chunked:  # a blocking caller sees only the end; others see the work start
                 await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
-            text = context.get_user_input()
-            lang = _lang_of(context)
-            session = persona_session(owner_scope(context.call_context), task.context_id)
-            for attempt in range(self.settings.backend_retries + 1):
-                turn = Turn(lambda: self.backend.reply(text, session, lang), asyncio.get_running_loop()).start()
+            session = persona_session(owner, task.context_id)
+            retries = self.settings.backend_retries
+            for attempt in range(retries + 1):
+                if turn is None:
+                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start()
                 self.turns.add(task.id, turn)
-                end = await self._relay(turn, updater, chunked, retry=attempt < self.settings.backend_retries)
+                end = await self._relay(turn, updater, chunked, first, retry=attempt < retries)
                 if end is not RelayEnd.RETRY:
                     break
                 self.turns.discard(task.id, turn)
+                turn = first = None
                 LOG.info("task %s: the persona failed before it said anything; trying again", task.id)
                 await asyncio.sleep(retry_delay(attempt))
             if end is RelayEnd.DEADLINE:  # the turn goes on; keep it cancellable, adopt its late answer
@@ -119,7 +136,19 @@ class PersonaExecutor(AgentExecutor):
             if admission is not None and not handed_on:
                 await self.tracker.executor_done(admission)
 
-    async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool, retry: bool = False) -> "RelayEnd":
+    def _producer(self, context: RequestContext, text: str, session: str, lang: str | None):
+        backend = self.backend
+        if hasattr(backend, "reply_to"):  # a backend that routes by messageId, with typed outputs
+            message_id = context.message.message_id
+            return lambda: backend.reply_to(text, message_id, session, lang)
+        return lambda: backend.reply(text, session, lang)
+
+    def _may_reply(self, context: RequestContext) -> bool:
+        answers_with_message = getattr(self.backend, "answers_with_message", None)
+        return answers_with_message is not None and answers_with_message(context.message.message_id)
+
+    async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool, first: TurnEvent | None = None,
+                     retry: bool = False) -> RelayEnd:
         """Turn events -> task events; how the relay ended.
 
         ``chunked``: each sentence becomes a chunk at once (streaming and polling callers);
@@ -130,6 +159,8 @@ class PersonaExecutor(AgentExecutor):
         started = loop.time()
         deadline = started + self.settings.deadline
         answer = AnswerArtifact(updater, chunked)
+        outputs = 0  # typed outputs written (artifacts of their own)
+        pending = [first] if first is not None else []
         while True:
             now = loop.time()
             if now >= deadline:
@@ -139,7 +170,8 @@ class PersonaExecutor(AgentExecutor):
                     f"still be working. Ask for this task again later."))
                 return RelayEnd.DEADLINE
             try:
-                event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
+                event = pending.pop() if pending else await asyncio.wait_for(
+                    turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
                 if loop.time() < deadline:  # a heartbeat: no message, so it never piles up in the history
                     elapsed = round(loop.time() - started)
@@ -149,20 +181,36 @@ class PersonaExecutor(AgentExecutor):
             kind = event.kind
             if kind is TurnEventKind.SENTENCE:
                 await answer.add(event.text)
+            elif kind is TurnEventKind.OUTPUT:
+                output = event.output
+                if isinstance(output, ArtifactOutput):
+                    outputs += 1
+                    await updater.add_artifact([output.part], artifact_id=output.artifact_id, name=output.name,
+                                               append=output.append, last_chunk=output.last_chunk)
+                    continue
+                await answer.close()
+                if isinstance(output, Rejection):
+                    await updater.reject(_agent_message(output.text))
+                elif isinstance(output, (Completion, Reply)):  # a reply after other outputs ends the task
+                    await updater.complete(_agent_message(output.text))
+                else:
+                    await updater.failed(_agent_message(f"The backend gave an unknown output: "
+                                                        f"{type(output).__name__}"))
+                return RelayEnd.ANSWERED
             elif kind is TurnEventKind.QUESTION:
                 question = event.text or " ".join(answer.said)
                 await answer.close()
                 await updater.requires_input(_agent_message(question or "Please say more."))
                 return RelayEnd.ANSWERED
             elif kind is TurnEventKind.DONE:
-                if answer.said:
+                if answer.said or outputs:
                     await answer.close()
                     await updater.complete()
                     return RelayEnd.ANSWERED
                 await updater.failed(_agent_message("The persona had no answer."))
                 return RelayEnd.NO_ANSWER
             elif kind is TurnEventKind.ERROR:
-                if retry and not answer.said:
+                if retry and not answer.said and not outputs:
                     return RelayEnd.RETRY
                 await updater.failed(_agent_message(_reason(event)))
                 return RelayEnd.FAILED
@@ -236,8 +284,10 @@ class PersonaExecutor(AgentExecutor):
 class AnswerArtifact:
     """The ``answer`` artifact of one turn: chunk by chunk, or whole at the end.
 
-    Chunks: the first sentence, then " " + each next one, then an empty last chunk with
-    ``lastChunk``; the parts joined with "" are the answer's text.
+    Chunks: the first sentence, then " " + each next one; the parts joined with "" are the
+    answer's text. Each sentence is held back until the next one comes or the turn ends,
+    so the last chunk carries ``lastChunk`` and no chunk is ever empty. Only when the turn
+    is given up (deadline, shutdown, stop) does the held sentence go out without it.
     """
 
     def __init__(self, updater: TaskUpdater, chunked: bool) -> None:
@@ -246,36 +296,32 @@ class AnswerArtifact:
         self._written = 0   # sentences already in the artifact
 
     async def add(self, sentence: str) -> None:
-        self.said.append(sentence)
-        if self.chunked:
+        if self.chunked and len(self.said) > self._written:  # the held-back sentence goes out now
             await self.flush()
+        self.said.append(sentence)
 
     async def flush(self) -> None:
         """Write the sentences not written yet, as one chunk (the artifact stays open)."""
+        await self._write_rest(last=False)
+
+    async def close(self) -> None:
+        """Write the rest, marked as the artifact's last chunk."""
+        await self._write_rest(last=True)
+
+    async def _write_rest(self, last: bool) -> None:
         if self._written < len(self.said):
             text = " ".join(self.said[self._written:])
             first = self._written == 0
             self._written = len(self.said)
-            await self._write([Part(text=text if first else " " + text)], append=not first, last=False)
-
-    async def close(self) -> None:
-        """Write the rest and mark the artifact complete."""
-        if not self.said:
-            return
-        if self._written == 0:  # nothing written yet: the whole answer in one go
-            self._written = len(self.said)
-            await self._write([Part(text=" ".join(self.said))], append=False, last=True)
-            return
-        await self.flush()
-        await self._write([], append=True, last=True)
-
-    async def _write(self, parts: list, append: bool, last: bool) -> None:
-        await self.updater.add_artifact(parts, artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
-                                        append=append, last_chunk=last)
+            await self.updater.add_artifact([Part(text=text if first else " " + text)], artifact_id=ANSWER_ARTIFACT,
+                                            name=ANSWER_ARTIFACT, append=not first, last_chunk=last)
 
 
-def _agent_message(text: str) -> Message:
-    return Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
+def _agent_message(text: str, context_id: str | None = None) -> Message:
+    message = Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
+    if context_id:
+        message.context_id = context_id
+    return message
 
 
 def _reason(event: TurnEvent) -> str:

@@ -6,7 +6,7 @@ A message is checked first (``validation``): one the persona cannot be asked is 
 before anything is claimed. Then it is admitted (``admission``): claimed as an operation,
 given a slot. A message delivered again (a retry, a reconnect, 20 concurrent duplicates)
 is replayed from its first delivery, never worked on twice; the same messageId with
-other content or another context is refused. A message naming a task that is still
+other content or in another context is another message (its identity includes both). A message naming a task that is still
 working is refused (only a task waiting for input takes a follow-up), so a late result
 can never overwrite a newer one. Past ``max_concurrent`` admitted messages the answer is
 "busy", at once.
@@ -34,7 +34,7 @@ from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelab
 
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.operations import Operation, content_digest
+from ovos_a2a_solver.bridge.operations import Operation
 from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
@@ -124,7 +124,6 @@ class BridgeRequestHandler(RequestHandler):
         owner = owner_scope(context)
         admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode)
         if isinstance(admitted, Operation):
-            await self._check_same_message(admitted, message, context)
             return admitted
         try:
             if message.task_id:
@@ -138,16 +137,6 @@ class BridgeRequestHandler(RequestHandler):
             raise
         admitted.put_in(context)
         return admitted
-
-    async def _check_same_message(self, claim: Operation, message, context: ServerCallContext) -> None:
-        known_context = claim.context_id
-        if message.context_id and not known_context:  # the first delivery let the agent choose it
-            task = await self.task_store.get(claim.task_id, context)
-            known_context = task.context_id if task is not None else None
-        same_context = not message.context_id or not known_context or message.context_id == known_context
-        if claim.content != content_digest(message) or not same_context:
-            raise InvalidParamsError(message=f"messageId {message.message_id!r} was already accepted with "
-                                             f"different content or context")
 
     async def _stored_task(self, claim: Operation, context: ServerCallContext, settled: bool) -> Task:
         """The operation's task from the store, once it is there (and, with ``settled``, once

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Operations: one per inbound message, durable, so a message is worked on at most once.
 
-An operation's identity is a digest of (caller, taskId as sent, messageId) with
-unambiguous framing. The first delivery claims it (an insert on the primary key, atomic
+An operation's identity is a digest of (caller, taskId as sent, messageId, contextId as
+sent, content) with unambiguous framing: the same messageId with other content or in
+another context is another message, with work of its own. The first delivery claims it (an insert on the primary key, atomic
 in SQLite and PostgreSQL alike); every later delivery of the same message finds the
 claim and is replayed instead of starting a second persona turn. Claims live in the same
 database as the tasks.
@@ -37,9 +38,11 @@ COLUMNS = ("key", "owner", "message_id", "sent_task_id", "content", "context_id"
            "boot", "created", "updated")
 
 
-def operation_key(owner: str, task_id: str, message_id: str) -> str:
-    """Digest of (caller, taskId, messageId); JSON framing keeps ("a:b","c") apart from ("a","b:c")."""
-    framed = json.dumps([owner, task_id, message_id], separators=(",", ":"), ensure_ascii=False)
+def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "", content: str = "") -> str:
+    """Digest of (caller, taskId, messageId, contextId, content digest); JSON framing keeps
+    ("a:b","c") apart from ("a","b:c")."""
+    framed = json.dumps([owner, task_id, message_id, context_id, content], separators=(",", ":"),
+                        ensure_ascii=False)
     return hashlib.sha256(framed.encode("utf-8")).hexdigest()
 
 
@@ -86,7 +89,8 @@ class OperationLog:
 
     def key_of(self, owner: str, message) -> str:
         """The operation key of ``message`` sent by ``owner``."""
-        return operation_key(owner, message.task_id, message.message_id)
+        return operation_key(owner, message.task_id, message.message_id, message.context_id,
+                             content_digest(message))
 
     async def claim(self, owner: str, message, task_id: str) -> tuple[Operation, bool]:
         """Claim ``message`` for this caller, its work to be done in task ``task_id``.

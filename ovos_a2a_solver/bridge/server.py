@@ -199,8 +199,10 @@ def database_problem(exc: BaseException, timeout: float) -> str:
 
 def load_backend(settings: BridgeSettings):
     """The backend the settings name: the persona file's persona, or the echo backend."""
-    from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend
+    from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend, ScenarioBackend
 
+    if settings.backend == "scenarios":
+        return ScenarioBackend(call_log=settings.echo_log)
     if settings.backend == "echo":
         return EchoBackend(call_log=settings.echo_log)
     return PersonaBackend.from_file(settings.persona)

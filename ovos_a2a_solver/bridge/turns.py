@@ -22,9 +22,10 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 
 class TurnEventKind(enum.Enum):
-    """What happened in a turn. SENTENCE and QUESTION may repeat; the others end it."""
+    """What happened in a turn. SENTENCE, QUESTION and OUTPUT may repeat; the others end it."""
 
     SENTENCE = "sentence"   # the persona said a sentence
+    OUTPUT = "output"       # a typed output of the backend (an artifact part, a reply, a rejection...)
     QUESTION = "question"   # the persona asks back: the task waits for the user's answer (ends the reply)
     DONE = "done"           # the reply is complete
     STOPPED = "stopped"     # a stop request was honoured
@@ -34,15 +35,17 @@ class TurnEventKind(enum.Enum):
 
 @dataclass(frozen=True)
 class TurnEvent:
-    """One thing a turn did; ``text`` for a sentence or question, ``error`` for an error."""
+    """One thing a turn did; ``text`` for a sentence or question, ``output`` for a typed
+    output, ``error`` for an error."""
 
     kind: TurnEventKind
     text: str = ""
     error: BaseException | None = None
+    output: object = None
 
     @property
     def ends(self) -> bool:
-        return self.kind not in (TurnEventKind.SENTENCE, TurnEventKind.QUESTION)
+        return self.kind not in (TurnEventKind.SENTENCE, TurnEventKind.QUESTION, TurnEventKind.OUTPUT)
 
     @property
     def stopped(self) -> bool:
@@ -52,7 +55,7 @@ class TurnEvent:
 class Turn:
     """A backend reply being produced in a worker thread."""
 
-    def __init__(self, produce: Callable[[], Iterator["str | Question"]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, produce: Callable[[], Iterator[object]], loop: asyncio.AbstractEventLoop) -> None:
         self._produce = produce
         self._loop = loop
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
@@ -91,8 +94,10 @@ class Turn:
                     return
                 if isinstance(item, Question):
                     self._post(TurnEvent(TurnEventKind.QUESTION, item.text))
-                else:
+                elif isinstance(item, str):
                     self._post(TurnEvent(TurnEventKind.SENTENCE, item))
+                else:
+                    self._post(TurnEvent(TurnEventKind.OUTPUT, output=item))
                 if self._stop.is_set():
                     self._post(TurnEvent(TurnEventKind.STOPPED))
                     return

@@ -13,7 +13,13 @@ Two ASGI middlewares, one job each:
   message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400). The SDK parses
   leniently (an unknown enum name becomes 0, a list stands for an object); this is where
   the ProtoJSON rules are held. Unknown fields are ignored, as A2A asks. A large body is
-  parsed on a worker thread, so one request never stalls the event loop.
+  parsed on a worker thread, so one request never stalls the event loop. A JSON-RPC
+  request whose ``Content-Type`` is not JSON is refused with -32005 (ContentTypeNotSupported);
+  an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is let through. HTTP+JSON
+  answers are labelled ``Content-Type: application/json`` (the SDK says ``application/a2a+json``,
+  which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name), and TaskNotCancelable
+  is HTTP 409 as A2A 1.0 maps it (the SDK says 400). An A2A 0.3
+  request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600).
 """
 from __future__ import annotations
 
@@ -23,10 +29,13 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl
 
+from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
-from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, JSONParseError
+from a2a.utils.errors import (A2AError, ContentTypeNotSupportedError, InvalidParamsError, InvalidRequestError,
+                              JSONParseError)
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from pydantic import ValidationError
 
 from ovos_a2a_solver.bridge.errors import (is_rest, jsonrpc_error_body, rest_error_body, send_json,
                                            status_body)
@@ -104,6 +113,8 @@ class WireCheck:
         path, method = scope["path"], scope["method"]
         rest = is_rest(path, self.rest_prefix)
         try:
+            if method == "POST" and not rest and path in self.rpc_paths:
+                check_content_type(scope)
             if method == "POST" and (rest or path in self.rpc_paths):
                 body = await _read_body(receive)
                 receive = _replay_body(body, receive)
@@ -120,25 +131,27 @@ class WireCheck:
                                                   if isinstance(error, JSONParseError) else error)
                 return await send_json(send, status, payload)
             return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _rest_answer(send) if rest else send)
 
     def check_body(self, body: bytes, path: str, rest: bool) -> None:
         """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
         if rest:
             model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
-            if model is None:
-                return  # a route without a body (cancel, subscribe): the SDK reads nothing
+            if model is None and not body.strip():  # :cancel and :subscribe need no body
+                return
             value = load_json(body)
-            try:
-                check_fields(value, model.DESCRIPTOR, "")
-            except InvalidParamsError as error:
-                raise Refusal(error) from None
-            _check_parts(value.get("message"), self.max_parts, None)
+            if model is not None:
+                try:
+                    check_fields(value, model.DESCRIPTOR, "")
+                except InvalidParamsError as error:
+                    raise Refusal(error) from None
+                _check_parts(value.get("message"), self.max_parts, None)
             return
         value = load_json(body)
         request_id = check_envelope(value)
         method, params = value["method"], value.get("params")
         model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
+        check_v03_params(value, method, request_id)
         try:
             if model is not None and params is not None:
                 if not isinstance(params, dict):
@@ -148,6 +161,83 @@ class WireCheck:
                 _check_parts(params.get("message"), self.max_parts, request_id)
         except InvalidParamsError as error:
             raise Refusal(error, request_id) from None
+
+
+def check_v03_params(value: dict, method: str, request_id) -> None:
+    """:class:`Refusal` (-32602) for an A2A 0.3 request whose params do not fit its method
+    (the SDK's 0.3 layer answers -32600, which JSON-RPC keeps for a malformed envelope)."""
+    model = JSONRPC03Adapter.METHOD_TO_MODEL.get(method)
+    if model is None:
+        return
+    try:
+        model.model_validate(value)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else "params"
+        raise Refusal(InvalidParamsError(message=f"invalid params for {method}: {where}: "
+                                                 f"{exc.errors()[0]['msg'] if exc.errors() else exc}"),
+                      request_id) from None
+
+
+JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+
+
+def check_content_type(scope) -> None:
+    """:class:`Refusal` (-32005) when a JSON-RPC request says its body is not JSON."""
+    header = next((v for k, v in scope["headers"] if k == b"content-type"), None)
+    if header is None:
+        return
+    media_type = header.decode("latin-1").split(";", 1)[0].strip().lower()
+    if not JSON_TYPE.match(media_type):
+        raise Refusal(ContentTypeNotSupportedError(
+            message=f"Content-Type {media_type or '(empty)'} is not supported; send application/json"))
+
+
+SPEC_HTTP_STATUS = {"TASK_NOT_CANCELABLE": 409, "CONTENT_TYPE_NOT_SUPPORTED": 415, "INVALID_AGENT_RESPONSE": 502}
+"""HTTP statuses A2A 1.0 (5.4, error code mappings) gives these errors, where the SDK answers 400 or 500."""
+
+
+def _rest_answer(send):
+    """``send`` for an HTTP+JSON answer: labelled ``application/json`` (not ``application/a2a+json``),
+    and an A2A error with the HTTP status A2A 1.0 gives it (:data:`SPEC_HTTP_STATUS`)."""
+    held: dict = {}
+
+    def relabel(headers):
+        return [(k, b"application/json") if k.lower() == b"content-type"
+                and v.split(b";", 1)[0].strip().lower() == b"application/a2a+json" else (k, v) for k, v in headers]
+
+    async def answer(message):
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": relabel(message.get("headers", []))}
+            if message["status"] >= 400:  # an error body is small: hold it to check its reason
+                held["start"], held["body"] = message, b""
+                return
+            return await send(message)
+        if message["type"] == "http.response.body" and "start" in held:
+            held["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            start, body = held.pop("start"), held.pop("body")
+            start, body = _spec_status(start, body)
+            await send(start)
+            return await send({"type": "http.response.body", "body": body})
+        await send(message)
+
+    return answer
+
+
+def _spec_status(start: dict, body: bytes) -> tuple[dict, bytes]:
+    try:
+        error = json.loads(body)["error"]
+        reason = next(d.get("reason") for d in error.get("details", []) if d.get("reason"))
+    except (ValueError, KeyError, TypeError, StopIteration, AttributeError):
+        return start, body
+    status = SPEC_HTTP_STATUS.get(reason)
+    if status is None or status == start["status"]:
+        return start, body
+    error["code"] = status
+    body = json.dumps({"error": error}).encode()
+    headers = [(k, str(len(body)).encode() if k.lower() == b"content-length" else v) for k, v in start["headers"]]
+    return {**start, "status": status, "headers": headers}, body
 
 
 def check_envelope(value: Any):

@@ -35,11 +35,12 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
-from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver._answers import AnswerAssembler, Revision, TextPieces
 from ovos_a2a_solver._auth import OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
+from ovos_a2a_solver._sentences import SentenceSpeaker
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
                                     effect_of_error, never_delivered)
 from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
@@ -185,27 +186,22 @@ class _BaseClient:
             raise A2AClientError(f"{method} is not available over this agent's transport "
                                  f"(A2A 0.3 agents cannot list tasks)") from exc
 
-    async def _exchange(self, text: str, session_id: str | None,
-                        on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
-        """One message to the agent and its answer, as text pieces as they arrive."""
+    async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
+                         streaming: bool) -> AsyncIterator[Revision]:
+        """One message to the agent; its answer as revisions, as they arrive."""
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
-        report = None
-        if on_update is not None:
-            def report(a: AnswerAssembler) -> None:
-                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
-        answer = AnswerAssembler(on_update=report)
         connection = self._get_connection()
         try:
             async with timeout(self.timeout):
                 for attempt in (1, 2):
                     try:
-                        client = await connection.client(self.streaming)
+                        client = await connection.client(streaming)
                         async for event in client.send_message(SendMessageRequest(message=message)):
-                            for piece in answer.feed(event):
-                                yield piece
+                            for revision in answer.feed(event):
+                                yield revision
                         break
                     except A2AError as exc:
                         undelivered = never_delivered(exc)
@@ -217,9 +213,41 @@ class _BaseClient:
                         raise
         except asyncio.TimeoutError:
             raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
-        for piece in answer.finish():
-            yield piece
+        for revision in answer.finish():
+            yield revision
         self._after_answer(answer, session_id, conv)
+
+    def _assembler(self, on_update: Callable[[TaskUpdate], None] | None) -> AnswerAssembler:
+        report = None
+        if on_update is not None:
+            def report(a: AnswerAssembler) -> None:
+                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
+        return AnswerAssembler(on_update=report)
+
+    async def _answer(self, text: str, session_id: str | None) -> str:
+        """The whole answer, asked the way ``streaming`` says."""
+        answer = self._assembler(None)
+        async for _ in self._revisions(answer, text, session_id, self.streaming):
+            pass
+        return answer.final_text()
+
+    async def _pieces(self, text: str, session_id: str | None,
+                      on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
+        """The answer's text as it arrives (streamed whenever the card offers streaming)."""
+        pieces = TextPieces()
+        async for revision in self._revisions(self._assembler(on_update), text, session_id, True):
+            for piece in pieces.add(revision):
+                yield piece
+
+    async def _sentences(self, text: str, session_id: str | None,
+                         on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
+        """The answer's sentences (and lines), each as soon as it is complete."""
+        speaker = SentenceSpeaker()
+        async for revision in self._revisions(self._assembler(on_update), text, session_id, True):
+            for sentence in speaker.add(revision):
+                yield sentence
+        for sentence in speaker.finish():
+            yield sentence
 
     def _after_error(self, exc: BaseException, session_id: str | None, conv: Conversation | None) -> None:
         if session_id is None or conv is None:
@@ -268,12 +296,17 @@ class AsyncA2AClient(_BaseClient):
 
     async def send_task(self, text: str, session_id: str | None = None) -> str:
         """Send ``text``; return the agent's answer (or its question, if it needs more input)."""
-        return "".join([piece async for piece in self.stream_task(text, session_id)])
+        return await self._answer(self._checked_text(text), session_id)
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
         """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
-        return self._exchange(self._checked_text(text), session_id, on_update)
+        return self._pieces(self._checked_text(text), session_id, on_update)
+
+    def stream_sentences(self, text: str, session_id: str | None = None, *,
+                         on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+        """Send ``text``; each sentence or line of the answer as soon as it is complete."""
+        return self._sentences(self._checked_text(text), session_id, on_update)
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""
@@ -316,18 +349,34 @@ class A2AClient(_BaseClient):
         Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
         rejected or canceled the task.
         """
-        return "".join(self.stream_task(text, session_id))
+        return BACKGROUND.run(self._answer(self._checked_text(text), session_id))
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
-        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming).
+        """Send ``text``; yield the answer's text as it arrives.
+
+        The answer is streamed whenever the agent's card offers streaming, whatever
+        ``streaming`` says (that chooses how :meth:`send_task` asks): each appended chunk
+        is given as sent, once and in order. A part the agent rewrote differently is given
+        again on a new line, from the start of the sentence that changed.
 
         ``on_update``, if given, sees every event's :class:`TaskUpdate` (task id, state,
         progress message), e.g. to show progress or to cancel the task. Closing the
         iterator early ends the exchange and releases its connection.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._exchange(text, session_id, on_update))
+        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update))
+
+    def stream_sentences(self, text: str, session_id: str | None = None, *,
+                         on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
+        """Send ``text``; yield each sentence (or line) of the answer as soon as it is complete.
+
+        Streamed whenever the card offers streaming. Only whole sentences are given: a
+        part the agent rewrote differently is said again from the first sentence that
+        changed.
+        """
+        text = self._checked_text(text)
+        return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update))
 
     def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""

@@ -39,6 +39,9 @@ Streaming shapes (about 30 ms between events):
   stream-message   a single Message "message reply[ctx]" (no task)
   stream-status    no artifacts; "thinking..." twice; COMPLETED message "status answer[ctx]"
   stream-snapshot  a second Task snapshot carrying the answer (see SnapshotScript)
+  stream-correction, stream-interim, stream-respace, stream-interleaved, stream-poem,
+  stream-bare      rewritten and unpunctuated shapes (see REWRITE_SHAPES)
+  stream-repeat    appended chunks, then a final Task snapshot repeating them
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
@@ -360,6 +363,66 @@ async def stream_snapshot(turn: Turn) -> None:
     await turn.updater.complete()
 
 
+Step = tuple[str, str, bool, bool]  # (artifact id, text, append, last chunk)
+
+
+def artifact_steps(*steps: Step) -> Script:
+    """Stream artifact updates exactly as listed, then complete."""
+
+    async def script(turn: Turn) -> None:
+        await turn.open()
+        await turn.updater.start_work()
+        for artifact_id, text, append, last in steps:
+            await pause()
+            await turn.artifact(text, artifact_id=artifact_id, append=append, last_chunk=last)
+        await pause()
+        await turn.updater.complete()
+
+    return script
+
+
+REWRITE_SHAPES: dict[str, tuple[Step, ...]] = {
+    # a fact corrected: the whole sentence is rewritten
+    'stream-correction': (('answer', 'The capital of Australia is Sydney.', False, False),
+                          ('answer', 'The capital of Australia is Canberra.', False, True)),
+    # an interim text replaced by the final one
+    'stream-interim': (('answer', 'Thinking...', False, False),
+                       ('answer', 'The answer is 42. Have a nice day.', False, True)),
+    # the same words with other spaces, then more
+    'stream-respace': (('answer', 'One sentence. Two', False, False),
+                       ('answer', 'One  sentence.\tTwo sentences.', False, True)),
+    # two artifacts, interleaved, each rewritten
+    'stream-interleaved': (('a', 'Alpha old.', False, False), ('b', 'Beta old.', False, False),
+                           ('a', 'Alpha new.', False, True), ('b', 'Beta new.', False, True)),
+    # a poem: a line break ends each spoken line
+    'stream-poem': (('answer', 'Roses are red\nViolets ', False, False),
+                    ('answer', 'are blue\nSugar is sweet\n', True, False),
+                    ('answer', 'And so are you', True, True)),
+    # no punctuation at all, in two artifacts
+    'stream-bare': (('a', 'first part ', False, False), ('a', 'without punctuation', True, False),
+                    ('b', 'second part', False, True)),
+}
+
+
+async def stream_repeat(turn: Turn) -> None:
+    """Appended chunks, then a final Task snapshot that repeats them (see stream_snapshot)."""
+    chunks = ['Hello there. ', 'How are ', 'you today?']
+    await turn.open()
+    await turn.updater.start_work()
+    for i, chunk in enumerate(chunks):
+        await pause()
+        await turn.artifact(chunk, append=i > 0)
+    await pause()
+    snapshot = Task()
+    snapshot.CopyFrom(turn.task)
+    snapshot.status.state = TaskState.TASK_STATE_COMPLETED
+    snapshot.artifacts.append(Artifact(artifact_id='answer', name='answer', parts=[Part(text=c) for c in chunks]))
+    await turn.queue.enqueue_event(snapshot)
+    await pause()
+    await turn.artifact(''.join(chunks), append=False, last_chunk=True)
+    await turn.updater.complete()
+
+
 def gated(release: asyncio.Event) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
@@ -521,6 +584,9 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-message', 'Replies with a single message, no task.', stream_message),
         AgentSpec('stream-status', 'Answers in the final status message only.', stream_status),
         AgentSpec('stream-snapshot', 'Sends the final state as a Task snapshot.', stream_snapshot),
+        *(AgentSpec(name, 'A streamed answer of a rewritten shape.', artifact_steps(*steps))
+          for name, steps in REWRITE_SHAPES.items()),
+        AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),

@@ -1,10 +1,11 @@
 """Streamed answers: chunks as they arrive, every answer shape said exactly once."""
+import asyncio
 import threading
 
 import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient
+from ovos_a2a_solver import A2AChatEngine, A2AClient, AsyncA2AClient
 
 
 def user(text):
@@ -69,9 +70,27 @@ def test_stream_sentences_splits_chunked_text_into_sentences(agent, tmp_path):
     assert list(engine.stream_sentences(user("go"))) == ["Hello there.", "How are you today?", "Fine."]
 
 
-def test_stream_tokens_without_streaming_is_the_whole_answer(agent, tmp_path):
+def test_stream_tokens_stream_whatever_the_streaming_setting(agent, tmp_path):
     engine = A2AChatEngine({"agent_url": agent.agent("stream-chunks"), "state_file": str(tmp_path / "c.json")})
-    assert list(engine.stream_tokens(user("go"))) == ["Hello there. How are you today? Fine."]
+    assert list(engine.stream_tokens(user("go"))) == ["Hello there. ", "How are ", "you today? ", "Fine."]
+    assert engine.continue_chat(user("go")).content == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["streaming-off", "streaming-on"])
+def test_stream_task_yields_each_chunk_once_in_order_whatever_streaming_says(agent, streaming):
+    with A2AClient(agent.agent("stream-chunks"), streaming=streaming) as client:
+        assert list(client.stream_task("go")) == ["Hello there. ", "How are ", "you today? ", "Fine."]
+        assert client.send_task("go") == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["streaming-off", "streaming-on"])
+def test_async_stream_task_yields_each_chunk_whatever_streaming_says(agent, streaming):
+    async def ask():
+        async with AsyncA2AClient(agent.agent("stream-chunks"), streaming=streaming) as client:
+            return [c async for c in client.stream_task("go")], await client.send_task("go")
+
+    assert asyncio.run(ask()) == (["Hello there. ", "How are ", "you today? ", "Fine."],
+                                  "Hello there. How are you today? Fine.")
 
 
 def test_leaving_a_stream_early_does_not_break_the_next_turn(agent):
@@ -80,3 +99,41 @@ def test_leaving_a_stream_early_does_not_break_the_next_turn(agent):
         assert next(stream) == "Hello there. "
         stream.close()
         assert client.send_task("go") == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("name, spoken", [
+    ("stream-chunks", ["Hello there.", "How are you today?", "Fine."]),
+    ("stream-cumulative", ["The answer is 42."]),
+    ("stream-rewrite", ["The answer is 42."]),
+    ("stream-correction", ["The capital of Australia is Sydney.", "The capital of Australia is Canberra."]),
+    ("stream-interim", ["Thinking...", "The answer is 42.", "Have a nice day."]),
+    ("stream-respace", ["One sentence.", "Two sentences."]),
+    ("stream-interleaved", ["Alpha old.", "Beta old.", "Alpha new.", "Beta new."]),
+    ("stream-poem", ["Roses are red", "Violets are blue", "Sugar is sweet", "And so are you"]),
+    ("stream-bare", ["first part without punctuation", "second part"]),
+    ("stream-multi", ["First part.", "Second part."]),
+    ("stream-snapshot", ["snapshot answer"]),
+    ("stream-repeat", ["Hello there.", "How are you today?"]),
+])
+def test_stream_sentences_speaks_every_shape_in_whole_sentences(agent, tmp_path, name, spoken):
+    engine = A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json")})
+    assert list(engine.stream_sentences(user("go"), session_id="s")) == spoken
+
+
+def test_stream_sentences_speaks_an_answer_only_in_the_status(agent, tmp_path):
+    engine = A2AChatEngine({"agent_url": agent.agent("stream-status"), "state_file": str(tmp_path / "c.json")})
+    spoken = list(engine.stream_sentences(user("go"), session_id="s"))
+    assert spoken == [f"status answer[{engine.client.conversation('s').context_id}]"]
+
+
+@pytest.mark.parametrize("name, shown, answer", [
+    ("stream-correction", "The capital of Australia is Sydney.\nThe capital of Australia is Canberra.",
+     "The capital of Australia is Canberra."),
+    ("stream-interim", "Thinking...\nThe answer is 42. Have a nice day.", "The answer is 42. Have a nice day."),
+    ("stream-respace", "One sentence. Two sentences.", "One  sentence.\tTwo sentences."),
+    ("stream-interleaved", "Alpha old.\nBeta old.\nAlpha new.\nBeta new.", "Alpha new.\nBeta new."),
+])
+def test_a_rewrite_is_shown_again_from_the_sentence_that_changed(agent, name, shown, answer):
+    with A2AClient(agent.agent(name)) as client:
+        assert "".join(client.stream_task("go")) == shown
+        assert client.send_task("go") == answer

@@ -141,3 +141,24 @@ def test_policy_table(error, named_task, effect):
     from ovos_a2a_solver._policy import effect_of_error
     assert effect_of_error(error, named_task=named_task, named_context=True).value == effect
     assert effect_of_error(error, named_task=False, named_context=False).value == "keep"
+
+
+def assistant(text):
+    return AgentMessage(role=MessageRole.ASSISTANT, content=text)
+
+
+@pytest.mark.parametrize("messages", [
+    [user("hello"), assistant("echo: hello")],
+    [user("hello"), assistant("echo: hello"), user("   ")],
+    [],
+], ids=["answered", "blank-after-answer", "no-messages"])
+def test_nothing_to_answer_gives_nothing_and_does_not_call_the_agent(agent, tmp_path, messages):
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json")})
+    before = agent.stats()["messages"]["echo"]
+    assert engine.continue_chat(messages, session_id="s").content == ""
+    assert list(engine.stream_tokens(messages, session_id="s")) == []
+    assert list(engine.stream_sentences(messages, session_id="s")) == []
+    assert agent.stats()["messages"]["echo"] == before
+    # a new question after the answer is sent as usual
+    answer = engine.continue_chat(messages + [user("again")], session_id="s").content
+    assert answer.endswith(": again") and agent.stats()["messages"]["echo"] == before + 1

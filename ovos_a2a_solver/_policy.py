@@ -14,7 +14,8 @@ import enum
 import httpx
 from a2a.client import A2AClientError
 from a2a.types import TaskState
-from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
+                              UnsupportedOperationError, VersionNotSupportedError)
 
 
 class AgentTaskError(A2AError):
@@ -80,6 +81,26 @@ def never_delivered(exc: BaseException) -> bool:
         if type(exc).__name__ == "AioRpcError":  # gRPC, without importing grpc here
             code = getattr(exc, "code", lambda: None)()
             if getattr(code, "name", "") == "UNAVAILABLE":
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def interface_gone(exc: BaseException) -> bool:
+    """True when the cached interface no longer speaks what the card said: method not
+    found, version not supported, HTTP 404 or gRPC UNIMPLEMENTED. The agent refused the
+    request without processing it; it was upgraded or moved in place, so its card is stale.
+    """
+    if isinstance(exc, (MethodNotFoundError, VersionNotSupportedError)):
+        return True
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 404:
+            return True
+        if type(exc).__name__ == "AioRpcError":
+            code = getattr(exc, "code", lambda: None)()
+            if getattr(code, "name", "") == "UNIMPLEMENTED":
                 return True
         exc = exc.__cause__ or exc.__context__
     return False

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -42,9 +43,11 @@ from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._sentences import SentenceSpeaker
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
-                                    effect_of_error, never_delivered)
+                                    effect_of_error, interface_gone, never_delivered)
 from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
 from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
+
+LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "IncompleteAnswerError", "TaskUpdate"]
@@ -175,16 +178,19 @@ class _BaseClient:
 
     async def _call(self, method: str, request):
         connection = self._get_connection()
-        client = await connection.client(streaming=self.streaming)
-        try:
-            return await getattr(client, method)(request)
-        except A2AError as exc:
-            if never_delivered(exc):
-                connection.invalidate()
-            raise
-        except NotImplementedError as exc:
-            raise A2AClientError(f"{method} is not available over this agent's transport "
-                                 f"(A2A 0.3 agents cannot list tasks)") from exc
+        for attempt in (1, 2):
+            client = await connection.client(streaming=self.streaming)
+            try:
+                return await getattr(client, method)(request)
+            except A2AError as exc:
+                if never_delivered(exc) or interface_gone(exc):
+                    connection.invalidate()
+                    if attempt == 1 and interface_gone(exc):
+                        continue  # upgraded or moved in place: resolve the card again, ask once more
+                raise
+            except NotImplementedError as exc:
+                raise A2AClientError(f"{method} is not available over this agent's transport "
+                                     f"(A2A 0.3 agents cannot list tasks)") from exc
 
     async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
                          streaming: bool) -> AsyncIterator[Revision]:
@@ -204,11 +210,15 @@ class _BaseClient:
                                 yield revision
                         break
                     except A2AError as exc:
-                        undelivered = never_delivered(exc)
-                        if undelivered:
+                        stale = never_delivered(exc) or interface_gone(exc)
+                        if stale:
                             connection.invalidate()
-                        if undelivered and attempt == 1 and answer.events == 0:
-                            continue  # the agent may have moved: resolve its card again, resend once
+                        if stale and attempt == 1 and answer.events == 0:
+                            # refused, not processed: the agent may have moved or been upgraded
+                            # in place; resolve its card again and resend once
+                            LOG.info("%s refused the message at its cached interface (%s); "
+                                     "resolving its card again", self.base_url, exc)
+                            continue
                         self._after_error(exc, session_id, conv)
                         raise
         except asyncio.TimeoutError:

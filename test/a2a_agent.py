@@ -51,6 +51,7 @@ Card / transport variants (echo behaviour):
   v03-legacy (same endpoint, card with only the 0.3 fields, as a 0.3 server sends it),
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
   cached (Cache-Control: max-age=1), secure (needs "Authorization: Bearer s3cret"),
+  upgradable, movable (card and bindings switched in place by /_admin/upgrade),
   foreign (with --foreign-url: card pointing at URL),
   redirect (with --foreign-url: card answers 307 to URL's card).
 
@@ -62,6 +63,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated send its second sentence
+  POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
+                          bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ import sys
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
 import uvicorn
@@ -147,6 +150,7 @@ class Observations:
     requests: list[dict] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
+    switches: dict[str, Switch] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -562,6 +566,7 @@ class AgentSpec:
     secure: bool = False
     refuse_unknown_contexts: bool = False
     target_url: str | None = None  # foreign / redirect
+    upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
 
 
 def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
@@ -600,6 +605,10 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('old', 'Echo whose card is only at .well-known/agent.json.', echo, card_style='legacy-path'),
         AgentSpec('cached', 'Echo whose card may be cached for 1 s.', echo, cache_control='max-age=1'),
         AgentSpec('secure', 'Echo that needs a bearer token.', echo, secure=True),
+        AgentSpec('upgradable', 'Echo speaking A2A 0.3; upgraded in place to 1.0 by /_admin/upgrade.', echo,
+                  bindings=(JSONRPC_03,), upgrades=((JSONRPC_1,),)),
+        AgentSpec('movable', 'Echo over JSON-RPC; /_admin/upgrade moves it to HTTP+JSON only.', echo,
+                  bindings=(JSONRPC_1,), upgrades=((REST,),)),
     ]
     if foreign_url:
         specs += [
@@ -742,6 +751,17 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
+class Switch:
+    """An agent's endpoints, one variant at a time: an in-place upgrade swaps them all."""
+
+    def __init__(self, variants: list):
+        self.variants = variants
+        self.current = 0
+
+    async def __call__(self, scope, receive, send):
+        await self.variants[self.current](scope, receive, send)
+
+
 def admin_routes(obs: Observations) -> list[BaseRoute]:
     async def stats(request: Request):
         return JSONResponse({
@@ -783,6 +803,11 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         obs.release.set()
         return JSONResponse({'released': True})
 
+    async def upgrade(request: Request):
+        switch = obs.switches[request.query_params['agent']]
+        switch.current = int(request.query_params.get('variant', switch.current + 1)) % len(switch.variants)
+        return JSONResponse({'variant': switch.current})
+
     return [
         Route('/_admin/stats', stats, methods=['GET']),
         Route('/_admin/headers', headers, methods=['GET', 'DELETE']),
@@ -790,6 +815,7 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/finish', finish, methods=['POST']),
         Route('/_admin/expire', expire, methods=['POST']),
         Route('/_admin/release', release, methods=['POST']),
+        Route('/_admin/upgrade', upgrade, methods=['POST']),
     ]
 
 
@@ -808,6 +834,13 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
             obs.handlers[spec.name] = handler
             if GRPC in spec.bindings:
                 a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        if spec.upgrades:
+            variants = [spec] + [replace(spec, bindings=b) for b in spec.upgrades]
+            switch = obs.switches[spec.name] = Switch([
+                Starlette(routes=card_routes(v, build_card(v, base, grpc_address)) + protocol_routes(v, handler))
+                for v in variants])
+            mounts.append(Mount(f'/{spec.name}', app=switch))
+            continue
         top += no_slash_routes(spec, handler)
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)

@@ -149,6 +149,11 @@ class AgentProcess:
     def release(self) -> None:
         self._admin('POST', 'release')
 
+    def upgrade(self, name: str, variant: int | None = None) -> int:
+        """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
+        query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')
+        return self._admin('POST', query)['variant']
+
 
 def _unlink_quietly(path: str) -> None:
     try:

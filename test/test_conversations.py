@@ -162,3 +162,26 @@ def test_nothing_to_answer_gives_nothing_and_does_not_call_the_agent(agent, tmp_
     # a new question after the answer is sent as usual
     answer = engine.continue_chat(messages + [user("again")], session_id="s").content
     assert answer.endswith(": again") and agent.stats()["messages"]["echo"] == before + 1
+
+
+def test_an_unwritable_conversation_map_is_kept_in_memory_and_the_answer_returned(agent, caplog):
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": "/proc/ovos-a2a/conversations.json"})
+    with caplog.at_level("WARNING", logger="ovos_a2a_solver"):
+        first = engine.continue_chat([user("one")], session_id="s").content
+        second = engine.continue_chat([user("two")], session_id="s").content
+    assert first.endswith(": one") and second.endswith(": two")
+    assert context_of(second) == context_of(first)  # the session goes on, in memory
+    warnings = [r for r in caplog.records if "cannot write conversation file" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+def test_a_conversation_file_nested_too_deep_is_moved_aside(agent, tmp_path, caplog):
+    path = tmp_path / "c.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(path)})
+    first = engine.continue_chat([user("one")], session_id="s").content
+    second = engine.continue_chat([user("two")], session_id="s").content
+    assert context_of(second) == context_of(first)
+    assert "unreadable" in caplog.text
+    (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("c.json.corrupt-")]
+    assert aside.stat().st_size == 200_000

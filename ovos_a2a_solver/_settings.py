@@ -16,6 +16,10 @@ from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 #: every caller waits for one turn on behalf of a person (who can ask for longer).
 DEFAULT_TIMEOUT = 30.0
 
+#: The largest agent card accepted, in bytes: a card is a page of JSON; a larger one is
+#: refused (``AgentCardResolutionError``) as soon as the stream passes this size.
+MAX_CARD_BYTES = 1024 * 1024
+
 
 @dataclass(frozen=True)
 class EngineSettings:

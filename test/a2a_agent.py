@@ -45,6 +45,7 @@ Streaming shapes (about 30 ms between events):
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
+  flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
   jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
@@ -52,6 +53,7 @@ Card / transport variants (echo behaviour):
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
   cached (Cache-Control: max-age=1), secure (needs "Authorization: Bearer s3cret"),
   upgradable, movable (card and bindings switched in place by /_admin/upgrade),
+  huge-card (a 50 MB card, streamed without Content-Length),
   foreign (with --foreign-url: card pointing at URL),
   redirect (with --foreign-url: card answers 307 to URL's card).
 
@@ -85,11 +87,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import grpc
+
+from google.protobuf.json_format import MessageToDict
 import uvicorn
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from a2a.compat.v0_3.conversions import to_compat_agent_card
@@ -225,6 +229,17 @@ async def drip(turn: Turn) -> None:
     for n in range(300):
         await turn.artifact(f'drop {n}. ', append=n > 0)
         await asyncio.sleep(0.2)
+    await turn.updater.complete()
+
+
+async def flood(turn: Turn) -> None:
+    """Streams N chunks (the text is N) as fast as it can: a word each, a sentence every tenth."""
+    count = int(turn.text) if turn.text.strip().isdigit() else 100
+    await turn.open()
+    await turn.updater.start_work()
+    for n in range(count):
+        word = f'word{n}. ' if n % 10 == 9 else f'word{n} '
+        await turn.artifact(word, append=n > 0, last_chunk=n == count - 1)
     await turn.updater.complete()
 
 
@@ -561,7 +576,7 @@ class AgentSpec:
     script: Script | None  # None: card only, no endpoint
     examples: tuple[str, ...] = ('hello',)
     bindings: tuple[str, ...] = DEFAULT_BINDINGS
-    card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect
+    card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect | huge
     cache_control: str | None = None
     secure: bool = False
     refuse_unknown_contexts: bool = False
@@ -595,6 +610,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
+        AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
         AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
@@ -605,6 +621,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('old', 'Echo whose card is only at .well-known/agent.json.', echo, card_style='legacy-path'),
         AgentSpec('cached', 'Echo whose card may be cached for 1 s.', echo, cache_control='max-age=1'),
         AgentSpec('secure', 'Echo that needs a bearer token.', echo, secure=True),
+        AgentSpec('huge-card', 'Echo whose card is 50 MB, streamed.', echo, card_style='huge'),
         AgentSpec('upgradable', 'Echo speaking A2A 0.3; upgraded in place to 1.0 by /_admin/upgrade.', echo,
                   bindings=(JSONRPC_03,), upgrades=((JSONRPC_1,),)),
         AgentSpec('movable', 'Echo over JSON-RPC; /_admin/upgrade moves it to HTTP+JSON only.', echo,
@@ -657,10 +674,29 @@ def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
     if spec.card_style == 'legacy-fields':
         legacy = to_compat_agent_card(card).model_dump(mode='json', by_alias=True, exclude_none=True)
         return [Route(well_known, lambda request: JSONResponse(legacy), methods=['GET'])]
+    if spec.card_style == 'huge':
+        return [Route(well_known, lambda request: huge_card_response(card), methods=['GET'])]
     if spec.card_style == 'redirect':
         target = f"{spec.target_url.rstrip('/')}{well_known}"
         return [Route(well_known, lambda request: RedirectResponse(target, status_code=307), methods=['GET'])]
     return create_agent_card_routes(card, card_url=well_known, cache_control=spec.cache_control)
+
+
+HUGE_CARD_BYTES = 50 * 1024 * 1024
+
+
+def huge_card_response(card: AgentCard) -> StreamingResponse:
+    """The card with a 50 MB description, streamed without a Content-Length."""
+    head = json.dumps(MessageToDict(card))[:-1] + ', "description": "'
+    piece = 'x' * 65536
+
+    async def body():
+        yield head.encode()
+        for _ in range(HUGE_CARD_BYTES // len(piece)):
+            yield piece.encode()
+        yield b'"}'
+
+    return StreamingResponse(body(), media_type='application/json')
 
 
 def protocol_routes(spec: AgentSpec, handler: RequestHandler | None) -> list[BaseRoute]:

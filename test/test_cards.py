@@ -1,6 +1,7 @@
 """Agent cards: where they are found, how often they are fetched, when they are fetched again."""
 import re
 import time
+import tracemalloc
 
 import httpx
 
@@ -152,3 +153,17 @@ def test_an_agent_moved_back_and_forth_is_followed_each_time(agent):
             assert agent.stats()["card_fetches"]["movable"] == fetches + 1
     finally:
         agent.upgrade("movable", 0)
+
+
+def test_a_card_larger_than_the_cap_is_refused_while_it_streams(agent):
+    tracemalloc.start()
+    try:
+        with A2AClient(agent.agent("huge-card")) as client:
+            with pytest.raises(AgentCardResolutionError, match="larger than 1024 KiB"):
+                client.fetch_agent_card()
+            with pytest.raises(AgentCardResolutionError, match="larger than 1024 KiB"):
+                client.send_task("hello")  # never cached: refused again
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024  # reading stopped at the cap: the 50 MB never came in

@@ -26,13 +26,14 @@ import hashlib
 import logging
 import threading
 import uuid
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-                       SendMessageRequest, Task)
+                       SendMessageRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
@@ -44,7 +45,7 @@ from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._sentences import SentenceSpeaker
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
                                     effect_of_error, interface_gone, never_delivered)
-from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
+from ovos_a2a_solver.states import TERMINAL, WAITING_FOR_USER, state_name
 from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
 
 LOG = logging.getLogger("ovos_a2a_solver")
@@ -61,6 +62,20 @@ class TaskUpdate:
     context_id: str
     state: str        # "submitted", "working", "completed", "input-required", ... ("" before any)
     progress: str     # the agent's "working" message of this event, if any
+
+
+#: Seconds a stopped turn waits for the agent to confirm its CancelTask.
+CANCEL_TIMEOUT = 5.0
+
+
+@dataclass(eq=False)
+class _Running:
+    """One exchange under way: whose, how far, and the asyncio task that runs it."""
+
+    session_id: str | None
+    answer: AnswerAssembler
+    task: "asyncio.Task | None"
+    stopped: "asyncio.Future | None" = None  # set by stop(): True once the agent canceled the task
 
 
 def conversation_key(agent_url: str, namespace: str = "", auth_header: str | None = None) -> str:
@@ -111,6 +126,7 @@ class _BaseClient:
         self._connection: AgentConnection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -194,20 +210,27 @@ class _BaseClient:
 
     async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
                          streaming: bool) -> AsyncIterator[Revision]:
-        """One message to the agent; its answer as revisions, as they arrive."""
+        """One message to the agent; its answer as revisions, as they arrive.
+
+        Left before the answer ended (the caller closed the stream, or :meth:`stop`), the
+        agent's task is canceled with CancelTask and the HTTP stream released.
+        """
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
         connection = self._get_connection()
+        running = _Running(session_id, answer, asyncio.current_task())
+        self._running.add(running)
         try:
             async with timeout(self.timeout):
                 for attempt in (1, 2):
                     try:
                         client = await connection.client(streaming)
-                        async for event in client.send_message(SendMessageRequest(message=message)):
-                            for revision in answer.feed(event):
-                                yield revision
+                        async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
+                            async for event in events:
+                                for revision in answer.feed(event):
+                                    yield revision
                         break
                     except A2AError as exc:
                         stale = never_delivered(exc) or interface_gone(exc)
@@ -223,9 +246,50 @@ class _BaseClient:
                         raise
         except asyncio.TimeoutError:
             raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            self._running.discard(running)
+            await self._cancel_remote(running, conv)
+            raise
+        finally:
+            self._running.discard(running)
         for revision in answer.finish():
             yield revision
         self._after_answer(answer, session_id, conv)
+
+    async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
+        """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""
+        answer, ok = running.answer, True
+        if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:
+            try:
+                async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                    task = await self._call("cancel_task", CancelTaskRequest(id=answer.task_id))
+                ok = task.status.state == TaskState.TASK_STATE_CANCELED
+                if ok:
+                    LOG.info("stopped: task %s at %s canceled", answer.task_id, self.base_url)
+                else:
+                    LOG.error("stopped, but %s did not cancel task %s: it is %s", self.base_url, answer.task_id,
+                              state_name(task.status.state))
+            except (A2AError, asyncio.TimeoutError) as exc:
+                ok = False
+                LOG.error("stopped, but %s refused to cancel task %s: %s", self.base_url, answer.task_id,
+                          exc or "no answer in time")
+            except Exception as exc:  # a cleanup must not hide why the turn ended
+                ok = False
+                LOG.error("stopped, but cancelling task %s at %s failed: %r", answer.task_id, self.base_url, exc)
+            if running.session_id is not None:
+                context_id = answer.context_id or (conv.context_id if conv else "")
+                self.conversations.remember(self.conversation_key, running.session_id, context_id, None)
+        if running.stopped is not None and not running.stopped.done():
+            running.stopped.set_result(ok)
+
+    async def _stop(self, session_id: str | None) -> bool:
+        targets = [r for r in list(self._running) if session_id is None or r.session_id == session_id]
+        loop = asyncio.get_running_loop()
+        for running in targets:
+            running.stopped = loop.create_future()
+            running.task.cancel()
+        results = [await running.stopped for running in targets]
+        return all(results)
 
     def _assembler(self, on_update: Callable[[TaskUpdate], None] | None) -> AnswerAssembler:
         report = None
@@ -237,25 +301,28 @@ class _BaseClient:
     async def _answer(self, text: str, session_id: str | None) -> str:
         """The whole answer, asked the way ``streaming`` says."""
         answer = self._assembler(None)
-        async for _ in self._revisions(answer, text, session_id, self.streaming):
-            pass
+        async with aclosing(self._revisions(answer, text, session_id, self.streaming)) as revisions:
+            async for _ in revisions:
+                pass
         return answer.final_text()
 
     async def _pieces(self, text: str, session_id: str | None,
                       on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
         """The answer's text as it arrives (streamed whenever the card offers streaming)."""
         pieces = TextPieces()
-        async for revision in self._revisions(self._assembler(on_update), text, session_id, True):
-            for piece in pieces.add(revision):
-                yield piece
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True)) as revisions:
+            async for revision in revisions:
+                for piece in pieces.add(revision):
+                    yield piece
 
     async def _sentences(self, text: str, session_id: str | None,
                          on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete."""
         speaker = SentenceSpeaker()
-        async for revision in self._revisions(self._assembler(on_update), text, session_id, True):
-            for sentence in speaker.add(revision):
-                yield sentence
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True)) as revisions:
+            async for revision in revisions:
+                for sentence in speaker.add(revision):
+                    yield sentence
         for sentence in speaker.finish():
             yield sentence
 
@@ -317,6 +384,14 @@ class AsyncA2AClient(_BaseClient):
                          on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
         """Send ``text``; each sentence or line of the answer as soon as it is complete."""
         return self._sentences(self._checked_text(text), session_id, on_update)
+
+    async def stop(self, session_id: str | None = None) -> bool:
+        """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
+
+        True when every such task was canceled (or there was none); False when the agent
+        refused or could not be asked (logged as an error, with its reason).
+        """
+        return await self._stop(session_id)
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""
@@ -387,6 +462,15 @@ class A2AClient(_BaseClient):
         """
         text = self._checked_text(text)
         return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update))
+
+    def stop(self, session_id: str | None = None) -> bool:
+        """End the turns under way (of ``session_id``, or all): their streams end, and their
+        tasks are canceled on the agent (CancelTask).
+
+        True when every such task was canceled (or there was none); False when the agent
+        refused or could not be asked (logged as an error, with its reason).
+        """
+        return BACKGROUND.run(self._stop(session_id))
 
     def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""

@@ -94,6 +94,16 @@ class A2AChatEngine(ChatEngine):
         if text is not None:
             yield from self.client.stream_sentences(text, session_id=session_id)
 
+    def stop(self, session_id: Optional[str] = None) -> bool:
+        """Stop the turns under way (of ``session_id``, or all): their streams end and the
+        agent's tasks are canceled (CancelTask). Closing a stream early does the same.
+
+        True when every such task was canceled (or none was running); False when the agent
+        refused (logged as an error with its reason: the agent may still be working).
+        """
+        client = self._client
+        return client.stop(session_id) if client is not None else True
+
     def has_open_task(self, session_id: str) -> bool:
         """Whether the agent waits for this session's user (input-required / auth-required)."""
         if self._client is None:

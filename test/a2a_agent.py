@@ -45,6 +45,7 @@ Streaming shapes (about 30 ms between events):
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
+  stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
   jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
@@ -58,7 +59,7 @@ Card / transport variants (echo behaviour):
   redirect (with --foreign-url: card answers 307 to URL's card).
 
 Admin endpoints (plain JSON):
-  GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}}
+  GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}, "cancels": {agent: n}}
   GET    /_admin/headers  every request received (admin excluded; gRPC calls too, with
                           their metadata as headers); DELETE clears
   POST   /_admin/forget   empty every task store (agent restart that lost tasks)
@@ -130,7 +131,7 @@ from a2a.types import (
     TaskState,
     a2a_pb2_grpc,
 )
-from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
 
 
 STEP = 0.03  # pause between streamed events
@@ -151,6 +152,7 @@ class Observations:
     agent_names: list[str] = field(default_factory=list)
     card_fetches: Counter = field(default_factory=Counter)
     messages: Counter = field(default_factory=Counter)
+    cancels: Counter = field(default_factory=Counter)
     requests: list[dict] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
@@ -200,13 +202,16 @@ Script = Callable[[Turn], Awaitable[None]]
 
 
 class ScriptedExecutor(AgentExecutor):
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, cancelable: bool = True):
         self.script = script
+        self.cancelable = cancelable
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         await self.script(Turn(context, event_queue))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if not self.cancelable:
+            raise TaskNotCancelableError('this work cannot be stopped halfway')
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
@@ -531,6 +536,7 @@ class ObservedHandler(RequestHandler):
         return await self.inner.on_list_tasks(params, context)
 
     async def on_cancel_task(self, params, context):
+        self.obs.cancels[self.name] += 1
         return await self.inner.on_cancel_task(params, context)
 
     async def on_create_task_push_notification_config(self, params, context):
@@ -580,6 +586,7 @@ class AgentSpec:
     cache_control: str | None = None
     secure: bool = False
     refuse_unknown_contexts: bool = False
+    cancelable: bool = True  # False: CancelTask is answered TaskNotCancelable
     target_url: str | None = None  # foreign / redirect
     upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
 
@@ -610,6 +617,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
+        AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
@@ -803,6 +811,7 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         return JSONResponse({
             'card_fetches': {n: obs.card_fetches[n] for n in obs.agent_names},
             'messages': {n: obs.messages[n] for n in obs.agent_names},
+            'cancels': {n: obs.cancels[n] for n in obs.agent_names},
         })
 
     async def headers(request: Request):
@@ -864,7 +873,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         handler = None
         if spec.script is not None:
             store = InMemoryTaskStore()
-            inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script), task_store=store,
+            inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script, spec.cancelable), task_store=store,
                                           agent_card=card)
             handler = ObservedHandler(spec.name, inner, store, obs, spec.refuse_unknown_contexts)
             obs.handlers[spec.name] = handler

@@ -137,3 +137,33 @@ def test_a_rewrite_is_shown_again_from_the_sentence_that_changed(agent, name, sh
     with A2AClient(agent.agent(name)) as client:
         assert "".join(client.stream_task("go")) == shown
         assert client.send_task("go") == answer
+
+
+def test_many_small_chunks_cost_time_in_proportion_to_their_number():
+    # what the plugin does with each event, without a server (whose own cost grows with the
+    # stream): 20,000 appended chunks took minutes when each chunk re-read the text so far
+    import time
+
+    from a2a.types import Artifact, Part, StreamResponse, TaskArtifactUpdateEvent
+
+    from ovos_a2a_solver._answers import AnswerAssembler, TextPieces
+    from ovos_a2a_solver._sentences import SentenceSpeaker
+
+    def handle(n):
+        events = [StreamResponse(artifact_update=TaskArtifactUpdateEvent(
+            task_id="t", context_id="c", append=i > 0,
+            artifact=Artifact(artifact_id="a", parts=[Part(text=f"w{i}. " if i % 10 == 9 else f"w{i} ")])))
+            for i in range(n)]
+        answer, pieces, speaker = AnswerAssembler(), TextPieces(), SentenceSpeaker()
+        start = time.perf_counter()
+        spoken = []
+        for event in events:
+            for revision in answer.feed(event):
+                pieces.add(revision)
+                spoken += speaker.add(revision)
+        spoken += speaker.finish()
+        return time.perf_counter() - start, spoken
+
+    elapsed, spoken = handle(20_000)
+    assert len(spoken) == 2_000 and spoken[0] == "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9."
+    assert elapsed < 5.0

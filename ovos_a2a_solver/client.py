@@ -209,7 +209,7 @@ class _BaseClient:
                                      f"(A2A 0.3 agents cannot list tasks)") from exc
 
     async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
-                         streaming: bool) -> AsyncIterator[Revision]:
+                         streaming: bool, lang: str | None = None) -> AsyncIterator[Revision]:
         """One message to the agent; its answer as revisions, as they arrive.
 
         Left before the answer ended (the caller closed the stream, or :meth:`stop`), the
@@ -219,6 +219,8 @@ class _BaseClient:
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
+        if lang:
+            message.metadata.update({"lang": lang})  # the user's language (the bridge reads metadata["lang"])
         connection = self._get_connection()
         running = _Running(session_id, answer, asyncio.current_task())
         self._running.add(running)
@@ -298,28 +300,28 @@ class _BaseClient:
                 on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
         return AnswerAssembler(on_update=report)
 
-    async def _answer(self, text: str, session_id: str | None) -> str:
+    async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says."""
         answer = self._assembler(None)
-        async with aclosing(self._revisions(answer, text, session_id, self.streaming)) as revisions:
+        async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
             async for _ in revisions:
                 pass
         return answer.final_text()
 
-    async def _pieces(self, text: str, session_id: str | None,
-                      on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
+    async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
+                      lang: str | None = None) -> AsyncIterator[str]:
         """The answer's text as it arrives (streamed whenever the card offers streaming)."""
         pieces = TextPieces()
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True)) as revisions:
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
             async for revision in revisions:
                 for piece in pieces.add(revision):
                     yield piece
 
-    async def _sentences(self, text: str, session_id: str | None,
-                         on_update: Callable[[TaskUpdate], None] | None) -> AsyncIterator[str]:
+    async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
+                         lang: str | None = None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete."""
         speaker = SentenceSpeaker()
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True)) as revisions:
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
             async for revision in revisions:
                 for sentence in speaker.add(revision):
                     yield sentence
@@ -371,19 +373,21 @@ class AsyncA2AClient(_BaseClient):
         """The agent's card (cached; fetched again only when it expires or the agent moved)."""
         return await self._deadline(self._card())
 
-    async def send_task(self, text: str, session_id: str | None = None) -> str:
+    async def send_task(self, text: str, session_id: str | None = None, *, lang: str | None = None) -> str:
         """Send ``text``; return the agent's answer (or its question, if it needs more input)."""
-        return await self._answer(self._checked_text(text), session_id)
+        return await self._answer(self._checked_text(text), session_id, lang)
 
     def stream_task(self, text: str, session_id: str | None = None, *,
-                    on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+                    on_update: Callable[[TaskUpdate], None] | None = None,
+                    lang: str | None = None) -> AsyncIterator[str]:
         """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
-        return self._pieces(self._checked_text(text), session_id, on_update)
+        return self._pieces(self._checked_text(text), session_id, on_update, lang)
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
-                         on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+                         on_update: Callable[[TaskUpdate], None] | None = None,
+                         lang: str | None = None) -> AsyncIterator[str]:
         """Send ``text``; each sentence or line of the answer as soon as it is complete."""
-        return self._sentences(self._checked_text(text), session_id, on_update)
+        return self._sentences(self._checked_text(text), session_id, on_update, lang)
 
     async def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
@@ -428,16 +432,18 @@ class A2AClient(_BaseClient):
         """The agent's card (cached; fetched again only when it expires or the agent moved)."""
         return BACKGROUND.run(self._deadline(self._card()))
 
-    def send_task(self, text: str, session_id: str | None = None) -> str:
+    def send_task(self, text: str, session_id: str | None = None, *, lang: str | None = None) -> str:
         """Send ``text``; return the agent's answer (or its question, if it needs more input).
 
+        ``lang`` (e.g. ``"en-US"``), if given, travels as the message's ``metadata["lang"]``.
         Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
         rejected or canceled the task.
         """
-        return BACKGROUND.run(self._answer(self._checked_text(text), session_id))
+        return BACKGROUND.run(self._answer(self._checked_text(text), session_id, lang))
 
     def stream_task(self, text: str, session_id: str | None = None, *,
-                    on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
+                    on_update: Callable[[TaskUpdate], None] | None = None,
+                    lang: str | None = None) -> Iterator[str]:
         """Send ``text``; yield the answer's text as it arrives.
 
         The answer is streamed whenever the agent's card offers streaming, whatever
@@ -450,10 +456,11 @@ class A2AClient(_BaseClient):
         iterator early ends the exchange and releases its connection.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update))
+        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang))
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
-                         on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
+                         on_update: Callable[[TaskUpdate], None] | None = None,
+                         lang: str | None = None) -> Iterator[str]:
         """Send ``text``; yield each sentence (or line) of the answer as soon as it is complete.
 
         Streamed whenever the card offers streaming. Only whole sentences are given: a
@@ -461,7 +468,7 @@ class A2AClient(_BaseClient):
         changed.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update))
+        return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update, lang))
 
     def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all): their streams end, and their

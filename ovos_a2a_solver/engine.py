@@ -73,7 +73,7 @@ class A2AChatEngine(ChatEngine):
         agent is not called.
         """
         text = newest_user_text(messages)
-        answer = self.client.send_task(text, session_id=session_id) if text is not None else ""
+        answer = self.client.send_task(text, session_id=session_id, lang=lang) if text is not None else ""
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
@@ -81,7 +81,7 @@ class A2AChatEngine(ChatEngine):
         """Yield the answer's text as the agent sends it (streamed whenever its card offers it)."""
         text = newest_user_text(messages)
         if text is not None:
-            yield from self.client.stream_task(text, session_id=session_id)
+            yield from self.client.stream_task(text, session_id=session_id, lang=lang)
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
@@ -92,7 +92,7 @@ class A2AChatEngine(ChatEngine):
         """
         text = newest_user_text(messages)
         if text is not None:
-            yield from self.client.stream_sentences(text, session_id=session_id)
+            yield from self.client.stream_sentences(text, session_id=session_id, lang=lang)
 
     def stop(self, session_id: Optional[str] = None) -> bool:
         """Stop the turns under way (of ``session_id``, or all): their streams end and the

@@ -45,6 +45,7 @@ Streaming shapes (about 30 ms between events):
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
+  metadata         answers with the message's metadata, as JSON with sorted keys
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
@@ -225,6 +226,13 @@ async def echo(turn: Turn) -> None:
     if turn.text.startswith('sleep:'):
         await asyncio.sleep(float(turn.text[len('sleep:'):]))
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
+
+
+async def metadata(turn: Turn) -> None:
+    """Answers with the message's metadata, as JSON with sorted keys."""
+    await turn.open()
+    data = MessageToDict(turn.context.message.metadata) if turn.context.message.HasField('metadata') else {}
+    await turn.answer(json.dumps(data, sort_keys=True))
 
 
 async def drip(turn: Turn) -> None:
@@ -617,6 +625,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
+        AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),

@@ -185,3 +185,11 @@ def test_a_conversation_file_nested_too_deep_is_moved_aside(agent, tmp_path, cap
     assert "unreadable" in caplog.text
     (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("c.json.corrupt-")]
     assert aside.stat().st_size == 200_000
+
+
+def test_the_users_language_travels_in_the_message_metadata(agent, tmp_path):
+    engine = A2AChatEngine({"agent_url": agent.agent("metadata"), "state_file": str(tmp_path / "c.json")})
+    assert engine.continue_chat([user("hola")], session_id="s", lang="es-ES").content == '{"lang": "es-ES"}'
+    assert "".join(engine.stream_tokens([user("bonjour")], session_id="s", lang="fr-FR")) == '{"lang": "fr-FR"}'
+    assert list(engine.stream_sentences([user("hallo")], session_id="s", lang="de-DE")) == ['{"lang": "de-DE"}']
+    assert engine.continue_chat([user("hi")], session_id="s").content == "{}"

@@ -48,16 +48,73 @@ def _joined(tail: str, chunk: str) -> str:
 
 
 def _text(parts: Any) -> str:
-    """The text parts, joined the way their chunks were streamed (an SDK server aggregates
-    appended chunks into one artifact with a part per chunk)."""
+    """The parts as text, joined the way their chunks were streamed (an SDK server aggregates
+    appended chunks into one artifact with a part per chunk). A file, link or data part is
+    described in a short sentence of its own."""
     pieces: list[str] = []
     tail = ""
     for part in parts:
-        if part.WhichOneof("content") == "text" and part.text:
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            if not part.text:
+                continue
             piece = _joined(tail, part.text)
-            pieces.append(piece)
-            tail = (tail + piece)[-_TAIL:]
+        else:
+            piece = describe_part(part, kind)
+            if not piece:
+                continue
+            if tail and not tail[-1].isspace():
+                piece = " " + piece
+        pieces.append(piece)
+        tail = (tail + piece)[-_TAIL:]
     return "".join(pieces)
+
+
+_DATA_FIELDS = 5     # fields of a data part named in its sentence
+_DATA_VALUE = 40     # characters of one value
+
+
+def describe_part(part: Any, kind: str | None = None) -> str:
+    """A short readable sentence for a part that is not text: a file or link is named, data
+    is summarised ("The agent sent data: temperature 21, unit celsius.")."""
+    kind = kind or part.WhichOneof("content")
+    if kind in ("raw", "url"):
+        name = part.filename
+        if not name and kind == "url":
+            name = part.url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or part.url
+        if not name:
+            name = part.media_type or "without a name"
+        return f"The agent sent a file, {name}."
+    if kind == "data":
+        from google.protobuf.json_format import MessageToDict
+
+        return f"The agent sent {_describe_value(MessageToDict(part.data))}."
+    return ""
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "empty data"
+        items = [f"{key} {_short(value[key])}" for key in sorted(value)[:_DATA_FIELDS]]  # a Struct keeps no order
+        more = len(value) - _DATA_FIELDS
+        return "data: " + ", ".join(items) + (f", and {more} more" if more > 0 else "")
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
+    return f"data: {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"({len(value)} field{'' if len(value) == 1 else 's'})"
+    if isinstance(value, list):
+        return f"({len(value)} item{'' if len(value) == 1 else 's'})"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    text = "nothing" if value is None else str(value)
+    return text if len(text) <= _DATA_VALUE else text[:_DATA_VALUE - 1].rstrip() + "…"
 
 
 class _Piece:

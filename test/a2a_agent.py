@@ -46,6 +46,7 @@ Streaming shapes (about 30 ms between events):
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
   metadata         answers with the message's metadata, as JSON with sorted keys
+  parts            "Here is your report." + a file link (report.pdf); data {temperature, unit}; a raw chart.png
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
@@ -233,6 +234,22 @@ async def metadata(turn: Turn) -> None:
     await turn.open()
     data = MessageToDict(turn.context.message.metadata) if turn.context.message.HasField('metadata') else {}
     await turn.answer(json.dumps(data, sort_keys=True))
+
+
+async def more_than_text(turn: Turn) -> None:
+    """A text part and a file link in one artifact, a data part in a second, a raw file in a third."""
+    from google.protobuf import struct_pb2
+
+    await turn.open()
+    data = struct_pb2.Value()
+    data.struct_value.update({'temperature': 21, 'unit': 'celsius'})
+    await turn.updater.add_artifact([Part(text='Here is your report.'),
+                                     Part(url='https://example.com/files/report.pdf', filename='report.pdf',
+                                          media_type='application/pdf')], artifact_id='report')
+    await turn.updater.add_artifact([Part(data=data)], artifact_id='reading')
+    await turn.updater.add_artifact([Part(raw=b'PNG...', media_type='image/png', filename='chart.png')],
+                                    artifact_id='chart')
+    await turn.updater.complete()
 
 
 async def drip(turn: Turn) -> None:
@@ -626,6 +643,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
         AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
+        AgentSpec('parts', 'Answers with a text, a file link, data and a raw file.', more_than_text),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),

@@ -167,3 +167,13 @@ def test_many_small_chunks_cost_time_in_proportion_to_their_number():
     elapsed, spoken = handle(20_000)
     assert len(spoken) == 2_000 and spoken[0] == "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9."
     assert elapsed < 5.0
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_files_links_and_data_are_named_in_short_sentences(agent, tmp_path, streaming):
+    engine = A2AChatEngine({"agent_url": agent.agent("parts"), "streaming": streaming,
+                            "state_file": str(tmp_path / "c.json")})
+    said = ["Here is your report.", "The agent sent a file, report.pdf.",
+            "The agent sent data: temperature 21, unit celsius.", "The agent sent a file, chart.png."]
+    assert list(engine.stream_sentences(user("go"), session_id="s")) == said
+    assert engine.continue_chat(user("go"), session_id="s").content == " ".join(said[:2]) + "\n" + "\n".join(said[2:])

@@ -43,15 +43,18 @@ from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._sentences import SentenceSpeaker
-from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
-                                    effect_of_error, interface_gone, never_delivered)
+from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CircuitOpenError, Effect,
+                                    IncompleteAnswerError,
+                                    CircuitBreaker, backoff_delay, effect_of_error, interface_gone,
+                                    never_delivered, transient)
 from ovos_a2a_solver.states import TERMINAL, WAITING_FOR_USER, state_name
-from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
+                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "IncompleteAnswerError", "TaskUpdate"]
+           "CircuitOpenError", "IncompleteAnswerError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -106,12 +109,21 @@ class _BaseClient:
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
         signature_verifier: called with each fetched card (a2a-sdk protobuf); raise to reject it.
+        max_retries: resends of a message after a transient failure (connection, HTTP 429,
+            502, 503, 504), with the same messageId and before any answer arrived; GetTask too.
+        retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
+            a ``Retry-After`` is honoured).
+        breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
+            once (``CircuitOpenError``) for so many seconds; then one turn tries again.
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, trusted_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
-                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+                 signature_verifier: Callable[[Any], None] | None = None,
+                 max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
+                 breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
+                 breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
@@ -127,6 +139,9 @@ class _BaseClient:
         self._lock = threading.Lock()
         self._closed = False
         self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
+        self.max_retries = int(max_retries)
+        self.retry_base_delay = float(retry_base_delay)
+        self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -194,15 +209,24 @@ class _BaseClient:
 
     async def _call(self, method: str, request):
         connection = self._get_connection()
-        for attempt in (1, 2):
-            client = await connection.client(streaming=self.streaming)
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        resent_for_interface, retries = False, 0
+        while True:
             try:
+                client = await connection.client(streaming=self.streaming)
                 return await getattr(client, method)(request)
             except A2AError as exc:
                 if never_delivered(exc) or interface_gone(exc):
                     connection.invalidate()
-                    if attempt == 1 and interface_gone(exc):
-                        continue  # upgraded or moved in place: resolve the card again, ask once more
+                if interface_gone(exc) and not resent_for_interface:
+                    resent_for_interface = True
+                    continue  # upgraded or moved in place: resolve the card again, ask once more
+                if method == "get_task":  # reading a known task twice changes nothing
+                    delay = self._retry_delay(exc, retries, deadline)
+                    if delay is not None:
+                        retries += 1
+                        await asyncio.sleep(delay)
+                        continue
                 raise
             except NotImplementedError as exc:
                 raise A2AClientError(f"{method} is not available over this agent's transport "
@@ -222,11 +246,14 @@ class _BaseClient:
         if lang:
             message.metadata.update({"lang": lang})  # the user's language (the bridge reads metadata["lang"])
         connection = self._get_connection()
+        self._breaker.before_turn()
         running = _Running(session_id, answer, asyncio.current_task())
         self._running.add(running)
+        deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             async with timeout(self.timeout):
-                for attempt in (1, 2):
+                resent_for_interface, retries = False, 0
+                while True:
                     try:
                         client = await connection.client(streaming)
                         async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
@@ -238,25 +265,55 @@ class _BaseClient:
                         stale = never_delivered(exc) or interface_gone(exc)
                         if stale:
                             connection.invalidate()
-                        if stale and attempt == 1 and answer.events == 0:
-                            # refused, not processed: the agent may have moved or been upgraded
-                            # in place; resolve its card again and resend once
-                            LOG.info("%s refused the message at its cached interface (%s); "
-                                     "resolving its card again", self.base_url, exc)
-                            continue
+                        if answer.events == 0:  # nothing came back: the same message again is one turn
+                            if interface_gone(exc) and not resent_for_interface:
+                                # refused, not processed: the agent may have moved or been upgraded
+                                # in place; resolve its card again and resend once
+                                LOG.info("%s refused the message at its cached interface (%s); "
+                                         "resolving its card again", self.base_url, exc)
+                                resent_for_interface = True
+                                continue
+                            delay = self._retry_delay(exc, retries, deadline)
+                            if delay is not None:
+                                retries += 1
+                                await asyncio.sleep(delay)
+                                continue
                         self._after_error(exc, session_id, conv)
                         raise
         except asyncio.TimeoutError:
-            raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
+            error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
+            self._breaker.failed(error)
+            raise error from None
         except (GeneratorExit, asyncio.CancelledError):
             self._running.discard(running)
+            self._breaker.abandoned()
             await self._cancel_remote(running, conv)
+            raise
+        except BaseException as exc:
+            self._breaker.failed(exc)
+            if not isinstance(exc, A2AClientError):
+                self._breaker.succeeded()  # the agent answered, with an error of its own
             raise
         finally:
             self._running.discard(running)
+        self._breaker.succeeded()
         for revision in answer.finish():
             yield revision
         self._after_answer(answer, session_id, conv)
+
+    def _retry_delay(self, exc: BaseException, retries: int, deadline: float) -> float | None:
+        """How long to wait before sending the same request again; None: do not."""
+        worth, retry_after = transient(exc)
+        if not worth or retries >= self.max_retries:
+            return None
+        delay = backoff_delay(retries, self.retry_base_delay)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        if asyncio.get_running_loop().time() + delay >= deadline:
+            LOG.info("%s: %s; no time left in this turn to try again", self.base_url, exc)
+            return None
+        LOG.info("%s: %s; trying again in %.2f s", self.base_url, exc, delay)
+        return delay
 
     async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
         """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""

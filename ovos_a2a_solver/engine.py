@@ -61,7 +61,10 @@ class A2AChatEngine(ChatEngine):
                 store = ConversationStore(path, max_conversations=s.max_conversations, idle_ttl=s.conversation_ttl)
                 self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
                                          streaming=s.streaming, trusted_origins=s.trusted_origins,
-                                         conversations=store, namespace=s.namespace)
+                                         conversations=store, namespace=s.namespace,
+                                         max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
+                                         breaker_threshold=s.breaker_threshold,
+                                         breaker_cooldown=s.breaker_cooldown)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",

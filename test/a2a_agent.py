@@ -47,6 +47,8 @@ Streaming shapes (about 30 ms between events):
   drip             a chunk "drop N. " every 0.2 s for a minute
   metadata         answers with the message's metadata, as JSON with sorted keys
   parts            "Here is your report." + a file link (report.pdf); data {temperature, unit}; a raw chart.png
+  flaky            echo over JSON-RPC; POST /_admin/flaky?count=N&status=S&retry_after=R refuses the
+                   next N POSTs with HTTP S (503) and Retry-After R
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
@@ -68,6 +70,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated send its second sentence
+  POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
+  GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
   POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
                           bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
 """
@@ -155,6 +159,8 @@ class Observations:
     card_fetches: Counter = field(default_factory=Counter)
     messages: Counter = field(default_factory=Counter)
     cancels: Counter = field(default_factory=Counter)
+    message_ids: dict[str, list[str]] = field(default_factory=dict)   # agent -> messageIds it processed
+    flaky: dict = field(default_factory=lambda: {'count': 0, 'status': 503, 'retry_after': None, 'refused': []})
     requests: list[dict] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
@@ -523,6 +529,7 @@ class ObservedHandler(RequestHandler):
     async def _admit(self, params, context: ServerCallContext) -> None:
         self.obs.messages[self.name] += 1
         message = params.message
+        self.obs.message_ids.setdefault(self.name, []).append(message.message_id)
         ctx = message.context_id
         if self.refuse_unknown_contexts and ctx and (ctx not in self.issued or ctx in self.expired):
             raise InvalidParamsError('unknown or expired context')
@@ -644,6 +651,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
         AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
         AgentSpec('parts', 'Answers with a text, a file link, data and a raw file.', more_than_text),
+        AgentSpec('flaky', 'Echo over JSON-RPC; /_admin/flaky makes its next requests fail.', echo,
+                  bindings=(JSONRPC_1,)),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
@@ -803,6 +812,32 @@ class GrpcRecorder(grpc.aio.ServerInterceptor):
         return await continuation(handler_call_details)
 
 
+class Flaky:
+    """Refuses the next ``obs.flaky['count']`` POSTs under /flaky with an HTTP status (503 by
+    default) and ``Retry-After``, noting each refused messageId; then lets them through."""
+
+    def __init__(self, app, obs: Observations):
+        self.app, self.obs = app, obs
+
+    async def __call__(self, scope, receive, send):
+        flaky = self.obs.flaky
+        if scope['type'] == 'http' and scope['method'] == 'POST' and scope['path'].startswith('/flaky') \
+                and flaky['count'] > 0:
+            flaky['count'] -= 1
+            body = b''
+            while True:
+                message = await receive()
+                body += message.get('body', b'')
+                if not message.get('more_body'):
+                    break
+            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                flaky['refused'].append(json.loads(body)['params']['message']['messageId'])
+            headers = {} if flaky['retry_after'] is None else {'Retry-After': str(flaky['retry_after'])}
+            response = JSONResponse({'error': 'try again later'}, status_code=flaky['status'], headers=headers)
+            return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 class BearerGuard:
     """401 for requests under `prefix` without the bearer token (cards stay public)."""
 
@@ -875,6 +910,15 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         obs.release.set()
         return JSONResponse({'released': True})
 
+    async def flaky(request: Request):
+        q = request.query_params
+        obs.flaky.update(count=int(q.get('count', 1)), status=int(q.get('status', 503)),
+                         retry_after=q.get('retry_after'), refused=[])
+        return JSONResponse(obs.flaky)
+
+    async def message_ids(request: Request):
+        return JSONResponse({'processed': obs.message_ids, 'refused': obs.flaky['refused']})
+
     async def upgrade(request: Request):
         switch = obs.switches[request.query_params['agent']]
         switch.current = int(request.query_params.get('variant', switch.current + 1)) % len(switch.variants)
@@ -888,6 +932,8 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/expire', expire, methods=['POST']),
         Route('/_admin/release', release, methods=['POST']),
         Route('/_admin/upgrade', upgrade, methods=['POST']),
+        Route('/_admin/flaky', flaky, methods=['POST']),
+        Route('/_admin/message-ids', message_ids, methods=['GET']),
     ]
 
 
@@ -917,6 +963,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)
     app = BearerGuard(app, '/secure', BEARER_TOKEN)
+    app = Flaky(app, obs)
     return RequestRecorder(app, obs)
 
 

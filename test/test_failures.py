@@ -156,3 +156,27 @@ def test_after_three_failed_turns_the_next_fails_at_once_then_one_probe_goes_thr
         time.sleep(0.6)
         assert client.send_task("probe").endswith(": probe")  # the one trial turn after the cool-down
         assert client.send_task("again").endswith(": again")  # closed again
+
+
+@pytest.mark.parametrize("config, key", [
+    ({"max_retries": -1}, "max_retries"),
+    ({"max_retries": "two"}, "max_retries"),
+    ({"retry_base_delay": 0}, "retry_base_delay"),
+    ({"breaker_threshold": 0}, "breaker_threshold"),
+    ({"breaker_cooldown": "soon"}, "breaker_cooldown"),
+])
+def test_bad_retry_and_breaker_settings_name_the_key(config, key):
+    from ovos_a2a_solver import A2AChatEngine
+
+    with pytest.raises(ValueError, match=key):
+        A2AChatEngine({"agent_url": "http://127.0.0.1:9/x", **config})
+
+
+def test_the_engine_takes_its_retry_settings_from_the_persona(agent, tmp_path):
+    from ovos_a2a_solver import A2AChatEngine
+    from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+    engine = A2AChatEngine({"agent_url": agent.agent("flaky"), "max_retries": 0, "state_file": str(tmp_path / "c")})
+    agent.flaky(1, 503)
+    with pytest.raises(A2AClientError, match="503"):  # no retry
+        engine.continue_chat([AgentMessage(role=MessageRole.USER, content="hi")])

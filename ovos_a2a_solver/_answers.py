@@ -17,7 +17,6 @@ small chunks costs time linear in its length.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from a2a.types import TaskState
@@ -29,14 +28,21 @@ _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
 _TAIL = 16  # characters of an artifact kept to decide how the next chunk joins it
 
 
-@dataclass(frozen=True)
 class Revision:
-    """One change to one piece of the answer (an artifact, a message reply, the status answer)."""
+    """One change to one piece of the answer (an artifact, a message reply, the status answer).
 
-    key: str
-    text: str
-    append: bool   # True: ``text`` continues the piece; False: the piece now reads ``text``
-    last: bool = False  # the agent said the piece is complete
+    ``append``: ``text`` continues the piece; otherwise the piece now reads ``text``.
+    ``last``: the agent said the piece is complete. (A plain class: a dataclass would add
+    milliseconds to the import of every process that loads the plugin.)
+    """
+
+    __slots__ = ("key", "text", "append", "last")
+
+    def __init__(self, key: str, text: str, append: bool, last: bool = False) -> None:
+        self.key, self.text, self.append, self.last = key, text, append, last
+
+    def __repr__(self) -> str:
+        return f"Revision({self.key!r}, {self.text!r}, append={self.append}, last={self.last})"
 
 
 def _joined(tail: str, chunk: str) -> str:

@@ -42,7 +42,6 @@ from ovos_a2a_solver._auth import OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
-from ovos_a2a_solver._sentences import SentenceSpeaker
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CircuitOpenError, Effect,
                                     IncompleteAnswerError,
                                     CircuitBreaker, backoff_delay, effect_of_error, interface_gone,
@@ -329,9 +328,10 @@ class _BaseClient:
                     LOG.error("stopped, but %s did not cancel task %s: it is %s", self.base_url, answer.task_id,
                               state_name(task.status.state))
             except (A2AError, asyncio.TimeoutError) as exc:
-                ok = False
-                LOG.error("stopped, but %s refused to cancel task %s: %s", self.base_url, answer.task_id,
-                          exc or "no answer in time")
+                ok = await self._canceled_already(answer.task_id)  # e.g. the caller canceled it too
+                if not ok:
+                    LOG.error("stopped, but %s refused to cancel task %s: %s", self.base_url, answer.task_id,
+                              exc or "no answer in time")
             except Exception as exc:  # a cleanup must not hide why the turn ended
                 ok = False
                 LOG.error("stopped, but cancelling task %s at %s failed: %r", answer.task_id, self.base_url, exc)
@@ -340,6 +340,14 @@ class _BaseClient:
                 self.conversations.remember(self.conversation_key, running.session_id, context_id, None)
         if running.stopped is not None and not running.stopped.done():
             running.stopped.set_result(ok)
+
+    async def _canceled_already(self, task_id: str) -> bool:
+        try:
+            async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                task = await self._call("get_task", GetTaskRequest(id=task_id))
+        except (A2AError, asyncio.TimeoutError):
+            return False
+        return task.status.state == TaskState.TASK_STATE_CANCELED
 
     async def _stop(self, session_id: str | None) -> bool:
         targets = [r for r in list(self._running) if session_id is None or r.session_id == session_id]
@@ -377,6 +385,8 @@ class _BaseClient:
     async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                          lang: str | None = None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete."""
+        from ovos_a2a_solver._sentences import SentenceSpeaker
+
         speaker = SentenceSpeaker()
         async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
             async for revision in revisions:

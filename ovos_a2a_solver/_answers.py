@@ -3,13 +3,19 @@
 """Turning what an agent sends back into the text to say, once.
 
 Agents answer in many shapes: one Message; a Task snapshot; a stream of artifact chunks
-(appended), of cumulative artifacts (each the whole text so far), of several artifacts;
-or only status messages. :class:`AnswerAssembler` takes the events in order and gives
-back only the text not yet given, so nothing is said twice.
+(appended), of cumulative artifacts (each the whole text so far), of rewritten artifacts,
+of several artifacts; or only status messages. :class:`AnswerAssembler` takes the events
+in order and turns each into :class:`Revision` s: "this text continues artifact K" or
+"artifact K now reads T". Two readers consume them:
+
+* :class:`TextPieces` gives the text to show as it arrives (``stream_task``);
+* :class:`_sentences.SentenceSpeaker` gives whole sentences to speak.
+
+Every step costs time in proportion to the text the event carries, so a stream of many
+small chunks costs time linear in its length.
 """
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Callable
 
@@ -19,27 +25,131 @@ from ovos_a2a_solver.states import WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
+_TAIL = 16  # characters of an artifact kept to decide how the next chunk joins it
 
 
-def _join_chunk(text: str, chunk: str) -> str:
-    """Append a streamed chunk; a sentence that ends right where the next begins gets a space."""
-    if text and chunk and _SENTENCE_END.search(text) and chunk[0].isupper():
-        return text + " " + chunk
-    return text + chunk
+class Revision:
+    """One change to one piece of the answer (an artifact, a message reply, the status answer).
+
+    ``append``: ``text`` continues the piece; otherwise the piece now reads ``text``.
+    ``last``: the agent said the piece is complete. (A plain class: a dataclass would add
+    milliseconds to the import of every process that loads the plugin.)
+    """
+
+    __slots__ = ("key", "text", "append", "last")
+
+    def __init__(self, key: str, text: str, append: bool, last: bool = False) -> None:
+        self.key, self.text, self.append, self.last = key, text, append, last
+
+    def __repr__(self) -> str:
+        return f"Revision({self.key!r}, {self.text!r}, append={self.append}, last={self.last})"
+
+
+def _joined(tail: str, chunk: str) -> str:
+    """A streamed chunk as it joins text ending in ``tail``: a sentence that ends right where
+    the next begins gets a space."""
+    if tail and chunk and _SENTENCE_END.search(tail) and chunk[0].isupper():
+        return " " + chunk
+    return chunk
 
 
 def _text(parts: Any) -> str:
-    """The text parts, joined the way their chunks were streamed (an SDK server aggregates
-    appended chunks into one artifact with a part per chunk)."""
-    text = ""
+    """The parts as text, joined the way their chunks were streamed (an SDK server aggregates
+    appended chunks into one artifact with a part per chunk). A file, link or data part is
+    described in a short sentence of its own."""
+    pieces: list[str] = []
+    tail = ""
     for part in parts:
-        if part.WhichOneof("content") == "text":
-            text = _join_chunk(text, part.text)
-    return text
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            if not part.text:
+                continue
+            piece = _joined(tail, part.text)
+        else:
+            piece = describe_part(part, kind)
+            if not piece:
+                continue
+            if tail and not tail[-1].isspace():
+                piece = " " + piece
+        pieces.append(piece)
+        tail = (tail + piece)[-_TAIL:]
+    return "".join(pieces)
+
+
+_DATA_FIELDS = 5     # fields of a data part named in its sentence
+_DATA_VALUE = 40     # characters of one value
+
+
+def describe_part(part: Any, kind: str | None = None) -> str:
+    """A short readable sentence for a part that is not text: a file or link is named, data
+    is summarised ("The agent sent data: temperature 21, unit celsius.")."""
+    kind = kind or part.WhichOneof("content")
+    if kind in ("raw", "url"):
+        name = part.filename
+        if not name and kind == "url":
+            name = part.url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] or part.url
+        if not name:
+            name = part.media_type or "without a name"
+        return f"The agent sent a file, {name}."
+    if kind == "data":
+        from google.protobuf.json_format import MessageToDict
+
+        return f"The agent sent {_describe_value(MessageToDict(part.data))}."
+    return ""
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "empty data"
+        items = [f"{key} {_short(value[key])}" for key in sorted(value)[:_DATA_FIELDS]]  # a Struct keeps no order
+        more = len(value) - _DATA_FIELDS
+        return "data: " + ", ".join(items) + (f", and {more} more" if more > 0 else "")
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'' if len(value) == 1 else 's'}"
+    return f"data: {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict):
+        return f"({len(value)} field{'' if len(value) == 1 else 's'})"
+    if isinstance(value, list):
+        return f"({len(value)} item{'' if len(value) == 1 else 's'})"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool):
+        value = "yes" if value else "no"
+    text = "nothing" if value is None else str(value)
+    return text if len(text) <= _DATA_VALUE else text[:_DATA_VALUE - 1].rstrip() + "…"
+
+
+class _Piece:
+    """One artifact's text, kept as chunks so that appending costs only the chunk."""
+
+    __slots__ = ("chunks", "tail")
+
+    def __init__(self) -> None:
+        self.chunks: list[str] = []
+        self.tail = ""
+
+    def append(self, chunk: str) -> None:
+        self.chunks.append(chunk)
+        self.tail = (self.tail + chunk)[-_TAIL:]
+
+    def replace(self, text: str) -> None:
+        self.chunks = [text] if text else []
+        self.tail = text[-_TAIL:]
+
+    @property
+    def text(self) -> str:
+        if len(self.chunks) > 1:
+            self.chunks = ["".join(self.chunks)]
+        return self.chunks[0] if self.chunks else ""
 
 
 class AnswerAssembler:
-    """Collects one reply; ``feed`` returns the new text of each event, ``finish`` the rest."""
+    """Collects one reply. ``feed`` turns each event into revisions; ``finish`` gives the
+    last ones (an answer or question only in the status); ``final_text`` is the answer."""
 
     def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None) -> None:
         self.task_id = ""
@@ -50,17 +160,10 @@ class AnswerAssembler:
         self.events = 0
         self.progress = ""  # a "working" status message the latest event carried
         self._on_update = on_update
-        self._artifacts: dict[str, str] = {}   # artifact id -> its text as the agent has it now
-        self._spoken: dict[str, str] = {}      # artifact id -> the part of it already given out
-        self._given: list[str] = []
+        self._pieces: dict[str, _Piece] = {}   # key -> its text as the agent has it now, in first-seen order
 
-    @property
-    def text(self) -> str:
-        """Everything given out so far."""
-        return "".join(self._given)
-
-    def feed(self, event: Any) -> list[str]:
-        """Take one ``StreamResponse``; return the text it adds."""
+    def feed(self, event: Any) -> list[Revision]:
+        """Take one ``StreamResponse``; return the revisions it makes."""
         self.events += 1
         self.progress = ""
         try:
@@ -69,20 +172,20 @@ class AnswerAssembler:
             if self._on_update is not None:
                 self._on_update(self)
 
-    def _feed(self, event: Any) -> list[str]:
+    def _feed(self, event: Any) -> list[Revision]:
         kind = event.WhichOneof("payload")
         if kind == "message":
             msg = event.message
             self._ids(msg.task_id, msg.context_id)
             self.message_reply = True
-            return self._set("message:" + msg.message_id, _text(msg.parts))
+            return self._replace("message:" + msg.message_id, _text(msg.parts), last=True)
         if kind == "task":
             task = event.task
             self._ids(task.id, task.context_id)
             self._status(task.status)
-            out: list[str] = []
+            out: list[Revision] = []
             for n, artifact in enumerate(task.artifacts):
-                out += self._set(artifact.artifact_id or f"#{n}", _text(artifact.parts))
+                out += self._replace(artifact.artifact_id or f"#{n}", _text(artifact.parts))
             return out
         if kind == "status_update":
             update = event.status_update
@@ -92,25 +195,51 @@ class AnswerAssembler:
         if kind == "artifact_update":
             update = event.artifact_update
             self._ids(update.task_id, update.context_id)
-            artifact_id = update.artifact.artifact_id or "#0"
+            key = update.artifact.artifact_id or "#0"
             chunk = _text(update.artifact.parts)
-            if update.append:
-                return self._set(artifact_id, _join_chunk(self._artifacts.get(artifact_id, ""), chunk))
-            return self._set(artifact_id, chunk)
+            if update.append and key in self._pieces:
+                piece = self._pieces[key]
+                chunk = _joined(piece.tail, chunk)
+                piece.append(chunk)
+                return [Revision(key, chunk, True, update.last_chunk)] if chunk or update.last_chunk else []
+            return self._replace(key, chunk, last=update.last_chunk)
         return []
 
-    def finish(self) -> list[str]:
-        """Text still owed at the end: the status message when it is the answer or a question."""
+    def finish(self) -> list[Revision]:
+        """Revisions still owed at the end: the status message when it is the answer or a question."""
         text = self.status_text.strip()
         if not text or self.state is None:
             return []
         waiting = self.state in WAITING_FOR_USER
-        answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not self.text.strip()
-        if (waiting and text not in self.text) or answered_by_status:
-            return self._set("status", text)
+        said = self.final_text() if waiting or self.state == TaskState.TASK_STATE_COMPLETED else ""
+        answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not said.strip()
+        if (waiting and text not in said) or answered_by_status:
+            return self._replace("status", text, last=True)
         return []
 
+    def final_text(self) -> str:
+        """The whole answer as the agent has it now: each piece's text, in order."""
+        out: list[str] = []
+        for piece in self._pieces.values():
+            text = piece.text
+            if not text:
+                continue
+            if out and not out[-1].endswith(("\n", " ")):
+                out.append(ARTIFACT_SEPARATOR)
+                text = text.lstrip()
+            out.append(text)
+        return "".join(out)
+
     # ---- internals ----------------------------------------------------------------
+
+    def _replace(self, key: str, text: str, last: bool = False) -> list[Revision]:
+        piece = self._pieces.get(key)
+        if piece is None:
+            if not text:
+                return []
+            piece = self._pieces[key] = _Piece()
+        piece.replace(text)
+        return [Revision(key, text, False, last)]
 
     def _ids(self, task_id: str, context_id: str) -> None:
         self.task_id = task_id or self.task_id
@@ -126,20 +255,71 @@ class AnswerAssembler:
                 if status.state == TaskState.TASK_STATE_WORKING:
                     self.progress = text
 
-    def _set(self, key: str, text: str) -> list[str]:
-        """The agent's text for ``key`` is now ``text``; return what was not given yet."""
-        self._artifacts[key] = text
-        spoken = self._spoken.get(key, "")
-        if text.startswith(spoken):
-            delta = text[len(spoken):]
-        elif spoken.startswith(text):
+
+def _content(text: str) -> str:
+    return "".join(text.split())
+
+
+def _after_content(text: str, count: int) -> int:
+    """The index in ``text`` just after its first ``count`` non-space characters."""
+    if count == 0:
+        return 0
+    seen = 0
+    for index, char in enumerate(text):
+        if not char.isspace():
+            seen += 1
+            if seen == count:
+                return index + 1
+    return len(text)
+
+
+class TextPieces:
+    """Revisions -> the text to show, as it arrives; nothing shown twice.
+
+    Appended chunks are given as sent; a piece that grows is given its new end; a piece
+    rewritten differently is given again, on a new line, from the start of the sentence
+    that changed. Spaces alone never count as a change. A new piece starts on a new line
+    when the text so far does not end in a space.
+    """
+
+    def __init__(self) -> None:
+        self._shown: dict[str, _Piece] = {}
+        self._last_char = ""
+
+    def add(self, revision: Revision) -> list[str]:
+        shown = self._shown.get(revision.key)
+        if shown is None:
+            shown = self._shown[revision.key] = _Piece()
+            text = revision.text
+            if self._last_char and text and not self._last_char.isspace():
+                text = ARTIFACT_SEPARATOR + text.lstrip()
+            shown.append(revision.text)
+            return self._give(text)
+        if revision.append:
+            shown.append(revision.text)
+            return self._give(revision.text)
+        before, now = shown.text, revision.text
+        shown.replace(now)
+        said, new = _content(before), _content(now)
+        if new.startswith(said):
+            return self._give(now[_after_content(now, len(said)):])
+        if said.startswith(new):
             return []  # shortened: nothing new to say
-        else:  # rewritten: say only what differs from what was said
-            delta = text[len(os.path.commonprefix([spoken, text])):]
-        self._spoken[key] = text
-        if not delta:
+        from ovos_a2a_solver._sentences import sentence_start
+        start = sentence_start(now, _after_content(now, len(_common_prefix(said, new))))
+        return self._give(ARTIFACT_SEPARATOR + now[start:].lstrip())
+
+    def _give(self, text: str) -> list[str]:
+        if not text:
             return []
-        if not spoken and self._given and not self.text.endswith(("\n", " ")):
-            delta = ARTIFACT_SEPARATOR + delta.lstrip()
-        self._given.append(delta)
-        return [delta]
+        self._last_char = text[-1]
+        return [text]
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return a[:n]

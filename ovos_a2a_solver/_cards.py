@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import httpx
     from a2a.types import AgentCard as ProtoAgentCard
 
+from ovos_a2a_solver._settings import MAX_CARD_BYTES
+
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 
@@ -173,26 +175,32 @@ class CardResolver:
 
         try:
             self.fetches += 1
-            response = await self._get(cached.url, {"If-None-Match": cached.etag})
+            response, body, _ = await self._get(cached.url, {"If-None-Match": cached.etag})
         except httpx.HTTPError as exc:
             raise AgentCardResolutionError(f"cannot reach agent card at {cached.url}: {exc}") from exc
         if response.status_code == 304:
             cached.expires = _expiry(response.headers.get("cache-control"))
             return True
         if response.status_code == 200:
-            self._store(cached.url, response)
+            self._store(cached.url, response, body)
             return True
         return False
 
-    async def _get(self, url: str, headers: dict | None = None) -> "httpx.Response":
+    async def _get(self, url: str, headers: dict | None = None) -> tuple["httpx.Response", bytes, str]:
         """GET that follows redirects one hop at a time, so each hop is a new request
-        and credentials are decided for its own origin (see ``auth``)."""
+        and credentials are decided for its own origin (see ``auth``). Returns the response,
+        its body (read as a stream, at most ``MAX_CARD_BYTES``) and the URL it came from."""
         for _ in range(5):
-            response = await self._http.get(url, headers=headers)
-            if not response.is_redirect:
-                return response
-            url = str(response.next_request.url) if response.next_request else url
-        return response
+            request = self._http.build_request("GET", url, headers=headers)
+            response = await self._http.send(request, stream=True)
+            try:
+                if not response.is_redirect:
+                    body = await _read_capped(response, url) if response.status_code == 200 else b""
+                    return response, body, url
+                url = str(response.next_request.url) if response.next_request else url
+            finally:
+                await response.aclose()
+        return response, b"", url
 
     async def _fetch(self) -> None:
         from a2a.client import AgentCardResolutionError
@@ -202,7 +210,7 @@ class CardResolver:
         for url in card_urls(self.agent_url):
             try:
                 self.fetches += 1
-                response = await self._get(url)
+                response, body, _ = await self._get(url)
             except httpx.HTTPError as exc:
                 raise AgentCardResolutionError(f"cannot reach agent card at {url}: {exc}") from exc
             if response.status_code in (404, 405, 410):
@@ -211,15 +219,14 @@ class CardResolver:
             if response.status_code != 200:
                 raise AgentCardResolutionError(
                     f"agent card at {url}: HTTP {response.status_code}", status_code=response.status_code)
-            self._store(url, response)
+            self._store(url, response, body)
             return
         raise AgentCardResolutionError("no agent card found; tried " + ", ".join(tried), status_code=404)
 
-    def _store(self, url: str, response: "httpx.Response") -> None:
+    def _store(self, url: str, response: "httpx.Response", body: bytes) -> None:
         from a2a.client import AgentCardResolutionError
         from a2a.client.card_resolver import parse_agent_card
 
-        body = response.content
         try:
             data = json.loads(body)
             if not isinstance(data, dict):
@@ -236,6 +243,27 @@ class CardResolver:
             self.generation += 1
         self._cached = _Cached(card=card, url=url, etag=response.headers.get("etag"), body=body,
                                expires=_expiry(response.headers.get("cache-control")))
+
+
+async def _read_capped(response: "httpx.Response", url: str) -> bytes:
+    """The body, read as it streams in; refused as soon as it passes ``MAX_CARD_BYTES``."""
+    from a2a.client import AgentCardResolutionError
+
+    def too_large() -> AgentCardResolutionError:
+        return AgentCardResolutionError(
+            f"agent card at {url} is larger than {MAX_CARD_BYTES // 1024} KiB; refused")
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_CARD_BYTES:
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_CARD_BYTES:
+            raise too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _expiry(cache_control: str | None) -> float | None:

@@ -10,7 +10,8 @@ The store is bounded (least recently used entries go first), forgets entries idl
 longer than ``idle_ttl`` seconds, and, given a path, persists to one JSON file written
 atomically (temp file, fsync, rename) under an advisory lock, so the plugin inside
 ovos-core and the ``ovos-a2a`` command line can share it. A corrupt file is moved aside
-and logged, never fatal.
+and logged, never fatal; a file that cannot be written (a read-only or missing directory)
+is logged once, and the map lives on in memory.
 """
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ class ConversationStore:
         # {agent_key: {"sessions": {session_id: {"context_id", "task_id", "used"}}, "refused": [ctx, ...]}}
         self._data: dict[str, dict] = {}
         self._file_stamp: tuple[int, int, int] | None = None
+        self._unwritable: str | None = None  # why the file cannot be written, once logged
 
     @classmethod
     def default(cls, **kwargs) -> "ConversationStore":
@@ -136,15 +138,36 @@ class ConversationStore:
             self._reload_if_changed()
             yield self._data
             self._prune()
-            self._write()
+            try:
+                self._write()
+            except OSError as exc:
+                self._cannot_write(exc)
+            else:
+                if self._unwritable is not None:
+                    LOG.warning("conversation file %s is written again", self.path)
+                    self._unwritable = None
+
+    def _cannot_write(self, exc: OSError) -> None:
+        """Keep the map in memory; say so once (not on every turn)."""
+        reason = f"{type(exc).__name__}: {exc}"
+        if self._unwritable is None:
+            LOG.warning("cannot write conversation file %s (%s); conversations are kept in memory only "
+                        "until it can be written", self.path, reason)
+        self._unwritable = reason
 
     @contextlib.contextmanager
     def _file_lock(self):
         if self.path is None or fcntl is None:
             yield
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock_file:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            lock_file = open(self.path.with_name(self.path.name + ".lock"), "a")
+        except OSError as exc:
+            self._cannot_write(exc)
+            yield  # the thread lock alone guards the map
+            return
+        with lock_file:
             fcntl.flock(lock_file, fcntl.LOCK_EX)
             try:
                 yield
@@ -155,7 +178,7 @@ class ConversationStore:
         """What identifies one version of the file: every write replaces it, so a new inode."""
         try:
             st = self.path.stat()
-        except FileNotFoundError:
+        except OSError:  # missing, or in a directory that cannot be read
             return None
         return st.st_ino, st.st_mtime_ns, st.st_size
 
@@ -175,8 +198,8 @@ class ConversationStore:
                     or not isinstance(raw.get("agents"), dict):
                 raise ValueError("unexpected layout")
             self._data = _validated(raw["agents"])
-        except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            self._quarantine(exc)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            self._quarantine(exc)  # RecursionError: JSON nested too deep to read
 
     def _quarantine(self, exc: Exception) -> None:
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")

@@ -10,11 +10,16 @@ an answer.
 from __future__ import annotations
 
 import enum
+import logging
 
 import httpx
 from a2a.client import A2AClientError
 from a2a.types import TaskState
-from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
+                              UnsupportedOperationError, VersionNotSupportedError)
+
+
+LOG = logging.getLogger("ovos_a2a_solver")
 
 
 class AgentTaskError(A2AError):
@@ -83,3 +88,132 @@ def never_delivered(exc: BaseException) -> bool:
                 return True
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def interface_gone(exc: BaseException) -> bool:
+    """True when the cached interface no longer speaks what the card said: method not
+    found, version not supported, HTTP 404 or gRPC UNIMPLEMENTED. The agent refused the
+    request without processing it; it was upgraded or moved in place, so its card is stale.
+    """
+    if isinstance(exc, (MethodNotFoundError, VersionNotSupportedError)):
+        return True
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 404:
+            return True
+        if type(exc).__name__ == "AioRpcError":
+            code = getattr(exc, "code", lambda: None)()
+            if getattr(code, "name", "") == "UNIMPLEMENTED":
+                return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+#: HTTP statuses that say "not now" rather than "no": worth the same request again later.
+TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
+
+
+def transient(exc: BaseException) -> tuple[bool, float | None]:
+    """Whether a failed request is worth sending again (a connection failure, or HTTP 429,
+    502, 503, 504), and the server's ``Retry-After`` in seconds, if it gave one."""
+    if never_delivered(exc):
+        return True, None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, httpx.HTTPStatusError):
+            if exc.response.status_code not in TRANSIENT_STATUSES:
+                return False, None
+            return True, _retry_after(exc.response.headers.get("retry-after"))
+        if type(exc).__name__ == "AioRpcError":
+            code = getattr(exc, "code", lambda: None)()
+            return getattr(code, "name", "") in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"), None
+        exc = exc.__cause__ or exc.__context__
+    return False, None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: a number of seconds, or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        from email.utils import parsedate_to_datetime
+        import time
+
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def backoff_delay(retry: int, base: float, cap: float = 5.0) -> float:
+    """Exponential backoff with full jitter: a random wait up to ``base * 2**retry`` (at most ``cap``)."""
+    import random
+
+    return random.uniform(0.0, min(cap, base * (2 ** retry)))
+
+
+class CircuitOpenError(A2AClientError):
+    """The agent failed several turns in a row; turns fail at once until a cool-down has passed."""
+
+
+class CircuitBreaker:
+    """Per agent: after ``threshold`` failed turns in a row, the next turns fail at once; after
+    ``cooldown`` seconds one turn is let through as a probe, and its outcome closes or reopens it.
+
+    A failed turn is one the agent could not be asked or did not answer (connection, HTTP,
+    timeout, card errors); an agent that answers, even with an error of the protocol or a
+    failed task, is healthy.
+    """
+
+    def __init__(self, name: str, threshold: int, cooldown: float) -> None:
+        import threading
+
+        self.name, self.threshold, self.cooldown = name, threshold, cooldown
+        self._failures = 0
+        self._open_until: float | None = None
+        self._probing = False
+        self._lock = threading.Lock()
+
+    def before_turn(self) -> None:
+        """Raise :class:`CircuitOpenError` when the turn must fail at once."""
+        import time
+
+        with self._lock:
+            if self._open_until is None:
+                return
+            left = self._open_until - time.monotonic()
+            if left <= 0 and not self._probing:
+                self._probing = True
+                LOG.info("circuit for %s: trying one turn after the cool-down", self.name)
+                return
+        raise CircuitOpenError(f"{self.name} failed {self.threshold} turns in a row; not asking it again "
+                               f"for {max(left, 0):.0f} s" if left > 0 else
+                               f"{self.name} failed {self.threshold} turns in a row; a trial turn is under way")
+
+    def succeeded(self) -> None:
+        with self._lock:
+            if self._open_until is not None:
+                LOG.warning("circuit for %s closed: it answers again", self.name)
+            self._failures, self._open_until, self._probing = 0, None, False
+
+    def failed(self, exc: BaseException) -> None:
+        import time
+
+        if isinstance(exc, CircuitOpenError) or not isinstance(exc, A2AClientError):
+            return  # not a turn that reached the agent, or the agent answered (protocol error)
+        with self._lock:
+            self._failures += 1
+            if self._probing or (self._open_until is None and self._failures >= self.threshold):
+                self._open_until = time.monotonic() + self.cooldown
+                self._probing = False
+                LOG.warning("circuit for %s open after %d failed turns in a row (%s); turns fail at once "
+                            "for %g s", self.name, self._failures, exc, self.cooldown)
+
+    def abandoned(self) -> None:
+        """The turn ended without an outcome (stopped): let another probe through."""
+        with self._lock:
+            self._probing = False

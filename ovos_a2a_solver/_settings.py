@@ -16,6 +16,19 @@ from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 #: every caller waits for one turn on behalf of a person (who can ask for longer).
 DEFAULT_TIMEOUT = 30.0
 
+#: The largest agent card accepted, in bytes: a card is a page of JSON; a larger one is
+#: refused (``AgentCardResolutionError``) as soon as the stream passes this size.
+MAX_CARD_BYTES = 1024 * 1024
+
+#: Sends of one turn retried after a transient failure (connection, HTTP 429/502/503/504),
+#: with the same messageId, waiting base * 2**n seconds at most (full jitter), and never
+#: past the turn's deadline.
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_RETRY_BASE_DELAY = 0.2
+#: After this many failed turns in a row the next turns fail at once, for the cool-down.
+DEFAULT_BREAKER_THRESHOLD = 3
+DEFAULT_BREAKER_COOLDOWN = 30.0
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -31,6 +44,10 @@ class EngineSettings:
     persist_conversations: bool = True   # False: keep the session map in memory only
     max_conversations: int = DEFAULT_MAX_CONVERSATIONS
     conversation_ttl: float = DEFAULT_IDLE_TTL   # seconds a conversation may sit idle before a new one starts
+    max_retries: int = DEFAULT_MAX_RETRIES          # resends of a message after a transient failure
+    retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # seconds; the backoff doubles from here
+    breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
+    breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -41,11 +58,16 @@ class EngineSettings:
         if not isinstance(url, str) or "://" not in url or origin_of(url) is None:
             raise ValueError(f"ovos-a2a-solver: 'agent_url' must be the agent's http(s) URL, got {url!r}")
         values["agent_url"] = url.strip()
-        for key in ("timeout", "conversation_ttl"):
+        for key in ("timeout", "conversation_ttl", "retry_base_delay", "breaker_cooldown"):
             if key in values:
                 values[key] = positive_setting(key, values[key], float)
-        if "max_conversations" in values:
-            values["max_conversations"] = int(positive_setting("max_conversations", values["max_conversations"], int))
+        for key in ("max_conversations", "breaker_threshold"):
+            if key in values:
+                values[key] = int(positive_setting(key, values[key], int))
+        if "max_retries" in values:
+            retries = values["max_retries"]
+            if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
+                raise ValueError(f"ovos-a2a-solver: 'max_retries' must be a whole number from 0 to 10, got {retries!r}")
         for key in ("streaming", "persist_conversations"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])

@@ -23,30 +23,37 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import threading
 import uuid
+from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-                       SendMessageRequest, Task)
+                       SendMessageRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
-from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver._answers import AnswerAssembler, Revision, TextPieces
 from ovos_a2a_solver._auth import OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
-from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, Effect, IncompleteAnswerError,
-                                    effect_of_error, never_delivered)
-from ovos_a2a_solver.states import WAITING_FOR_USER, state_name
-from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CircuitOpenError, Effect,
+                                    IncompleteAnswerError,
+                                    CircuitBreaker, backoff_delay, effect_of_error, interface_gone,
+                                    never_delivered, transient)
+from ovos_a2a_solver.states import TERMINAL, WAITING_FOR_USER, state_name
+from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
+                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
+
+LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "IncompleteAnswerError", "TaskUpdate"]
+           "CircuitOpenError", "IncompleteAnswerError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,20 @@ class TaskUpdate:
     context_id: str
     state: str        # "submitted", "working", "completed", "input-required", ... ("" before any)
     progress: str     # the agent's "working" message of this event, if any
+
+
+#: Seconds a stopped turn waits for the agent to confirm its CancelTask.
+CANCEL_TIMEOUT = 5.0
+
+
+@dataclass(eq=False)
+class _Running:
+    """One exchange under way: whose, how far, and the asyncio task that runs it."""
+
+    session_id: str | None
+    answer: AnswerAssembler
+    task: "asyncio.Task | None"
+    stopped: "asyncio.Future | None" = None  # set by stop(): True once the agent canceled the task
 
 
 def conversation_key(agent_url: str, namespace: str = "", auth_header: str | None = None) -> str:
@@ -87,12 +108,21 @@ class _BaseClient:
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
         signature_verifier: called with each fetched card (a2a-sdk protobuf); raise to reject it.
+        max_retries: resends of a message after a transient failure (connection, HTTP 429,
+            502, 503, 504), with the same messageId and before any answer arrived; GetTask too.
+        retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
+            a ``Retry-After`` is honoured).
+        breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
+            once (``CircuitOpenError``) for so many seconds; then one turn tries again.
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, trusted_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
-                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+                 signature_verifier: Callable[[Any], None] | None = None,
+                 max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
+                 breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
+                 breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
@@ -107,6 +137,10 @@ class _BaseClient:
         self._connection: AgentConnection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
+        self.max_retries = int(max_retries)
+        self.retry_base_delay = float(retry_base_delay)
+        self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -174,52 +208,192 @@ class _BaseClient:
 
     async def _call(self, method: str, request):
         connection = self._get_connection()
-        client = await connection.client(streaming=self.streaming)
-        try:
-            return await getattr(client, method)(request)
-        except A2AError as exc:
-            if never_delivered(exc):
-                connection.invalidate()
-            raise
-        except NotImplementedError as exc:
-            raise A2AClientError(f"{method} is not available over this agent's transport "
-                                 f"(A2A 0.3 agents cannot list tasks)") from exc
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        resent_for_interface, retries = False, 0
+        while True:
+            try:
+                client = await connection.client(streaming=self.streaming)
+                return await getattr(client, method)(request)
+            except A2AError as exc:
+                if never_delivered(exc) or interface_gone(exc):
+                    connection.invalidate()
+                if interface_gone(exc) and not resent_for_interface:
+                    resent_for_interface = True
+                    continue  # upgraded or moved in place: resolve the card again, ask once more
+                if method == "get_task":  # reading a known task twice changes nothing
+                    delay = self._retry_delay(exc, retries, deadline)
+                    if delay is not None:
+                        retries += 1
+                        await asyncio.sleep(delay)
+                        continue
+                raise
+            except NotImplementedError as exc:
+                raise A2AClientError(f"{method} is not available over this agent's transport "
+                                     f"(A2A 0.3 agents cannot list tasks)") from exc
 
-    async def _exchange(self, text: str, session_id: str | None,
-                        on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
-        """One message to the agent and its answer, as text pieces as they arrive."""
+    async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
+                         streaming: bool, lang: str | None = None) -> AsyncIterator[Revision]:
+        """One message to the agent; its answer as revisions, as they arrive.
+
+        Left before the answer ended (the caller closed the stream, or :meth:`stop`), the
+        agent's task is canceled with CancelTask and the HTTP stream released.
+        """
         conv = self.conversation(session_id) if session_id is not None else None
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
+        if lang:
+            message.metadata.update({"lang": lang})  # the user's language (the bridge reads metadata["lang"])
+        connection = self._get_connection()
+        self._breaker.before_turn()
+        running = _Running(session_id, answer, asyncio.current_task())
+        self._running.add(running)
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        try:
+            async with timeout(self.timeout):
+                resent_for_interface, retries = False, 0
+                while True:
+                    try:
+                        client = await connection.client(streaming)
+                        async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
+                            async for event in events:
+                                for revision in answer.feed(event):
+                                    yield revision
+                        break
+                    except A2AError as exc:
+                        stale = never_delivered(exc) or interface_gone(exc)
+                        if stale:
+                            connection.invalidate()
+                        if answer.events == 0:  # nothing came back: the same message again is one turn
+                            if interface_gone(exc) and not resent_for_interface:
+                                # refused, not processed: the agent may have moved or been upgraded
+                                # in place; resolve its card again and resend once
+                                LOG.info("%s refused the message at its cached interface (%s); "
+                                         "resolving its card again", self.base_url, exc)
+                                resent_for_interface = True
+                                continue
+                            delay = self._retry_delay(exc, retries, deadline)
+                            if delay is not None:
+                                retries += 1
+                                await asyncio.sleep(delay)
+                                continue
+                        self._after_error(exc, session_id, conv)
+                        raise
+        except asyncio.TimeoutError:
+            error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
+            self._breaker.failed(error)
+            raise error from None
+        except (GeneratorExit, asyncio.CancelledError):
+            self._running.discard(running)
+            self._breaker.abandoned()
+            await self._cancel_remote(running, conv)
+            raise
+        except BaseException as exc:
+            self._breaker.failed(exc)
+            if not isinstance(exc, A2AClientError):
+                self._breaker.succeeded()  # the agent answered, with an error of its own
+            raise
+        finally:
+            self._running.discard(running)
+        self._breaker.succeeded()
+        for revision in answer.finish():
+            yield revision
+        self._after_answer(answer, session_id, conv)
+
+    def _retry_delay(self, exc: BaseException, retries: int, deadline: float) -> float | None:
+        """How long to wait before sending the same request again; None: do not."""
+        worth, retry_after = transient(exc)
+        if not worth or retries >= self.max_retries:
+            return None
+        delay = backoff_delay(retries, self.retry_base_delay)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        if asyncio.get_running_loop().time() + delay >= deadline:
+            LOG.info("%s: %s; no time left in this turn to try again", self.base_url, exc)
+            return None
+        LOG.info("%s: %s; trying again in %.2f s", self.base_url, exc, delay)
+        return delay
+
+    async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
+        """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""
+        answer, ok = running.answer, True
+        if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:
+            try:
+                async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                    task = await self._call("cancel_task", CancelTaskRequest(id=answer.task_id))
+                ok = task.status.state == TaskState.TASK_STATE_CANCELED
+                if ok:
+                    LOG.info("stopped: task %s at %s canceled", answer.task_id, self.base_url)
+                else:
+                    LOG.error("stopped, but %s did not cancel task %s: it is %s", self.base_url, answer.task_id,
+                              state_name(task.status.state))
+            except (A2AError, asyncio.TimeoutError) as exc:
+                ok = await self._canceled_already(answer.task_id)  # e.g. the caller canceled it too
+                if not ok:
+                    LOG.error("stopped, but %s refused to cancel task %s: %s", self.base_url, answer.task_id,
+                              exc or "no answer in time")
+            except Exception as exc:  # a cleanup must not hide why the turn ended
+                ok = False
+                LOG.error("stopped, but cancelling task %s at %s failed: %r", answer.task_id, self.base_url, exc)
+            if running.session_id is not None:
+                context_id = answer.context_id or (conv.context_id if conv else "")
+                self.conversations.remember(self.conversation_key, running.session_id, context_id, None)
+        if running.stopped is not None and not running.stopped.done():
+            running.stopped.set_result(ok)
+
+    async def _canceled_already(self, task_id: str) -> bool:
+        try:
+            async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                task = await self._call("get_task", GetTaskRequest(id=task_id))
+        except (A2AError, asyncio.TimeoutError):
+            return False
+        return task.status.state == TaskState.TASK_STATE_CANCELED
+
+    async def _stop(self, session_id: str | None) -> bool:
+        targets = [r for r in list(self._running) if session_id is None or r.session_id == session_id]
+        loop = asyncio.get_running_loop()
+        for running in targets:
+            running.stopped = loop.create_future()
+            running.task.cancel()
+        results = [await running.stopped for running in targets]
+        return all(results)
+
+    def _assembler(self, on_update: Callable[[TaskUpdate], None] | None) -> AnswerAssembler:
         report = None
         if on_update is not None:
             def report(a: AnswerAssembler) -> None:
                 on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
-        answer = AnswerAssembler(on_update=report)
-        connection = self._get_connection()
-        try:
-            async with timeout(self.timeout):
-                for attempt in (1, 2):
-                    try:
-                        client = await connection.client(self.streaming)
-                        async for event in client.send_message(SendMessageRequest(message=message)):
-                            for piece in answer.feed(event):
-                                yield piece
-                        break
-                    except A2AError as exc:
-                        undelivered = never_delivered(exc)
-                        if undelivered:
-                            connection.invalidate()
-                        if undelivered and attempt == 1 and answer.events == 0:
-                            continue  # the agent may have moved: resolve its card again, resend once
-                        self._after_error(exc, session_id, conv)
-                        raise
-        except asyncio.TimeoutError:
-            raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
-        for piece in answer.finish():
-            yield piece
-        self._after_answer(answer, session_id, conv)
+        return AnswerAssembler(on_update=report)
+
+    async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
+        """The whole answer, asked the way ``streaming`` says."""
+        answer = self._assembler(None)
+        async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
+            async for _ in revisions:
+                pass
+        return answer.final_text()
+
+    async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
+                      lang: str | None = None) -> AsyncIterator[str]:
+        """The answer's text as it arrives (streamed whenever the card offers streaming)."""
+        pieces = TextPieces()
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+            async for revision in revisions:
+                for piece in pieces.add(revision):
+                    yield piece
+
+    async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
+                         lang: str | None = None) -> AsyncIterator[str]:
+        """The answer's sentences (and lines), each as soon as it is complete."""
+        from ovos_a2a_solver._sentences import SentenceSpeaker
+
+        speaker = SentenceSpeaker()
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+            async for revision in revisions:
+                for sentence in speaker.add(revision):
+                    yield sentence
+        for sentence in speaker.finish():
+            yield sentence
 
     def _after_error(self, exc: BaseException, session_id: str | None, conv: Conversation | None) -> None:
         if session_id is None or conv is None:
@@ -266,14 +440,29 @@ class AsyncA2AClient(_BaseClient):
         """The agent's card (cached; fetched again only when it expires or the agent moved)."""
         return await self._deadline(self._card())
 
-    async def send_task(self, text: str, session_id: str | None = None) -> str:
+    async def send_task(self, text: str, session_id: str | None = None, *, lang: str | None = None) -> str:
         """Send ``text``; return the agent's answer (or its question, if it needs more input)."""
-        return "".join([piece async for piece in self.stream_task(text, session_id)])
+        return await self._answer(self._checked_text(text), session_id, lang)
 
     def stream_task(self, text: str, session_id: str | None = None, *,
-                    on_update: Callable[[TaskUpdate], None] | None = None) -> AsyncIterator[str]:
+                    on_update: Callable[[TaskUpdate], None] | None = None,
+                    lang: str | None = None) -> AsyncIterator[str]:
         """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
-        return self._exchange(self._checked_text(text), session_id, on_update)
+        return self._pieces(self._checked_text(text), session_id, on_update, lang)
+
+    def stream_sentences(self, text: str, session_id: str | None = None, *,
+                         on_update: Callable[[TaskUpdate], None] | None = None,
+                         lang: str | None = None) -> AsyncIterator[str]:
+        """Send ``text``; each sentence or line of the answer as soon as it is complete."""
+        return self._sentences(self._checked_text(text), session_id, on_update, lang)
+
+    async def stop(self, session_id: str | None = None) -> bool:
+        """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
+
+        True when every such task was canceled (or there was none); False when the agent
+        refused or could not be asked (logged as an error, with its reason).
+        """
+        return await self._stop(session_id)
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""
@@ -310,24 +499,52 @@ class A2AClient(_BaseClient):
         """The agent's card (cached; fetched again only when it expires or the agent moved)."""
         return BACKGROUND.run(self._deadline(self._card()))
 
-    def send_task(self, text: str, session_id: str | None = None) -> str:
+    def send_task(self, text: str, session_id: str | None = None, *, lang: str | None = None) -> str:
         """Send ``text``; return the agent's answer (or its question, if it needs more input).
 
+        ``lang`` (e.g. ``"en-US"``), if given, travels as the message's ``metadata["lang"]``.
         Raises the a2a-sdk errors, and :class:`AgentTaskError` when the agent failed,
         rejected or canceled the task.
         """
-        return "".join(self.stream_task(text, session_id))
+        return BACKGROUND.run(self._answer(self._checked_text(text), session_id, lang))
 
     def stream_task(self, text: str, session_id: str | None = None, *,
-                    on_update: Callable[[TaskUpdate], None] | None = None) -> Iterator[str]:
-        """Send ``text``; yield the answer's text as it arrives (one piece when not streaming).
+                    on_update: Callable[[TaskUpdate], None] | None = None,
+                    lang: str | None = None) -> Iterator[str]:
+        """Send ``text``; yield the answer's text as it arrives.
+
+        The answer is streamed whenever the agent's card offers streaming, whatever
+        ``streaming`` says (that chooses how :meth:`send_task` asks): each appended chunk
+        is given as sent, once and in order. A part the agent rewrote differently is given
+        again on a new line, from the start of the sentence that changed.
 
         ``on_update``, if given, sees every event's :class:`TaskUpdate` (task id, state,
         progress message), e.g. to show progress or to cancel the task. Closing the
         iterator early ends the exchange and releases its connection.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._exchange(text, session_id, on_update))
+        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang))
+
+    def stream_sentences(self, text: str, session_id: str | None = None, *,
+                         on_update: Callable[[TaskUpdate], None] | None = None,
+                         lang: str | None = None) -> Iterator[str]:
+        """Send ``text``; yield each sentence (or line) of the answer as soon as it is complete.
+
+        Streamed whenever the card offers streaming. Only whole sentences are given: a
+        part the agent rewrote differently is said again from the first sentence that
+        changed.
+        """
+        text = self._checked_text(text)
+        return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update, lang))
+
+    def stop(self, session_id: str | None = None) -> bool:
+        """End the turns under way (of ``session_id``, or all): their streams end, and their
+        tasks are canceled on the agent (CancelTask).
+
+        True when every such task was canceled (or there was none); False when the agent
+        refused or could not be asked (logged as an error, with its reason).
+        """
+        return BACKGROUND.run(self._stop(session_id))
 
     def get_task(self, task_id: str, history_length: int | None = None) -> Task:
         """The task as the agent has it now (a2a-sdk ``Task``)."""

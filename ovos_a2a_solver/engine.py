@@ -20,12 +20,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
 
 
-def newest_user_text(messages: List[AgentMessage]) -> str:
-    """The newest user message: the only one sent (the agent keeps the earlier turns)."""
+def newest_user_text(messages: List[AgentMessage]) -> Optional[str]:
+    """The newest user message: the only one sent (the agent keeps the earlier turns).
+
+    ``None`` when no user message follows the last assistant message: the last question
+    was answered already, so there is nothing to send.
+    """
     for message in reversed(messages or []):
+        if message.role == MessageRole.ASSISTANT:
+            return None
         if message.role == MessageRole.USER and (message.content or "").strip():
             return message.content
-    raise ValueError("ovos-a2a-solver: there is no user message to send")
+    return None
 
 
 class A2AChatEngine(ChatEngine):
@@ -55,27 +61,51 @@ class A2AChatEngine(ChatEngine):
                 store = ConversationStore(path, max_conversations=s.max_conversations, idle_ttl=s.conversation_ttl)
                 self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
                                          streaming=s.streaming, trusted_origins=s.trusted_origins,
-                                         conversations=store, namespace=s.namespace)
+                                         conversations=store, namespace=s.namespace,
+                                         max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
+                                         breaker_threshold=s.breaker_threshold,
+                                         breaker_cooldown=s.breaker_cooldown)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",
                       lang: Optional[str] = None, units: Optional[str] = None,
                       tools: Any = None) -> AgentMessage:
-        """Send the newest user message in ``session_id``'s remote conversation; return the answer."""
-        answer = self.client.send_task(newest_user_text(messages), session_id=session_id)
+        """Send the newest user message in ``session_id``'s remote conversation; return the answer.
+
+        With no user message after the last assistant message the answer is empty, and the
+        agent is not called.
+        """
+        text = newest_user_text(messages)
+        answer = self.client.send_task(text, session_id=session_id, lang=lang) if text is not None else ""
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
                       lang: Optional[str] = None, units: Optional[str] = None) -> Iterable[str]:
-        """Yield the answer's text as the agent sends it (one piece when ``streaming`` is off)."""
-        yield from self.client.stream_task(newest_user_text(messages), session_id=session_id)
+        """Yield the answer's text as the agent sends it (streamed whenever its card offers it)."""
+        text = newest_user_text(messages)
+        if text is not None:
+            yield from self.client.stream_task(text, session_id=session_id, lang=lang)
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
-        """Yield each sentence of the answer as soon as it is complete (for TTS)."""
-        from ovos_a2a_solver._sentences import stream_sentences
+        """Yield each sentence (or line) of the answer as soon as it is complete (for TTS).
 
-        yield from stream_sentences(self.stream_tokens(messages, session_id, lang, units))
+        Only whole sentences: a part the agent rewrote differently is said again from the
+        first sentence that changed.
+        """
+        text = newest_user_text(messages)
+        if text is not None:
+            yield from self.client.stream_sentences(text, session_id=session_id, lang=lang)
+
+    def stop(self, session_id: Optional[str] = None) -> bool:
+        """Stop the turns under way (of ``session_id``, or all): their streams end and the
+        agent's tasks are canceled (CancelTask). Closing a stream early does the same.
+
+        True when every such task was canceled (or none was running); False when the agent
+        refused (logged as an error with its reason: the agent may still be working).
+        """
+        client = self._client
+        return client.stop(session_id) if client is not None else True
 
     def has_open_task(self, session_id: str) -> bool:
         """Whether the agent waits for this session's user (input-required / auth-required)."""

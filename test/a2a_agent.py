@@ -39,26 +39,41 @@ Streaming shapes (about 30 ms between events):
   stream-message   a single Message "message reply[ctx]" (no task)
   stream-status    no artifacts; "thinking..." twice; COMPLETED message "status answer[ctx]"
   stream-snapshot  a second Task snapshot carrying the answer (see SnapshotScript)
+  stream-correction, stream-interim, stream-respace, stream-interleaved, stream-poem,
+  stream-bare      rewritten and unpunctuated shapes (see REWRITE_SHAPES)
+  stream-repeat    appended chunks, then a final Task snapshot repeating them
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
   drip             a chunk "drop N. " every 0.2 s for a minute
+  metadata         answers with the message's metadata, as JSON with sorted keys
+  parts            "Here is your report." + a file link (report.pdf); data {temperature, unit}; a raw chart.png
+  flaky            echo over JSON-RPC; POST /_admin/flaky?count=N&status=S&retry_after=R refuses the
+                   next N POSTs with HTTP S (503) and Retry-After R
+  stubborn         drip, but CancelTask is refused (TaskNotCancelable)
+  flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
 Card / transport variants (echo behaviour):
   jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
   v03-legacy (same endpoint, card with only the 0.3 fields, as a 0.3 server sends it),
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
   cached (Cache-Control: max-age=1), secure (needs "Authorization: Bearer s3cret"),
+  upgradable, movable (card and bindings switched in place by /_admin/upgrade),
+  huge-card (a 50 MB card, streamed without Content-Length),
   foreign (with --foreign-url: card pointing at URL),
   redirect (with --foreign-url: card answers 307 to URL's card).
 
 Admin endpoints (plain JSON):
-  GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}}
+  GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}, "cancels": {agent: n}}
   GET    /_admin/headers  every request received (admin excluded; gRPC calls too, with
                           their metadata as headers); DELETE clears
   POST   /_admin/forget   empty every task store (agent restart that lost tasks)
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated send its second sentence
+  POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
+  GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
+  POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
+                          bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
 """
 
 from __future__ import annotations
@@ -76,14 +91,16 @@ import sys
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import grpc
+
+from google.protobuf.json_format import MessageToDict
 import uvicorn
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse
+from starlette.responses import JSONResponse, RedirectResponse, StreamingResponse
 from starlette.routing import BaseRoute, Mount, Route
 
 from a2a.compat.v0_3.conversions import to_compat_agent_card
@@ -120,7 +137,7 @@ from a2a.types import (
     TaskState,
     a2a_pb2_grpc,
 )
-from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
 
 
 STEP = 0.03  # pause between streamed events
@@ -141,9 +158,13 @@ class Observations:
     agent_names: list[str] = field(default_factory=list)
     card_fetches: Counter = field(default_factory=Counter)
     messages: Counter = field(default_factory=Counter)
+    cancels: Counter = field(default_factory=Counter)
+    message_ids: dict[str, list[str]] = field(default_factory=dict)   # agent -> messageIds it processed
+    flaky: dict = field(default_factory=lambda: {'count': 0, 'status': 503, 'retry_after': None, 'refused': []})
     requests: list[dict] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
+    switches: dict[str, Switch] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------
@@ -189,13 +210,16 @@ Script = Callable[[Turn], Awaitable[None]]
 
 
 class ScriptedExecutor(AgentExecutor):
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, cancelable: bool = True):
         self.script = script
+        self.cancelable = cancelable
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         await self.script(Turn(context, event_queue))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if not self.cancelable:
+            raise TaskNotCancelableError('this work cannot be stopped halfway')
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
@@ -211,6 +235,29 @@ async def echo(turn: Turn) -> None:
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
 
 
+async def metadata(turn: Turn) -> None:
+    """Answers with the message's metadata, as JSON with sorted keys."""
+    await turn.open()
+    data = MessageToDict(turn.context.message.metadata) if turn.context.message.HasField('metadata') else {}
+    await turn.answer(json.dumps(data, sort_keys=True))
+
+
+async def more_than_text(turn: Turn) -> None:
+    """A text part and a file link in one artifact, a data part in a second, a raw file in a third."""
+    from google.protobuf import struct_pb2
+
+    await turn.open()
+    data = struct_pb2.Value()
+    data.struct_value.update({'temperature': 21, 'unit': 'celsius'})
+    await turn.updater.add_artifact([Part(text='Here is your report.'),
+                                     Part(url='https://example.com/files/report.pdf', filename='report.pdf',
+                                          media_type='application/pdf')], artifact_id='report')
+    await turn.updater.add_artifact([Part(data=data)], artifact_id='reading')
+    await turn.updater.add_artifact([Part(raw=b'PNG...', media_type='image/png', filename='chart.png')],
+                                    artifact_id='chart')
+    await turn.updater.complete()
+
+
 async def drip(turn: Turn) -> None:
     """Streams a short chunk every 0.2 s for a minute: a reader never waits long."""
     await turn.open()
@@ -218,6 +265,17 @@ async def drip(turn: Turn) -> None:
     for n in range(300):
         await turn.artifact(f'drop {n}. ', append=n > 0)
         await asyncio.sleep(0.2)
+    await turn.updater.complete()
+
+
+async def flood(turn: Turn) -> None:
+    """Streams N chunks (the text is N) as fast as it can: a word each, a sentence every tenth."""
+    count = int(turn.text) if turn.text.strip().isdigit() else 100
+    await turn.open()
+    await turn.updater.start_work()
+    for n in range(count):
+        word = f'word{n}. ' if n % 10 == 9 else f'word{n} '
+        await turn.artifact(word, append=n > 0, last_chunk=n == count - 1)
     await turn.updater.complete()
 
 
@@ -360,6 +418,66 @@ async def stream_snapshot(turn: Turn) -> None:
     await turn.updater.complete()
 
 
+Step = tuple[str, str, bool, bool]  # (artifact id, text, append, last chunk)
+
+
+def artifact_steps(*steps: Step) -> Script:
+    """Stream artifact updates exactly as listed, then complete."""
+
+    async def script(turn: Turn) -> None:
+        await turn.open()
+        await turn.updater.start_work()
+        for artifact_id, text, append, last in steps:
+            await pause()
+            await turn.artifact(text, artifact_id=artifact_id, append=append, last_chunk=last)
+        await pause()
+        await turn.updater.complete()
+
+    return script
+
+
+REWRITE_SHAPES: dict[str, tuple[Step, ...]] = {
+    # a fact corrected: the whole sentence is rewritten
+    'stream-correction': (('answer', 'The capital of Australia is Sydney.', False, False),
+                          ('answer', 'The capital of Australia is Canberra.', False, True)),
+    # an interim text replaced by the final one
+    'stream-interim': (('answer', 'Thinking...', False, False),
+                       ('answer', 'The answer is 42. Have a nice day.', False, True)),
+    # the same words with other spaces, then more
+    'stream-respace': (('answer', 'One sentence. Two', False, False),
+                       ('answer', 'One  sentence.\tTwo sentences.', False, True)),
+    # two artifacts, interleaved, each rewritten
+    'stream-interleaved': (('a', 'Alpha old.', False, False), ('b', 'Beta old.', False, False),
+                           ('a', 'Alpha new.', False, True), ('b', 'Beta new.', False, True)),
+    # a poem: a line break ends each spoken line
+    'stream-poem': (('answer', 'Roses are red\nViolets ', False, False),
+                    ('answer', 'are blue\nSugar is sweet\n', True, False),
+                    ('answer', 'And so are you', True, True)),
+    # no punctuation at all, in two artifacts
+    'stream-bare': (('a', 'first part ', False, False), ('a', 'without punctuation', True, False),
+                    ('b', 'second part', False, True)),
+}
+
+
+async def stream_repeat(turn: Turn) -> None:
+    """Appended chunks, then a final Task snapshot that repeats them (see stream_snapshot)."""
+    chunks = ['Hello there. ', 'How are ', 'you today?']
+    await turn.open()
+    await turn.updater.start_work()
+    for i, chunk in enumerate(chunks):
+        await pause()
+        await turn.artifact(chunk, append=i > 0)
+    await pause()
+    snapshot = Task()
+    snapshot.CopyFrom(turn.task)
+    snapshot.status.state = TaskState.TASK_STATE_COMPLETED
+    snapshot.artifacts.append(Artifact(artifact_id='answer', name='answer', parts=[Part(text=c) for c in chunks]))
+    await turn.queue.enqueue_event(snapshot)
+    await pause()
+    await turn.artifact(''.join(chunks), append=False, last_chunk=True)
+    await turn.updater.complete()
+
+
 def gated(release: asyncio.Event) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
@@ -411,6 +529,7 @@ class ObservedHandler(RequestHandler):
     async def _admit(self, params, context: ServerCallContext) -> None:
         self.obs.messages[self.name] += 1
         message = params.message
+        self.obs.message_ids.setdefault(self.name, []).append(message.message_id)
         ctx = message.context_id
         if self.refuse_unknown_contexts and ctx and (ctx not in self.issued or ctx in self.expired):
             raise InvalidParamsError('unknown or expired context')
@@ -449,6 +568,7 @@ class ObservedHandler(RequestHandler):
         return await self.inner.on_list_tasks(params, context)
 
     async def on_cancel_task(self, params, context):
+        self.obs.cancels[self.name] += 1
         return await self.inner.on_cancel_task(params, context)
 
     async def on_create_task_push_notification_config(self, params, context):
@@ -494,11 +614,13 @@ class AgentSpec:
     script: Script | None  # None: card only, no endpoint
     examples: tuple[str, ...] = ('hello',)
     bindings: tuple[str, ...] = DEFAULT_BINDINGS
-    card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect
+    card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect | huge
     cache_control: str | None = None
     secure: bool = False
     refuse_unknown_contexts: bool = False
+    cancelable: bool = True  # False: CancelTask is answered TaskNotCancelable
     target_url: str | None = None  # foreign / redirect
+    upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
 
 
 def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
@@ -521,9 +643,18 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-message', 'Replies with a single message, no task.', stream_message),
         AgentSpec('stream-status', 'Answers in the final status message only.', stream_status),
         AgentSpec('stream-snapshot', 'Sends the final state as a Task snapshot.', stream_snapshot),
+        *(AgentSpec(name, 'A streamed answer of a rewritten shape.', artifact_steps(*steps))
+          for name, steps in REWRITE_SHAPES.items()),
+        AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
+        AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
+        AgentSpec('parts', 'Answers with a text, a file link, data and a raw file.', more_than_text),
+        AgentSpec('flaky', 'Echo over JSON-RPC; /_admin/flaky makes its next requests fail.', echo,
+                  bindings=(JSONRPC_1,)),
+        AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
+        AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
         AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
@@ -534,6 +665,11 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('old', 'Echo whose card is only at .well-known/agent.json.', echo, card_style='legacy-path'),
         AgentSpec('cached', 'Echo whose card may be cached for 1 s.', echo, cache_control='max-age=1'),
         AgentSpec('secure', 'Echo that needs a bearer token.', echo, secure=True),
+        AgentSpec('huge-card', 'Echo whose card is 50 MB, streamed.', echo, card_style='huge'),
+        AgentSpec('upgradable', 'Echo speaking A2A 0.3; upgraded in place to 1.0 by /_admin/upgrade.', echo,
+                  bindings=(JSONRPC_03,), upgrades=((JSONRPC_1,),)),
+        AgentSpec('movable', 'Echo over JSON-RPC; /_admin/upgrade moves it to HTTP+JSON only.', echo,
+                  bindings=(JSONRPC_1,), upgrades=((REST,),)),
     ]
     if foreign_url:
         specs += [
@@ -582,10 +718,29 @@ def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
     if spec.card_style == 'legacy-fields':
         legacy = to_compat_agent_card(card).model_dump(mode='json', by_alias=True, exclude_none=True)
         return [Route(well_known, lambda request: JSONResponse(legacy), methods=['GET'])]
+    if spec.card_style == 'huge':
+        return [Route(well_known, lambda request: huge_card_response(card), methods=['GET'])]
     if spec.card_style == 'redirect':
         target = f"{spec.target_url.rstrip('/')}{well_known}"
         return [Route(well_known, lambda request: RedirectResponse(target, status_code=307), methods=['GET'])]
     return create_agent_card_routes(card, card_url=well_known, cache_control=spec.cache_control)
+
+
+HUGE_CARD_BYTES = 50 * 1024 * 1024
+
+
+def huge_card_response(card: AgentCard) -> StreamingResponse:
+    """The card with a 50 MB description, streamed without a Content-Length."""
+    head = json.dumps(MessageToDict(card))[:-1] + ', "description": "'
+    piece = 'x' * 65536
+
+    async def body():
+        yield head.encode()
+        for _ in range(HUGE_CARD_BYTES // len(piece)):
+            yield piece.encode()
+        yield b'"}'
+
+    return StreamingResponse(body(), media_type='application/json')
 
 
 def protocol_routes(spec: AgentSpec, handler: RequestHandler | None) -> list[BaseRoute]:
@@ -657,6 +812,32 @@ class GrpcRecorder(grpc.aio.ServerInterceptor):
         return await continuation(handler_call_details)
 
 
+class Flaky:
+    """Refuses the next ``obs.flaky['count']`` POSTs under /flaky with an HTTP status (503 by
+    default) and ``Retry-After``, noting each refused messageId; then lets them through."""
+
+    def __init__(self, app, obs: Observations):
+        self.app, self.obs = app, obs
+
+    async def __call__(self, scope, receive, send):
+        flaky = self.obs.flaky
+        if scope['type'] == 'http' and scope['method'] == 'POST' and scope['path'].startswith('/flaky') \
+                and flaky['count'] > 0:
+            flaky['count'] -= 1
+            body = b''
+            while True:
+                message = await receive()
+                body += message.get('body', b'')
+                if not message.get('more_body'):
+                    break
+            with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+                flaky['refused'].append(json.loads(body)['params']['message']['messageId'])
+            headers = {} if flaky['retry_after'] is None else {'Retry-After': str(flaky['retry_after'])}
+            response = JSONResponse({'error': 'try again later'}, status_code=flaky['status'], headers=headers)
+            return await response(scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 class BearerGuard:
     """401 for requests under `prefix` without the bearer token (cards stay public)."""
 
@@ -676,11 +857,23 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
+class Switch:
+    """An agent's endpoints, one variant at a time: an in-place upgrade swaps them all."""
+
+    def __init__(self, variants: list):
+        self.variants = variants
+        self.current = 0
+
+    async def __call__(self, scope, receive, send):
+        await self.variants[self.current](scope, receive, send)
+
+
 def admin_routes(obs: Observations) -> list[BaseRoute]:
     async def stats(request: Request):
         return JSONResponse({
             'card_fetches': {n: obs.card_fetches[n] for n in obs.agent_names},
             'messages': {n: obs.messages[n] for n in obs.agent_names},
+            'cancels': {n: obs.cancels[n] for n in obs.agent_names},
         })
 
     async def headers(request: Request):
@@ -717,6 +910,20 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         obs.release.set()
         return JSONResponse({'released': True})
 
+    async def flaky(request: Request):
+        q = request.query_params
+        obs.flaky.update(count=int(q.get('count', 1)), status=int(q.get('status', 503)),
+                         retry_after=q.get('retry_after'), refused=[])
+        return JSONResponse(obs.flaky)
+
+    async def message_ids(request: Request):
+        return JSONResponse({'processed': obs.message_ids, 'refused': obs.flaky['refused']})
+
+    async def upgrade(request: Request):
+        switch = obs.switches[request.query_params['agent']]
+        switch.current = int(request.query_params.get('variant', switch.current + 1)) % len(switch.variants)
+        return JSONResponse({'variant': switch.current})
+
     return [
         Route('/_admin/stats', stats, methods=['GET']),
         Route('/_admin/headers', headers, methods=['GET', 'DELETE']),
@@ -724,6 +931,9 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/finish', finish, methods=['POST']),
         Route('/_admin/expire', expire, methods=['POST']),
         Route('/_admin/release', release, methods=['POST']),
+        Route('/_admin/upgrade', upgrade, methods=['POST']),
+        Route('/_admin/flaky', flaky, methods=['POST']),
+        Route('/_admin/message-ids', message_ids, methods=['GET']),
     ]
 
 
@@ -736,16 +946,24 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         handler = None
         if spec.script is not None:
             store = InMemoryTaskStore()
-            inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script), task_store=store,
+            inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script, spec.cancelable), task_store=store,
                                           agent_card=card)
             handler = ObservedHandler(spec.name, inner, store, obs, spec.refuse_unknown_contexts)
             obs.handlers[spec.name] = handler
             if GRPC in spec.bindings:
                 a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+        if spec.upgrades:
+            variants = [spec] + [replace(spec, bindings=b) for b in spec.upgrades]
+            switch = obs.switches[spec.name] = Switch([
+                Starlette(routes=card_routes(v, build_card(v, base, grpc_address)) + protocol_routes(v, handler))
+                for v in variants])
+            mounts.append(Mount(f'/{spec.name}', app=switch))
+            continue
         top += no_slash_routes(spec, handler)
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)
     app = BearerGuard(app, '/secure', BEARER_TOKEN)
+    app = Flaky(app, obs)
     return RequestRecorder(app, obs)
 
 

@@ -149,6 +149,20 @@ class AgentProcess:
     def release(self) -> None:
         self._admin('POST', 'release')
 
+    def flaky(self, count: int, status: int = 503, retry_after: str | None = None) -> None:
+        """Make the 'flaky' agent refuse its next ``count`` requests with HTTP ``status``."""
+        query = f'flaky?count={count}&status={status}' + ('' if retry_after is None else f'&retry_after={retry_after}')
+        self._admin('POST', query)
+
+    def message_ids(self) -> dict:
+        """{"processed": {agent: [messageId, ...]}, "refused": [messageIds the flaky agent refused]}"""
+        return self._admin('GET', 'message-ids')
+
+    def upgrade(self, name: str, variant: int | None = None) -> int:
+        """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
+        query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')
+        return self._admin('POST', query)['variant']
+
 
 def _unlink_quietly(path: str) -> None:
     try:

@@ -1,6 +1,7 @@
 """Agent cards: where they are found, how often they are fetched, when they are fetched again."""
 import re
 import time
+import tracemalloc
 
 import httpx
 
@@ -113,3 +114,56 @@ def test_a_card_the_signature_verifier_rejects_is_not_used(agent):
         with pytest.raises(AgentCardResolutionError) as info:
             client.send_task("hello")
     assert seen == ["echo"] and "signature" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["upgradable", "movable"], ids=["0.3-to-1.0", "jsonrpc-to-rest"])
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_an_agent_upgraded_in_place_is_found_again_and_the_turn_retried_once(agent, name, streaming):
+    agent.upgrade(name, 0)
+    try:
+        with A2AClient(agent.agent(name), streaming=streaming) as client:
+            first = client.send_task("before", session_id="s")
+            context = client.conversation("s").context_id
+            assert first == f"echo[{context}]: before"
+            fetches, messages = agent.stats()["card_fetches"][name], agent.stats()["messages"][name]
+            agent.upgrade(name)
+            assert client.send_task("after", session_id="s") == f"echo[{context}]: after"
+            assert agent.stats()["card_fetches"][name] == fetches + 1
+            assert agent.stats()["messages"][name] == messages + 1  # the refused request was never processed
+            interface = client.fetch_agent_card().interfaces[0]
+            assert (interface.binding, interface.protocol_version) == (
+                ("JSONRPC", "1.0") if name == "upgradable" else ("HTTP+JSON", "1.0"))
+            task = client.list_tasks(context_id=context).tasks
+            assert len(task) == 2
+    finally:
+        agent.upgrade(name, 0)
+
+
+def test_an_agent_moved_back_and_forth_is_followed_each_time(agent):
+    agent.upgrade("movable", 0)
+    try:
+        with A2AClient(agent.agent("movable")) as client:
+            client.send_task("before")
+            agent.upgrade("movable")
+            # the card is fetched again; it now offers only HTTP+JSON, and answers there
+            assert client.send_task("after").endswith("after")
+            agent.upgrade("movable", 0)  # moved back while the client holds the HTTP+JSON card
+            fetches = agent.stats()["card_fetches"]["movable"]
+            assert client.send_task("back").endswith("back")
+            assert agent.stats()["card_fetches"]["movable"] == fetches + 1
+    finally:
+        agent.upgrade("movable", 0)
+
+
+def test_a_card_larger_than_the_cap_is_refused_while_it_streams(agent):
+    tracemalloc.start()
+    try:
+        with A2AClient(agent.agent("huge-card")) as client:
+            with pytest.raises(AgentCardResolutionError, match="larger than 1024 KiB"):
+                client.fetch_agent_card()
+            with pytest.raises(AgentCardResolutionError, match="larger than 1024 KiB"):
+                client.send_task("hello")  # never cached: refused again
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024  # reading stopped at the cap: the 50 MB never came in

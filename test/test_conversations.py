@@ -141,3 +141,55 @@ def test_policy_table(error, named_task, effect):
     from ovos_a2a_solver._policy import effect_of_error
     assert effect_of_error(error, named_task=named_task, named_context=True).value == effect
     assert effect_of_error(error, named_task=False, named_context=False).value == "keep"
+
+
+def assistant(text):
+    return AgentMessage(role=MessageRole.ASSISTANT, content=text)
+
+
+@pytest.mark.parametrize("messages", [
+    [user("hello"), assistant("echo: hello")],
+    [user("hello"), assistant("echo: hello"), user("   ")],
+    [],
+], ids=["answered", "blank-after-answer", "no-messages"])
+def test_nothing_to_answer_gives_nothing_and_does_not_call_the_agent(agent, tmp_path, messages):
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json")})
+    before = agent.stats()["messages"]["echo"]
+    assert engine.continue_chat(messages, session_id="s").content == ""
+    assert list(engine.stream_tokens(messages, session_id="s")) == []
+    assert list(engine.stream_sentences(messages, session_id="s")) == []
+    assert agent.stats()["messages"]["echo"] == before
+    # a new question after the answer is sent as usual
+    answer = engine.continue_chat(messages + [user("again")], session_id="s").content
+    assert answer.endswith(": again") and agent.stats()["messages"]["echo"] == before + 1
+
+
+def test_an_unwritable_conversation_map_is_kept_in_memory_and_the_answer_returned(agent, caplog):
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": "/proc/ovos-a2a/conversations.json"})
+    with caplog.at_level("WARNING", logger="ovos_a2a_solver"):
+        first = engine.continue_chat([user("one")], session_id="s").content
+        second = engine.continue_chat([user("two")], session_id="s").content
+    assert first.endswith(": one") and second.endswith(": two")
+    assert context_of(second) == context_of(first)  # the session goes on, in memory
+    warnings = [r for r in caplog.records if "cannot write conversation file" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+
+
+def test_a_conversation_file_nested_too_deep_is_moved_aside(agent, tmp_path, caplog):
+    path = tmp_path / "c.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(path)})
+    first = engine.continue_chat([user("one")], session_id="s").content
+    second = engine.continue_chat([user("two")], session_id="s").content
+    assert context_of(second) == context_of(first)
+    assert "unreadable" in caplog.text
+    (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("c.json.corrupt-")]
+    assert aside.stat().st_size == 200_000
+
+
+def test_the_users_language_travels_in_the_message_metadata(agent, tmp_path):
+    engine = A2AChatEngine({"agent_url": agent.agent("metadata"), "state_file": str(tmp_path / "c.json")})
+    assert engine.continue_chat([user("hola")], session_id="s", lang="es-ES").content == '{"lang": "es-ES"}'
+    assert "".join(engine.stream_tokens([user("bonjour")], session_id="s", lang="fr-FR")) == '{"lang": "fr-FR"}'
+    assert list(engine.stream_sentences([user("hallo")], session_id="s", lang="de-DE")) == ['{"lang": "de-DE"}']
+    assert engine.continue_chat([user("hi")], session_id="s").content == "{}"

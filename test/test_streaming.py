@@ -1,10 +1,11 @@
 """Streamed answers: chunks as they arrive, every answer shape said exactly once."""
+import asyncio
 import threading
 
 import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient
+from ovos_a2a_solver import A2AChatEngine, A2AClient, AsyncA2AClient
 
 
 def user(text):
@@ -69,9 +70,27 @@ def test_stream_sentences_splits_chunked_text_into_sentences(agent, tmp_path):
     assert list(engine.stream_sentences(user("go"))) == ["Hello there.", "How are you today?", "Fine."]
 
 
-def test_stream_tokens_without_streaming_is_the_whole_answer(agent, tmp_path):
+def test_stream_tokens_stream_whatever_the_streaming_setting(agent, tmp_path):
     engine = A2AChatEngine({"agent_url": agent.agent("stream-chunks"), "state_file": str(tmp_path / "c.json")})
-    assert list(engine.stream_tokens(user("go"))) == ["Hello there. How are you today? Fine."]
+    assert list(engine.stream_tokens(user("go"))) == ["Hello there. ", "How are ", "you today? ", "Fine."]
+    assert engine.continue_chat(user("go")).content == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["streaming-off", "streaming-on"])
+def test_stream_task_yields_each_chunk_once_in_order_whatever_streaming_says(agent, streaming):
+    with A2AClient(agent.agent("stream-chunks"), streaming=streaming) as client:
+        assert list(client.stream_task("go")) == ["Hello there. ", "How are ", "you today? ", "Fine."]
+        assert client.send_task("go") == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["streaming-off", "streaming-on"])
+def test_async_stream_task_yields_each_chunk_whatever_streaming_says(agent, streaming):
+    async def ask():
+        async with AsyncA2AClient(agent.agent("stream-chunks"), streaming=streaming) as client:
+            return [c async for c in client.stream_task("go")], await client.send_task("go")
+
+    assert asyncio.run(ask()) == (["Hello there. ", "How are ", "you today? ", "Fine."],
+                                  "Hello there. How are you today? Fine.")
 
 
 def test_leaving_a_stream_early_does_not_break_the_next_turn(agent):
@@ -80,3 +99,81 @@ def test_leaving_a_stream_early_does_not_break_the_next_turn(agent):
         assert next(stream) == "Hello there. "
         stream.close()
         assert client.send_task("go") == "Hello there. How are you today? Fine."
+
+
+@pytest.mark.parametrize("name, spoken", [
+    ("stream-chunks", ["Hello there.", "How are you today?", "Fine."]),
+    ("stream-cumulative", ["The answer is 42."]),
+    ("stream-rewrite", ["The answer is 42."]),
+    ("stream-correction", ["The capital of Australia is Sydney.", "The capital of Australia is Canberra."]),
+    ("stream-interim", ["Thinking...", "The answer is 42.", "Have a nice day."]),
+    ("stream-respace", ["One sentence.", "Two sentences."]),
+    ("stream-interleaved", ["Alpha old.", "Beta old.", "Alpha new.", "Beta new."]),
+    ("stream-poem", ["Roses are red", "Violets are blue", "Sugar is sweet", "And so are you"]),
+    ("stream-bare", ["first part without punctuation", "second part"]),
+    ("stream-multi", ["First part.", "Second part."]),
+    ("stream-snapshot", ["snapshot answer"]),
+    ("stream-repeat", ["Hello there.", "How are you today?"]),
+])
+def test_stream_sentences_speaks_every_shape_in_whole_sentences(agent, tmp_path, name, spoken):
+    engine = A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json")})
+    assert list(engine.stream_sentences(user("go"), session_id="s")) == spoken
+
+
+def test_stream_sentences_speaks_an_answer_only_in_the_status(agent, tmp_path):
+    engine = A2AChatEngine({"agent_url": agent.agent("stream-status"), "state_file": str(tmp_path / "c.json")})
+    spoken = list(engine.stream_sentences(user("go"), session_id="s"))
+    assert spoken == [f"status answer[{engine.client.conversation('s').context_id}]"]
+
+
+@pytest.mark.parametrize("name, shown, answer", [
+    ("stream-correction", "The capital of Australia is Sydney.\nThe capital of Australia is Canberra.",
+     "The capital of Australia is Canberra."),
+    ("stream-interim", "Thinking...\nThe answer is 42. Have a nice day.", "The answer is 42. Have a nice day."),
+    ("stream-respace", "One sentence. Two sentences.", "One  sentence.\tTwo sentences."),
+    ("stream-interleaved", "Alpha old.\nBeta old.\nAlpha new.\nBeta new.", "Alpha new.\nBeta new."),
+])
+def test_a_rewrite_is_shown_again_from_the_sentence_that_changed(agent, name, shown, answer):
+    with A2AClient(agent.agent(name)) as client:
+        assert "".join(client.stream_task("go")) == shown
+        assert client.send_task("go") == answer
+
+
+def test_many_small_chunks_cost_time_in_proportion_to_their_number():
+    # what the plugin does with each event, without a server (whose own cost grows with the
+    # stream): 20,000 appended chunks took minutes when each chunk re-read the text so far
+    import time
+
+    from a2a.types import Artifact, Part, StreamResponse, TaskArtifactUpdateEvent
+
+    from ovos_a2a_solver._answers import AnswerAssembler, TextPieces
+    from ovos_a2a_solver._sentences import SentenceSpeaker
+
+    def handle(n):
+        events = [StreamResponse(artifact_update=TaskArtifactUpdateEvent(
+            task_id="t", context_id="c", append=i > 0,
+            artifact=Artifact(artifact_id="a", parts=[Part(text=f"w{i}. " if i % 10 == 9 else f"w{i} ")])))
+            for i in range(n)]
+        answer, pieces, speaker = AnswerAssembler(), TextPieces(), SentenceSpeaker()
+        start = time.perf_counter()
+        spoken = []
+        for event in events:
+            for revision in answer.feed(event):
+                pieces.add(revision)
+                spoken += speaker.add(revision)
+        spoken += speaker.finish()
+        return time.perf_counter() - start, spoken
+
+    elapsed, spoken = handle(20_000)
+    assert len(spoken) == 2_000 and spoken[0] == "w0 w1 w2 w3 w4 w5 w6 w7 w8 w9."
+    assert elapsed < 5.0
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_files_links_and_data_are_named_in_short_sentences(agent, tmp_path, streaming):
+    engine = A2AChatEngine({"agent_url": agent.agent("parts"), "streaming": streaming,
+                            "state_file": str(tmp_path / "c.json")})
+    said = ["Here is your report.", "The agent sent a file, report.pdf.",
+            "The agent sent data: temperature 21, unit celsius.", "The agent sent a file, chart.png."]
+    assert list(engine.stream_sentences(user("go"), session_id="s")) == said
+    assert engine.continue_chat(user("go"), session_id="s").content == " ".join(said[:2]) + "\n" + "\n".join(said[2:])

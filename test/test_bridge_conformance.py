@@ -323,20 +323,6 @@ def test_rest_answers_are_application_json_and_cancel_needs_no_body(bridge):
     assert subscribed.status_code == 404
 
 
-def test_grpc_push_config_methods_are_unimplemented(bridge):
-    import grpc
-    from a2a.types import GetTaskPushNotificationConfigRequest, TaskPushNotificationConfig
-
-    task = send(bridge, "grpc", message("tck-complete-task"))["task"]
-    config = TaskPushNotificationConfig(task_id=task["id"], url="https://example.com/hook")
-    for method, request in (("CreateTaskPushNotificationConfig", config),
-                            ("GetTaskPushNotificationConfig",
-                             GetTaskPushNotificationConfigRequest(task_id=task["id"], id="x"))):
-        with pytest.raises(grpc.RpcError) as raised:
-            _grpc(bridge, method, request)
-        assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED, (method, raised.value)
-
-
 def test_grpc_unsupported_version_is_unimplemented(bridge):
     import grpc
     from a2a.types import SendMessageRequest

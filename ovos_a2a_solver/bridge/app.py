@@ -164,8 +164,7 @@ class Bridge:
 
         from ovos_a2a_solver.bridge.grpc_rules import A2AStatusRules
 
-        push_offered = self.card.capabilities.push_notifications
-        server = grpc.aio.server(interceptors=[A2AStatusRules(push_offered=push_offered)])
+        server = grpc.aio.server(interceptors=[A2AStatusRules()])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()

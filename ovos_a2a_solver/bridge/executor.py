@@ -212,6 +212,7 @@ class PersonaExecutor(AgentExecutor):
             elif kind is TurnEventKind.ERROR:
                 if retry and not answer.said and not outputs:
                     return RelayEnd.RETRY
+                await answer.close()  # what was said before the failure stays said
                 await updater.failed(_agent_message(_reason(event)))
                 return RelayEnd.FAILED
             elif kind is TurnEventKind.INTERRUPTED:

@@ -159,13 +159,14 @@ class AnswerAssembler:
         self.message_reply = False
         self.events = 0
         self.progress = ""  # a "working" status message the latest event carried
+        self.note = ""      # a status update's metadata "note" (e.g. a bridge's heartbeat: "Still working (N s).")
         self._on_update = on_update
         self._pieces: dict[str, _Piece] = {}   # key -> its text as the agent has it now, in first-seen order
 
     def feed(self, event: Any) -> list[Revision]:
         """Take one ``StreamResponse``; return the revisions it makes."""
         self.events += 1
-        self.progress = ""
+        self.progress = self.note = ""
         try:
             return self._feed(event)
         finally:
@@ -191,6 +192,8 @@ class AnswerAssembler:
             update = event.status_update
             self._ids(update.task_id, update.context_id)
             self._status(update.status)
+            note = update.metadata.fields.get("note") if update.HasField("metadata") else None
+            self.note = note.string_value if note is not None else ""
             return []
         if kind == "artifact_update":
             update = event.artifact_update

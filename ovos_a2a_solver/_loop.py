@@ -12,12 +12,14 @@ import asyncio
 import os
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _DONE = object()
+CLOSE_WAIT = 10.0  # seconds an iterator closed early waits for its async side to clean up (e.g. cancel a task)
 
 if hasattr(asyncio, "timeout"):  # Python >= 3.11
     timeout = asyncio.timeout
@@ -110,16 +112,32 @@ class BackgroundLoop:
                 items.put((_DONE, None))
 
         future = asyncio.run_coroutine_threadsafe(pump(), self.loop)
+        ended = False
         try:
             while True:
                 item, exc = items.get()
                 if item is _DONE:
+                    ended = True
                     if exc is not None and not isinstance(exc, asyncio.CancelledError):
                         raise exc
                     return
                 yield item
         finally:
-            future.cancel()
+            if not ended:  # left early: cancel the async side and let it finish its cleanup
+                future.cancel()
+                _wait_for_end(items, CLOSE_WAIT)
+
+
+def _wait_for_end(items: queue.SimpleQueue, seconds: float) -> None:
+    """Drop items until the pump reports its end, or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            item, _ = items.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return
+        if item is _DONE:
+            return
 
 
 BACKGROUND = BackgroundLoop()

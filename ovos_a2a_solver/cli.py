@@ -221,7 +221,7 @@ class Waiting:
     def update(self, update) -> None:
         with self._lock:
             self.task_id = update.task_id or self.task_id
-            self.progress = update.progress or self.progress
+            self.progress = update.progress or update.note or self.progress
 
     def _line(self) -> str:
         width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
@@ -284,8 +284,8 @@ def cmd_send(args, out: Output) -> int:
         def on_update(update) -> None:
             updates.append(update)
             waiting.update(update)
-            if args.stream and not out.as_json and update.progress and not waiting.enabled:
-                print(out.dim(f"… {update.progress}"), file=sys.stderr, flush=True)
+            if args.stream and not out.as_json and (update.progress or update.note) and not waiting.enabled:
+                print(out.dim(f"… {update.progress or update.note}"), file=sys.stderr, flush=True)
 
         # always streamed when the agent offers it: the task id and progress arrive while waiting
         # (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
@@ -328,6 +328,15 @@ def cmd_send(args, out: Output) -> int:
     return 0
 
 
+def _cancel_unless_ended(client, task_id: str):
+    """The task after an interrupted answer: closing the answer's stream already asked the agent
+    to cancel it; if it still runs (the agent ignored that), ask once more."""
+    from ovos_a2a_solver.states import TERMINAL
+
+    task = client.get_task(task_id)
+    return task if task.status.state in TERMINAL else client.cancel_task(task_id)
+
+
 def _cancel_after_interrupt(client, updates, out: Output) -> int:
     """Ctrl-C during ``send``: cancel the remote task and say what the agent answered."""
     from a2a.utils.errors import A2AError
@@ -338,7 +347,7 @@ def _cancel_after_interrupt(client, updates, out: Output) -> int:
         out.note("interrupted before the agent named a task: nothing to cancel")
         return 130
     try:
-        task = client.cancel_task(task_id)
+        task = _cancel_unless_ended(client, task_id)
     except A2AError as exc:
         out.note(f"interrupted; the agent did not cancel task {task_id}: {_one_line(exc)}")
         return 130
@@ -445,6 +454,8 @@ CHAT_HELP = """\
 def cmd_chat(args, out: Output) -> int:
     from a2a.utils.errors import A2AError
 
+    from ovos_a2a_solver.states import state_name
+
     session = "chat-" + uuid.uuid4().hex[:8]
     with open_client(args, out, streaming=True) as client:
         card = client.fetch_agent_card()
@@ -487,8 +498,8 @@ def cmd_chat(args, out: Output) -> int:
                 print()
                 if current.get("task"):
                     try:
-                        task = client.cancel_task(current["task"])
-                        print(out.dim(f"(canceled on the agent: {task.id})"))
+                        task = _cancel_unless_ended(client, current["task"])
+                        print(out.dim(f"(task {task.id} on the agent: {state_name(task.status.state)})"))
                     except A2AError as exc:
                         print(out.dim(f"(the agent did not cancel: {exc})"))
             except A2AError as exc:

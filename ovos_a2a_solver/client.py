@@ -64,6 +64,7 @@ class TaskUpdate:
     context_id: str
     state: str        # "submitted", "working", "completed", "input-required", ... ("" before any)
     progress: str     # the agent's "working" message of this event, if any
+    note: str = ""    # the event's metadata "note", if any (the bridge's heartbeats: "Still working (N s).")
 
 
 #: Seconds a stopped turn waits for the agent to confirm its CancelTask.
@@ -362,7 +363,8 @@ class _BaseClient:
         report = None
         if on_update is not None:
             def report(a: AnswerAssembler) -> None:
-                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress))
+                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress,
+                                     a.note))
         return AnswerAssembler(on_update=report)
 
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:

@@ -214,6 +214,14 @@ def test_send_stream_prints_the_whole_text_and_progress_on_stderr(cli, agent):
     assert "working..." not in echo.stdout, echo.report
 
 
+def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):
+    with BridgeProcess("--heartbeat", "1") as bridge:
+        result = cli.run("send", bridge.url, "sleep:2.5", "--stream")
+    assert result.returncode == 0, result.report
+    assert result.stdout == "echo: sleep:2.5\n", result.report
+    assert re.search(r"Still working \(\d+ s\)\.", result.stderr), result.report
+
+
 @pytest.fixture(scope="module")
 def finished_task(agent, tmp_path_factory):
     """An echo task that completed, as ``send --json`` reported it."""
@@ -379,7 +387,7 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
         child.sendline("slow:1")
         child.expect_exact("Sentence 1.")  # the answer is streaming
         child.sendintr()
-        child.expect(r"\(canceled on the agent: (\S+)\)")
+        child.expect(r"\(task (\S+) on the agent: canceled\)")
         task_id = child.match.group(1)
         child.expect_exact("you> ")  # the chat goes on
         child.sendline("/quit")

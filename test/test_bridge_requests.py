@@ -191,3 +191,17 @@ def test_http_json_routes_without_a_body_still_work(bridge):
     canceled = httpx.post(f"{bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=30)
     assert canceled.status_code == 200, canceled.text
     assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a_new_task_has_a_time_and_is_listed_first(bridge):
+    """A task still submitted has a status timestamp, so ListTasks (newest first) shows it on the first page."""
+    for n in range(3):
+        send(bridge.url, message(f"older {n}"))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": message("sleep:2"), "configuration": {"returnImmediately": True}}}
+    new = httpx.post(bridge.url + "/", json=body, headers=V1, timeout=30).json()["result"]["task"]
+    assert new["status"].get("timestamp"), new
+    listed = httpx.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
+                                               "params": {"pageSize": 1}}, headers=V1, timeout=30).json()
+    assert [t["id"] for t in listed["result"]["tasks"]] == [new["id"]], listed
+    wait_until(lambda: health(bridge)["running"] == 0, "the sleeping turn to end (this module's bridge has one slot)")

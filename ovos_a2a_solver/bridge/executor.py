@@ -100,6 +100,7 @@ class PersonaExecutor(AgentExecutor):
                     return
             if task is None:  # its id was chosen (and claimed) by the request handler
                 task = new_task_from_user_message(context.message)
+                task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             if turn is None and not self.breaker.allows():

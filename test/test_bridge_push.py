@@ -82,7 +82,7 @@ def rpc(bridge: BridgeProcess, method: str, params: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def allowing_bridge():
-    with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1"}) as process:
+    with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1,hooks.internal.invalid"}) as process:
         yield process
 
 
@@ -205,3 +205,19 @@ def test_configs_survive_a_restart_and_the_next_event_is_delivered(tmp_path, rec
         assert rpc(second, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] == \
             "TASK_STATE_COMPLETED"
         wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event after the restart")
+
+
+def test_a_name_with_an_allowed_address_is_delivered_to_that_address(allowing_bridge, receiver):
+    """``localhost`` is 127.0.0.1 and ::1; only 127.0.0.1 is allowed: delivery goes there."""
+    url = receiver.url.replace("127.0.0.1", "localhost")
+    params = {"message": message("hello"), "configuration": {"taskPushNotificationConfig": push_config(url)}}
+    assert rpc(allowing_bridge, "SendMessage", params)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event at localhost")
+    assert receiver.received[0]["headers"]["Host"] == url.split("/")[2]  # the name, though sent to the address
+
+
+def test_a_host_allowed_by_name_is_registered_without_resolving(allowing_bridge):
+    done = rpc(allowing_bridge, "SendMessage", {"message": message("hello")})["result"]["task"]
+    created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
+                  {"taskId": done["id"], **push_config("https://hooks.internal.invalid/a2a")})
+    assert created["result"]["url"] == "https://hooks.internal.invalid/a2a", created

@@ -103,7 +103,24 @@ class WebhookGuard:
         return any(ip in network for network in self.allowed_networks if ip.version == network.version)
 
     async def target(self, url: str) -> Target:
-        """The checked address to deliver ``url`` to, or :class:`WebhookRefused`."""
+        """The checked address to deliver ``url`` to, or :class:`WebhookRefused`. Of the host's
+        addresses the first allowed one is taken (a public one, or one on the allow-list)."""
+        parts, host, port = self._parse(url)
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise WebhookRefused(f"the webhook host {host} does not resolve ({exc})") from None
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        usable = addresses if host in self.allowed_hosts else \
+            [a for a in addresses if not forbidden(a) or self._allowed(a)]
+        if not usable:
+            raise WebhookRefused(f"the webhook host {host} is a private, loopback, link-local or reserved "
+                                 f"address ({', '.join(addresses)}); an operator may allow it with "
+                                 f"OVOS_A2A_PUSH_ALLOW")
+        return Target(url, host if parts.port is None else f"{host}:{parts.port}", usable[0])
+
+    @staticmethod
+    def _parse(url: str):
         try:
             parts = urlsplit(url)
             port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -111,24 +128,14 @@ class WebhookGuard:
             raise WebhookRefused(f"not a URL: {url!r}") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise WebhookRefused(f"a webhook must be an http(s) URL with a host, not {url!r}")
-        host = parts.hostname.lower().rstrip(".")
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
-            raise WebhookRefused(f"the webhook host {host} does not resolve ({exc})") from None
-        addresses = list(dict.fromkeys(info[4][0] for info in infos))
-        if host not in self.allowed_hosts:
-            refused = [a for a in addresses if forbidden(a) and not self._allowed(a)]
-            if refused:
-                raise WebhookRefused(f"the webhook host {host} is a private, loopback, link-local or reserved "
-                                     f"address ({', '.join(refused)}); an operator may allow it with "
-                                     f"OVOS_A2A_PUSH_ALLOW")
-        return Target(url, host if parts.port is None else f"{host}:{parts.port}", addresses[0])
+        return parts, parts.hostname.lower().rstrip("."), port
 
     async def accepts(self, url: str) -> bool:
-        """For the SDK's ``push_url_validator``: True if ``url`` may be registered."""
+        """For the SDK's ``push_url_validator``: True if ``url`` may be registered. A host on
+        the allow-list by name is taken as it is (it is resolved and checked at delivery)."""
         try:
-            await self.target(url)
+            if self._parse(url)[1] not in self.allowed_hosts:
+                await self.target(url)
             return True
         except WebhookRefused as refusal:
             LOG.warning("push notification config refused: %s", refusal)

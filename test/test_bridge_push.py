@@ -132,7 +132,7 @@ FORBIDDEN = ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://10.1.2.
              "http://[::1]/hook", "http://[::ffff:127.0.0.1]/hook", "http://[::ffff:10.0.0.1]/hook",
              "http://[fe80::1]/hook", "http://[fd00:ec2::254]/hook", "http://224.0.0.1/hook", "http://0.0.0.0/hook",
              "http://240.0.0.1/hook", "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/",
-             "http://no-such-host.invalid/hook", "not a url"]
+             "http://no-such-host.invalid/hook", "http://" + "x" * 70 + ".example/hook", "not a url"]
 
 
 @pytest.fixture(scope="module")

@@ -108,7 +108,7 @@ class WebhookGuard:
         parts, host, port = self._parse(url)
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # no such host, or a name no resolver can encode
             raise WebhookRefused(f"the webhook host {host} does not resolve ({exc})") from None
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
         usable = addresses if host in self.allowed_hosts else \
@@ -220,7 +220,11 @@ class WebhookSender(PushNotificationSender):
         try:
             while not queue.empty():
                 config, body = queue.get_nowait()
-                await self.deliver(config, body)
+                try:
+                    await self.deliver(config, body)
+                except Exception as exc:  # one broken delivery must not stop the ones queued after it
+                    LOG.warning("push notification for task %s not sent: %s: %s", config.task_id,
+                                type(exc).__name__, exc)
         finally:
             if self._queues.get(key) is queue and queue.empty():
                 del self._queues[key]

@@ -92,3 +92,23 @@ def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(a
         assert state(canceled) == "TASK_STATE_CANCELED"
         wait_until(lambda: cancels(agent, "drip"), "the remote agent to receive a CancelTask",
                    until=lambda n: n == before + 1)
+
+
+def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remote_task(agent, tmp_path,
+                                                                                         monkeypatch):
+    """The remote agent works without a word (``stall``): the bridge's cancel stops the relay in the
+    middle of its step (the plugin cancels the remote task), instead of TaskNotCancelable."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    persona = tmp_path / "relay.json"
+    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
+                                   "ovos-a2a-solver": {"agent_url": agent.agent("stall"), "timeout": 60}}))
+    before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
+    with BridgeProcess("--persona", str(persona), backend="persona",
+                       env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+        task = task_of(send(bridge.url, message("go"), blocking=False))
+        wait_until(lambda: agent.stats()["messages"]["stall"], "the remote agent to get the message",
+                   until=lambda n: n == before_messages + 1)
+        canceled = task_of(cancel(bridge.url, task["id"]))
+        assert state(canceled) == "TASK_STATE_CANCELED", canceled
+        wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
+                   until=lambda n: n == before_cancels + 1)

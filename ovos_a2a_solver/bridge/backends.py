@@ -80,6 +80,18 @@ class RelayingHandler(Protocol):
         """Whether the remote agent waits for the user of ``session_id``."""
 
 
+@runtime_checkable
+class StoppableRelay(Protocol):
+    """A relaying handler that can end a session's turn in the middle (this package's A2A
+    plugin: it cancels its remote task)."""
+
+    def has_open_task(self, session_id: str) -> bool:
+        """Whether the remote agent waits for the user of ``session_id``."""
+
+    def stop(self, session_id: str | None = None) -> bool:
+        """End the turn of ``session_id`` now; True if its remote work was canceled."""
+
+
 @dataclass(frozen=True)
 class Capability:
     """One thing the backend can do, for the card's skill list."""
@@ -163,6 +175,13 @@ class PersonaBackend:
         self.persona.remember(text, " ".join(said), session)
         if self._relay_waits_for_user(session_id):
             yield Question()
+
+    def interrupt(self, session_id: str) -> None:
+        """End ``session_id``'s turn where it is: every relaying handler that can stop its
+        remote work mid-turn does (a persona step has no other way out than its next sentence)."""
+        for handler in self.persona.solvers.loaded_modules.values():
+            if isinstance(handler, StoppableRelay):
+                handler.stop(session_id)
 
     def _relay_waits_for_user(self, session_id: str) -> bool:
         """Whether a relaying handler left its remote task waiting for the user: then this

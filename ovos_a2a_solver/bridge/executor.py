@@ -115,7 +115,8 @@ class PersonaExecutor(AgentExecutor):
             retries = self.settings.backend_retries
             for attempt in range(retries + 1):
                 if turn is None:
-                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start()
+                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop(),
+                                self._interrupter(session)).start()
                 self.turns.add(task.id, turn)
                 end = await self._relay(turn, updater, chunked, first, retry=attempt < retries)
                 if end is not RelayEnd.RETRY:
@@ -143,6 +144,11 @@ class PersonaExecutor(AgentExecutor):
             message_id = context.message.message_id
             return lambda: backend.reply_to(text, message_id, session, lang)
         return lambda: backend.reply(text, session, lang)
+
+    def _interrupter(self, session: str):
+        """What ends a turn of ``session`` in the middle of a step, if the backend can (a relay)."""
+        interrupt = getattr(self.backend, "interrupt", None)
+        return (lambda: interrupt(session)) if interrupt is not None else None
 
     def _may_reply(self, context: RequestContext) -> bool:
         answers_with_message = getattr(self.backend, "answers_with_message", None)

@@ -55,9 +55,11 @@ class TurnEvent:
 class Turn:
     """A backend reply being produced in a worker thread."""
 
-    def __init__(self, produce: Callable[[], Iterator[object]], loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, produce: Callable[[], Iterator[object]], loop: asyncio.AbstractEventLoop,
+                 interrupt: Callable[[], object] | None = None) -> None:
         self._produce = produce
         self._loop = loop
+        self._interrupt = interrupt  # asks the backend to end a step it is blocked in (a relay's remote task)
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
         self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
         self.outcome: TurnEvent | None = None
@@ -101,9 +103,10 @@ class Turn:
                 if self._stop.is_set():
                     self._post(TurnEvent(TurnEventKind.STOPPED))
                     return
-            self._post(TurnEvent(TurnEventKind.DONE))
-        except Exception as exc:  # the backend failed: reported as the turn's outcome
-            self._post(TurnEvent(TurnEventKind.ERROR, error=exc))
+            self._post(TurnEvent(TurnEventKind.STOPPED if self._stop.is_set() else TurnEventKind.DONE))
+        except Exception as exc:  # the backend failed (or was ended by a stop): the turn's outcome
+            self._post(TurnEvent(TurnEventKind.STOPPED) if self._stop.is_set()
+                       else TurnEvent(TurnEventKind.ERROR, error=exc))
         finally:
             if generator is not None:
                 try:
@@ -130,6 +133,8 @@ class Turn:
         if not self.running:
             return True
         self._stop.set()
+        if self._interrupt is not None:  # a step that would not reach a sentence boundary by itself
+            self._loop.run_in_executor(None, self._interrupt)
         try:
             await asyncio.wait_for(self.ended.wait(), grace)
             return True

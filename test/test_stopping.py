@@ -1,13 +1,14 @@
 """Stopping a turn: the stream ends, the agent's task is canceled (CancelTask), and an agent
 that refuses is reported honestly. Also through the bridge, relaying to a slow agent."""
 import json
+import signal
 import threading
 
 import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, cancel, message, send, state, task_of, wait_for_task
+from bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
 from ovos_a2a_solver import A2AChatEngine, A2AClient
 from waiting import wait_until
 
@@ -112,3 +113,29 @@ def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remot
         assert state(canceled) == "TASK_STATE_CANCELED", canceled
         wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
                    until=lambda n: n == before_cancels + 1)
+
+
+def test_a_relay_persona_given_up_at_shutdown_cancels_its_remote_task(agent, tmp_path, monkeypatch):
+    """SIGTERM on a bridge whose persona relays to a silent agent: the bridge's task ends failed
+    ("interrupted by a shutdown") and the remote task is canceled, not left running."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    persona = tmp_path / "relay.json"
+    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
+                                   "ovos-a2a-solver": {"agent_url": agent.agent("stall"), "timeout": 60}}))
+    state_dir = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(tmp_path / "bridge-xdg"), "OVOS_A2A_SHUTDOWN_GRACE": "1"}
+    before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
+    bridge = BridgeProcess("--persona", str(persona), backend="persona", state_dir=state_dir, env=env)
+    try:
+        task = task_of(send(bridge.url, message("go"), blocking=False))
+        wait_until(lambda: agent.stats()["messages"]["stall"], "the remote agent to get the message",
+                   until=lambda n: n == before_messages + 1)
+        bridge.proc.send_signal(signal.SIGTERM)
+        bridge.proc.wait(timeout=20)
+    finally:
+        bridge.stop()
+    wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
+               until=lambda n: n == before_cancels + 1)
+    with BridgeProcess("--persona", str(persona), backend="persona", state_dir=state_dir, env=env) as again:
+        stored = task_of(get_task(again.url, task["id"]))
+    assert state(stored) == "TASK_STATE_FAILED" and "interrupted by a shutdown" in status_text(stored).lower()

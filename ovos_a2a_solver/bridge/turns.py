@@ -115,10 +115,13 @@ class Turn:
                     LOG.debug("closing a stopped persona turn raised %r", exc)
 
     def interrupt(self) -> None:
-        """Give the turn up (the bridge shuts down): whoever relays it sees INTERRUPTED now,
-        and the worker stops at its next sentence boundary if it gets there."""
+        """Give the turn up (the bridge shuts down): whoever relays it sees INTERRUPTED now, the
+        backend is asked to end its step (a relay cancels its remote task), and the worker stops
+        at its next sentence boundary if it gets there."""
         if self.running:
             self._stop.set()
+            if self._interrupt is not None:  # e.g. a relay cancels its remote task too
+                self._loop.run_in_executor(None, self._interrupt)
             event = TurnEvent(TurnEventKind.INTERRUPTED)
             self.events.put_nowait(event)
             self.outcome = event

@@ -205,12 +205,22 @@ class BridgeRequestHandler(RequestHandler):
                     message=f"The persona could not be stopped within {self.settings.cancel_grace:g} s (it is in "
                             f"a step that cannot be interrupted); the task goes on.")
             if turn.outcome is not None and not turn.outcome.stopped:
-                await asyncio.sleep(0.05)  # let the executor record the outcome it reached meanwhile
-                task = await self.task_store.get(params.id, context)
+                task = await self._task_once_settled(params.id, context)
                 state = "gone" if task is None else state_name(task.status.state)
                 raise TaskNotCancelableError(message=f"Task {params.id} finished before it could be canceled: "
                                                      f"{state}")
         return await self.inner.on_cancel_task(params, context)
+
+    async def _task_once_settled(self, task_id: str, context: ServerCallContext, within: float = 1.0) -> Task | None:
+        """The stored task once the executor has recorded the end its turn reached (final or
+        waiting for input); after ``within`` s, as it stands."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while True:
+            task = await self.task_store.get(task_id, context)
+            if task is None or task.status.state in SETTLED or loop.time() >= deadline:
+                return task
+            await asyncio.sleep(0.01)
 
     # ---- start-up recovery -------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import logging
 
 import httpx
 from a2a.client import A2AClientError
+from a2a.client.errors import AgentCardResolutionError
 from a2a.types import TaskState
 from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
                               UnsupportedOperationError, VersionNotSupportedError)
@@ -71,23 +72,40 @@ def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -
     return Effect.KEEP
 
 
+def _chain(exc: BaseException | None):
+    """``exc`` and the exceptions behind it (its cause, else its context), each once."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _grpc_status(exc: BaseException) -> str:
+    """The gRPC status name of a failed gRPC call (without importing grpc here); '' otherwise."""
+    if type(exc).__name__ != "AioRpcError":
+        return ""
+    return getattr(getattr(exc, "code", lambda: None)(), "name", "")
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status a failed request got back (a card fetch or a call), if it got one."""
+    for cause in _chain(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.status_code
+        if isinstance(cause, AgentCardResolutionError) and cause.status_code:
+            return cause.status_code
+    return None
+
+
 def never_delivered(exc: BaseException) -> bool:
     """True when the request provably never reached the agent (connection refused/failed).
 
     Such a send is safe to retry (after resolving the card again: the agent may have
     moved), and is what makes the cached card stale.
     """
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-            return True
-        if type(exc).__name__ == "AioRpcError":  # gRPC, without importing grpc here
-            code = getattr(exc, "code", lambda: None)()
-            if getattr(code, "name", "") == "UNAVAILABLE":
-                return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return any(isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)) or _grpc_status(cause) == "UNAVAILABLE"
+               for cause in _chain(exc))
 
 
 def interface_gone(exc: BaseException) -> bool:
@@ -97,17 +115,8 @@ def interface_gone(exc: BaseException) -> bool:
     """
     if isinstance(exc, (MethodNotFoundError, VersionNotSupportedError)):
         return True
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, httpx.HTTPStatusError) and exc.response.status_code == 404:
-            return True
-        if type(exc).__name__ == "AioRpcError":
-            code = getattr(exc, "code", lambda: None)()
-            if getattr(code, "name", "") == "UNIMPLEMENTED":
-                return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return any((isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 404)
+               or _grpc_status(cause) == "UNIMPLEMENTED" for cause in _chain(exc))
 
 
 #: HTTP statuses that say "not now" rather than "no": worth the same request again later.
@@ -119,17 +128,13 @@ def transient(exc: BaseException) -> tuple[bool, float | None]:
     502, 503, 504), and the server's ``Retry-After`` in seconds, if it gave one."""
     if never_delivered(exc):
         return True, None
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, httpx.HTTPStatusError):
-            if exc.response.status_code not in TRANSIENT_STATUSES:
+    for cause in _chain(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            if cause.response.status_code not in TRANSIENT_STATUSES:
                 return False, None
-            return True, _retry_after(exc.response.headers.get("retry-after"))
-        if type(exc).__name__ == "AioRpcError":
-            code = getattr(exc, "code", lambda: None)()
-            return getattr(code, "name", "") in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"), None
-        exc = exc.__cause__ or exc.__context__
+            return True, _retry_after(cause.response.headers.get("retry-after"))
+        if _grpc_status(cause):
+            return _grpc_status(cause) in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"), None
     return False, None
 
 

@@ -660,8 +660,9 @@ def _silence_stdout() -> None:
 
 def _unauthorized(exc: BaseException, args) -> str | None:
     """For an HTTP 401: a line that names the flags and the schemes the agent's card declares."""
-    text = str(exc)
-    if "401" not in text or not ("HTTP Error 401" in text or "Unauthorized" in text):
+    from ovos_a2a_solver._policy import http_status
+
+    if http_status(exc) != 401:
         return None
     url = getattr(args, "url", "")
     schemes = ""

@@ -50,27 +50,24 @@ class Owner:
                                  timeout=30)
         return response.status_code, response.json()
 
+    def _call(self, method: str, params: dict, verb: str, path: str, body: dict | None = None):
+        """(result, None) or (None, the JSON-RPC error code / HTTP status), over this owner's binding."""
+        if self.binding == "jsonrpc":
+            reply = self._rpc(method, params)
+            return (reply["result"], None) if "result" in reply else (None, reply["error"]["code"])
+        status, reply = self._rest(verb, path, body)
+        return (reply, None) if status == 200 else (None, status)
+
     def send(self, msg: dict) -> tuple[dict | None, int | None]:
         """(task, None) or (None, the JSON-RPC error code / HTTP status)."""
-        if self.binding == "jsonrpc":
-            reply = self._rpc("SendMessage", {"message": msg})
-            return (reply["result"]["task"], None) if "result" in reply else (None, reply["error"]["code"])
-        status, body = self._rest("POST", "/message:send", {"message": msg})
-        return (body["task"], None) if status == 200 else (None, status)
+        result, error = self._call("SendMessage", {"message": msg}, "POST", "/message:send", {"message": msg})
+        return (result["task"], None) if result is not None else (None, error)
 
     def get(self, task_id: str):
-        if self.binding == "jsonrpc":
-            reply = self._rpc("GetTask", {"id": task_id})
-            return (reply["result"], None) if "result" in reply else (None, reply["error"]["code"])
-        status, body = self._rest("GET", f"/tasks/{task_id}")
-        return (body, None) if status == 200 else (None, status)
+        return self._call("GetTask", {"id": task_id}, "GET", f"/tasks/{task_id}")
 
     def cancel(self, task_id: str):
-        if self.binding == "jsonrpc":
-            reply = self._rpc("CancelTask", {"id": task_id})
-            return (reply["result"], None) if "result" in reply else (None, reply["error"]["code"])
-        status, body = self._rest("POST", f"/tasks/{task_id}:cancel")
-        return (body, None) if status == 200 else (None, status)
+        return self._call("CancelTask", {"id": task_id}, "POST", f"/tasks/{task_id}:cancel")
 
     def listed(self) -> set[str]:
         if self.binding == "jsonrpc":

@@ -1,9 +1,12 @@
 """Bridge: canceled means the persona really stopped; otherwise TaskNotCancelable, and work goes on."""
+import asyncio
+
 import pytest
 
 from bridge_process import BridgeProcess
 from bridge_rpc import (answer, cancel, get_task, health, message, send, state, status_text, task_of, wait_for_state,
                         wait_for_task)
+from ovos_a2a_solver.bridge.turns import Turn, TurnRegistry
 from waiting import wait_until
 
 #: what ``slow:N`` says when nothing stops it
@@ -65,3 +68,17 @@ def test_a_task_waiting_for_input_is_canceled(bridge):
 def test_cancel_of_an_unknown_task_is_task_not_found(bridge):
     response = cancel(bridge.url, "no-such-task")
     assert response["error"]["code"] == -32001 and "no-such-task" in response["error"]["message"]
+
+
+def test_the_turn_registry_forgets_a_turn_that_ended_without_being_discarded():
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        registry = TurnRegistry()
+        abandoned = Turn(lambda: iter(["said"]), loop).start()
+        registry.add("abandoned", abandoned)  # its relay raised: nobody discards it
+        await asyncio.wait_for(abandoned.ended.wait(), 10)
+        assert registry.get("abandoned") is abandoned and len(registry) == 0
+        registry.add("next", Turn(lambda: iter(["more"]), loop).start())
+        return registry.get("abandoned")
+
+    assert asyncio.run(scenario()) is None

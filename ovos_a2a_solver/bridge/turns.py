@@ -163,6 +163,10 @@ class TurnRegistry:
         return len(running)
 
     def add(self, task_id: str, turn: Turn) -> None:
+        """Register ``turn`` for ``task_id``. Turns that have ended are forgotten here, so one
+        whose relay ended by an exception (before it could discard it) is not kept forever."""
+        for ended in [key for key, old in self._turns.items() if not old.running]:
+            del self._turns[ended]
         self._turns[task_id] = turn
 
     def get(self, task_id: str) -> Turn | None:

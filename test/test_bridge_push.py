@@ -116,6 +116,22 @@ def test_an_allowed_receiver_gets_every_event_in_order_with_its_credentials(allo
         assert ids == {task["id"]}
 
 
+def test_a_replayed_message_registers_the_push_config_it_names(allowing_bridge, receiver):
+    first = message("ask:Which city?")
+    task = rpc(allowing_bridge, "SendMessage", {"message": first})["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    params = {"message": first, "configuration": {"taskPushNotificationConfig": push_config(receiver.url, id="c1")}}
+    replayed = rpc(allowing_bridge, "SendMessage", params)["result"]["task"]
+    assert replayed["id"] == task["id"]  # a retry: the same task, no second turn
+    configs = rpc(allowing_bridge, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})["result"]["configs"]
+    assert [(c["id"], c["url"]) for c in configs] == [("c1", receiver.url)]
+    follow_up = message("Paris", task_id=task["id"], context_id=task["contextId"])
+    assert rpc(allowing_bridge, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] \
+        == "TASK_STATE_COMPLETED"
+    wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event to reach the webhook")
+    assert receiver.received[-1]["headers"]["Authorization"] == f"Bearer {CREDENTIALS}"
+
+
 def test_a_receiver_that_fails_twice_still_gets_the_event(allowing_bridge):
     flaky = Receiver(fail=2)
     try:

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import answer, get_task, message, send, state, stream, task_of, wait_for_state
+from bridge_rpc import answer, cancel, get_task, message, send, state, stream, task_of, wait_for_state
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +107,33 @@ def test_the_same_message_id_with_other_content_or_context_is_a_new_message(brid
     again = task_of(send(bridge.url, altered))  # and its own identical retry rejoins it
     assert again["id"] == second["id"]
     assert calls_with(bridge, altered["parts"][0]["text"]) == (1 if change == "content" else 2)
+
+
+@pytest.mark.parametrize("how", ["continued", "canceled"])
+def test_a_message_sent_again_after_the_caller_continued_or_canceled_its_task_is_new_work(bridge, how):
+    question = unique("ask:Which city?")
+    first_message = message(question)
+    first = task_of(send(bridge.url, first_message))
+    assert state(first) == "TASK_STATE_INPUT_REQUIRED"
+    assert task_of(send(bridge.url, first_message))["id"] == first["id"]  # the answer may be unseen: a retry
+    if how == "continued":
+        reply = task_of(send(bridge.url, message("Paris", task_id=first["id"], context_id=first["contextId"])))
+        assert reply["id"] == first["id"] and state(reply) == "TASK_STATE_COMPLETED"
+    else:
+        assert state(task_of(cancel(bridge.url, first["id"]))) == "TASK_STATE_CANCELED"
+
+    again = task_of(send(bridge.url, first_message))  # the caller saw the answer: this is a new message
+    assert again["id"] != first["id"] and state(again) == "TASK_STATE_INPUT_REQUIRED"
+    assert calls_with(bridge, question) == 2
+    assert task_of(send(bridge.url, first_message))["id"] == again["id"]  # whose own retry rejoins it
+    events = stream(bridge.url, first_message)
+    assert {event_task_id(e) for e in events} == {again["id"]}
+    assert calls_with(bridge, question) == 2
+    earlier = task_of(get_task(bridge.url, first["id"]))
+    if how == "continued":
+        assert state(earlier) == "TASK_STATE_COMPLETED" and answer(earlier) == "echo: Paris"
+    else:
+        assert state(earlier) == "TASK_STATE_CANCELED"
 
 
 def test_a_message_to_a_task_still_working_is_refused(bridge):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from a2a.server.context import ServerCallContext
@@ -97,14 +98,16 @@ class OperationTracker:
         """The live admission of an operation, if this process holds one."""
         return self._live.get(key)
 
-    async def admit(self, owner: str, message, task_id: str, mode: CallMode) -> Admission | Operation:
+    async def admit(self, owner: str, message, task_id: str, mode: CallMode,
+                    answer_seen: Callable[[Operation], Awaitable[bool]] | None = None) -> Admission | Operation:
         """Claim ``message`` and take a slot for it.
 
         Returns the :class:`Admission`, or the earlier :class:`Operation` when the message
-        was delivered before (the caller replays it). Raises :class:`BusyError` when every
-        slot is taken; the claim is then forgotten.
+        was delivered before and its answer may not have been seen (the caller replays
+        it; see :meth:`OperationLog.claim`). Raises :class:`BusyError` when every slot is
+        taken; the claim is then forgotten.
         """
-        operation, first = await self.log.claim(owner, message, task_id)
+        operation, first = await self.log.claim(owner, message, task_id, answer_seen)
         if not first:
             return operation
         if not self.accepting or self.running >= self.max_concurrent:

@@ -6,7 +6,10 @@ A message is checked first (``validation``): one the persona cannot be asked is 
 before anything is claimed. Then it is admitted (``admission``): claimed as an operation,
 given a slot. A message delivered again (a retry, a reconnect, 20 concurrent duplicates)
 is replayed from its first delivery, never worked on twice; the same messageId with
-other content or in another context is another message (its identity includes both). A message naming a task that is still
+other content or in another context is another message (its identity includes both).
+A delivery is a retry only while the caller may not have seen the answer: once it
+continued the task with a later message, or canceled it, the same message again is new
+work (``_answer_seen``). A message naming a task that is still
 working is refused (only a task waiting for input takes a follow-up), so a late result
 can never overwrite a newer one. Past ``max_concurrent`` admitted messages the answer is
 "busy", at once.
@@ -28,7 +31,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler, validate_request_params
 from a2a.server.tasks import TaskStore
 from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task,
-                       TaskState)
+                       TaskPushNotificationConfig, TaskState)
 from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
@@ -107,6 +110,7 @@ class BridgeRequestHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator:
         admitted = await self._admit(params, context, CallMode.STREAM)
         if isinstance(admitted, Operation):
+            await self._adopt_push_config(admitted, params, context)
             async for event in self._replay_delivery_stream(admitted, context):
                 yield event
             return
@@ -122,7 +126,12 @@ class BridgeRequestHandler(RequestHandler):
         message = params.message
         check_message(message, self.settings.max_parts)
         owner = owner_scope(context)
-        admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode)
+
+        async def answer_seen(earlier: Operation) -> bool:
+            return await self._answer_seen(earlier, context)
+
+        admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode,
+                                            answer_seen)
         if isinstance(admitted, Operation):
             return admitted
         try:
@@ -137,6 +146,14 @@ class BridgeRequestHandler(RequestHandler):
             raise
         admitted.put_in(context)
         return admitted
+
+    async def _answer_seen(self, earlier: Operation, context: ServerCallContext) -> bool:
+        """Whether the caller evidently saw the answer to ``earlier`` (so a delivery of the
+        same message is not a retry): it has since continued the task, or canceled it."""
+        if await self.tracker.log.continued(earlier):
+            return True
+        task = await self.task_store.get(earlier.task_id, context)
+        return task is not None and task.status.state == TaskState.TASK_STATE_CANCELED
 
     async def _stored_task(self, claim: Operation, context: ServerCallContext, settled: bool) -> Task:
         """The operation's task from the store, once it is there (and, with ``settled``, once
@@ -163,7 +180,21 @@ class BridgeRequestHandler(RequestHandler):
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_SECONDS)
 
+    async def _adopt_push_config(self, claim: Operation, params: SendMessageRequest,
+                                 context: ServerCallContext) -> None:
+        """A delivery that is replayed registers the push config it names for the task it
+        rejoins, as its first delivery did (the SDK's checks apply; the same config id
+        replaces the earlier one)."""
+        if not params.configuration.HasField("task_push_notification_config"):
+            return
+        config = TaskPushNotificationConfig()
+        config.CopyFrom(params.configuration.task_push_notification_config)
+        config.task_id = claim.task_id
+        await self._stored_task(claim, context, settled=False)  # the task exists once its first event is stored
+        await self.inner.on_create_task_push_notification_config(config, context)
+
     async def _replay_delivery(self, claim: Operation, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        await self._adopt_push_config(claim, params, context)
         task = await self._stored_task(claim, context, settled=not params.configuration.return_immediately)
         if params.configuration.HasField("history_length"):
             return await self.inner.on_get_task(

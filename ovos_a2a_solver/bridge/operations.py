@@ -4,10 +4,16 @@
 
 An operation's identity is a digest of (caller, taskId as sent, messageId, contextId as
 sent, content) with unambiguous framing: the same messageId with other content or in
-another context is another message, with work of its own. The first delivery claims it (an insert on the primary key, atomic
-in SQLite and PostgreSQL alike); every later delivery of the same message finds the
-claim and is replayed instead of starting a second persona turn. Claims live in the same
-database as the tasks.
+another context is another message, with work of its own. The first delivery claims it
+(an insert on the primary key, atomic in SQLite and PostgreSQL alike); every later
+delivery of the same message finds the claim and is replayed instead of starting a
+second persona turn. Claims live in the same database as the tasks.
+
+A delivery is a retry only while its sender may not have seen the answer. Once it
+evidently has (the request handler decides: the caller continued or canceled the
+task), the same message sent again is new work: it claims the next generation of its
+identity. (Clients that reuse one messageId for every test run, as the A2A
+conformance kit does, get a new task each time instead of a replay of a finished one.)
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from google.protobuf.json_format import MessageToDict
@@ -38,11 +45,12 @@ COLUMNS = ("key", "owner", "message_id", "sent_task_id", "content", "context_id"
            "boot", "created", "updated")
 
 
-def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "", content: str = "") -> str:
-    """Digest of (caller, taskId, messageId, contextId, content digest); JSON framing keeps
-    ("a:b","c") apart from ("a","b:c")."""
-    framed = json.dumps([owner, task_id, message_id, context_id, content], separators=(",", ":"),
-                        ensure_ascii=False)
+def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "", content: str = "",
+                  generation: int = 0) -> str:
+    """Digest of (caller, taskId, messageId, contextId, content digest[, generation]); JSON
+    framing keeps ("a:b","c") apart from ("a","b:c")."""
+    fields = [owner, task_id, message_id, context_id, content] + ([generation] if generation else [])
+    framed = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(framed.encode("utf-8")).hexdigest()
 
 
@@ -87,26 +95,40 @@ class OperationLog:
         for statement in SCHEMA:
             await self.db.execute(statement)
 
-    def key_of(self, owner: str, message) -> str:
-        """The operation key of ``message`` sent by ``owner``."""
-        return operation_key(owner, message.task_id, message.message_id, message.context_id,
-                             content_digest(message))
-
-    async def claim(self, owner: str, message, task_id: str) -> tuple[Operation, bool]:
+    async def claim(self, owner: str, message, task_id: str,
+                    answer_seen: Callable[[Operation], Awaitable[bool]] | None = None) -> tuple[Operation, bool]:
         """Claim ``message`` for this caller, its work to be done in task ``task_id``.
 
         Returns the operation and whether this call made the claim (an atomic insert);
-        if not, the operation is the earlier claim of the same message.
+        if not, the operation is the earlier claim of the same message, to be replayed.
+        An earlier claim whose answer the caller has seen (``answer_seen``) is not
+        replayed: the message claims its next generation instead.
         """
-        now = time.time()
-        operation = Operation(key=self.key_of(owner, message), owner=owner, message_id=message.message_id,
-                              sent_task_id=message.task_id, content=content_digest(message),
-                              context_id=message.context_id or None, task_id=task_id, state=RUNNING,
-                              replica=self.replica, boot=self.boot)
-        if await self._insert(operation, now):
-            return operation, True
-        existing = await self.get(operation.key)
-        return (existing, False) if existing is not None else await self.claim(owner, message, task_id)
+        content = content_digest(message)
+        generation = 0
+        while True:
+            operation = Operation(
+                key=operation_key(owner, message.task_id, message.message_id, message.context_id, content,
+                                  generation),
+                owner=owner, message_id=message.message_id, sent_task_id=message.task_id, content=content,
+                context_id=message.context_id or None, task_id=task_id, state=RUNNING, replica=self.replica,
+                boot=self.boot)
+            if await self._insert(operation, time.time()):
+                return operation, True
+            existing = await self.get(operation.key)
+            if existing is None:  # released meanwhile: claim it again
+                continue
+            if answer_seen is None or not await answer_seen(existing):
+                return existing, False
+            generation += 1
+
+    async def continued(self, operation: Operation) -> bool:
+        """Whether the same caller sent a later message to ``operation``'s task."""
+        rows = await self.db.fetch(
+            "SELECT 1 FROM a2a_bridge_operations WHERE task_id = :task AND owner = :owner AND key <> :key "
+            "AND created > (SELECT created FROM a2a_bridge_operations WHERE key = :key) LIMIT 1",
+            {"task": operation.task_id, "owner": operation.owner, "key": operation.key})
+        return bool(rows)
 
     async def reclaim(self, operation: Operation) -> None:
         """Write ``operation``'s claim again after it was released (its work started late)."""

@@ -313,6 +313,8 @@ class TextPieces:
         return self._give(ARTIFACT_SEPARATOR + now[start:].lstrip())
 
     def _give(self, text: str) -> list[str]:
+        if self._last_char.isspace():  # a space already shown is not shown again
+            text = text.lstrip(" \t")
         if not text:
             return []
         self._last_char = text[-1]

@@ -46,10 +46,16 @@ def default_state_path() -> Path:
 
 @dataclass(frozen=True)
 class Conversation:
-    """Where a session stands with the agent."""
+    """Where a session stands with the agent.
+
+    ``task_id``: the task that waits for this user (input-required, auth-required): the next
+    message continues it. ``pending_task_id``: a task still working when its turn's deadline
+    passed: its answer is delivered before the session's next one.
+    """
 
     context_id: str
     task_id: str | None = None
+    pending_task_id: str | None = None
 
 
 class ConversationStore:
@@ -84,7 +90,7 @@ class ConversationStore:
             entry = self._data.get(agent_key, {}).get("sessions", {}).get(session_id)
             if not entry or time.time() - entry.get("used", 0) > self.idle_ttl:
                 return None
-            return Conversation(entry["context_id"], entry.get("task_id") or None)
+            return _conversation(entry)
 
     def remember(self, agent_key: str, session_id: str, context_id: str, task_id: str | None = None) -> None:
         """Record the agent's contextId (and open taskId, if the task waits for the user)."""
@@ -103,8 +109,21 @@ class ConversationStore:
             if context_id in agent.get("refused", ()):
                 LOG.info("not adopting context %s: the agent refused it before", context_id)
                 return
+            pending = agent["sessions"].get(session_id, {}).get("pending")
             agent["sessions"][session_id] = {"context_id": context_id, "task_id": task_id or None,
-                                             "used": time.time()}
+                                             "pending": pending, "used": time.time()}
+
+    def set_pending(self, agent_key: str, session_id: str, context_id: str, task_id: str | None) -> None:
+        """Bind (or, with ``None``, unbind) the task that outlived the session's last turn."""
+        with self._transaction() as data:
+            agent = data.setdefault(agent_key, {"sessions": {}, "refused": []})
+            entry = agent["sessions"].get(session_id)
+            if entry is None:
+                if task_id is None or not context_id:
+                    return
+                entry = agent["sessions"][session_id] = {"context_id": context_id, "task_id": None}
+            entry["pending"] = task_id
+            entry["used"] = time.time()
 
     def forget_task(self, agent_key: str, session_id: str) -> None:
         """The agent no longer has the open task; keep the conversation."""
@@ -126,7 +145,7 @@ class ConversationStore:
         with self._lock:
             self._reload_if_changed()
             now = time.time()
-            return {sid: Conversation(e["context_id"], e.get("task_id") or None)
+            return {sid: _conversation(e)
                     for sid, e in self._data.get(agent_key, {}).get("sessions", {}).items()
                     if now - e.get("used", 0) <= self.idle_ttl}
 
@@ -250,6 +269,10 @@ class ConversationStore:
         self._file_stamp = self._stamp()
 
 
+def _conversation(entry: dict) -> Conversation:
+    return Conversation(entry["context_id"], entry.get("task_id") or None, entry.get("pending") or None)
+
+
 def _validated(agents: dict) -> dict:
     """Keep only well-formed entries of a loaded file."""
     clean: dict[str, dict] = {}
@@ -257,9 +280,10 @@ def _validated(agents: dict) -> dict:
         sessions = {}
         for sid, e in (agent.get("sessions") or {}).items():
             if isinstance(e, dict) and isinstance(e.get("context_id"), str) and e["context_id"]:
-                task = e.get("task_id")
+                task, pending = e.get("task_id"), e.get("pending")
                 sessions[str(sid)] = {"context_id": e["context_id"],
                                       "task_id": task if isinstance(task, str) and task else None,
+                                      "pending": pending if isinstance(pending, str) and pending else None,
                                       "used": float(e.get("used", 0))}
         refused = [c for c in (agent.get("refused") or []) if isinstance(c, str)][-MAX_REFUSED:]
         clean[str(key)] = {"sessions": sessions, "refused": refused}

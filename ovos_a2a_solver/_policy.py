@@ -5,7 +5,8 @@
 Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 ``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
 ``a2a.utils.errors``), plus :class:`AgentTaskError` for a task the agent ended without
-an answer.
+an answer, and :class:`StillWorkingError` for a turn whose deadline passed while the
+agent went on working.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import enum
 import logging
 
 import httpx
-from a2a.client import A2AClientError
+from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.client.errors import AgentCardResolutionError
 from a2a.types import TaskState
 from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
@@ -29,6 +30,18 @@ class AgentTaskError(A2AError):
     def __init__(self, state: str, reason: str = "", task_id: str = "", context_id: str = "") -> None:
         self.state, self.reason, self.task_id, self.context_id = state, reason, task_id, context_id
         super().__init__(f"the agent {state} the task" + (f": {reason}" if reason else ""))
+
+
+class StillWorkingError(A2AClientTimeoutError):
+    """The turn's deadline passed while the agent's task was still working.
+
+    The task is not canceled: it stays bound to the session, and its answer is delivered
+    before the session's next one. ``task_id`` and ``context_id`` name it.
+    """
+
+    def __init__(self, message: str, task_id: str, context_id: str = "") -> None:
+        super().__init__(message)
+        self.task_id, self.context_id = task_id, context_id
 
 
 class IncompleteAnswerError(A2AClientError):
@@ -105,6 +118,13 @@ def never_delivered(exc: BaseException) -> bool:
     moved), and is what makes the cached card stale.
     """
     return any(isinstance(cause, (httpx.ConnectError, httpx.ConnectTimeout)) or _grpc_status(cause) == "UNAVAILABLE"
+               for cause in _chain(exc))
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """True when the connection failed or broke (refused, reset, closed mid-body; gRPC
+    UNAVAILABLE), as opposed to the agent answering with an error."""
+    return any(isinstance(cause, httpx.TransportError) or _grpc_status(cause) == "UNAVAILABLE"
                for cause in _chain(exc))
 
 

@@ -29,6 +29,10 @@ DEFAULT_RETRY_BASE_DELAY = 0.2
 DEFAULT_BREAKER_THRESHOLD = 3
 DEFAULT_BREAKER_COOLDOWN = 30.0
 
+#: What the persona says when a turn's deadline passes while the agent is still working
+#: (the answer then comes before the session's next one).
+DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -48,6 +52,7 @@ class EngineSettings:
     retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # seconds; the backoff doubles from here
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
+    still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -76,9 +81,11 @@ class EngineSettings:
             if isinstance(origins, str):
                 origins = [origins]
             values["trusted_origins"] = tuple(str(o) for o in origins or ())
-        for key in ("auth_header", "state_file"):
+        for key in ("auth_header", "state_file", "still_working"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
         values["auth_header"] = values.get("auth_header") or None
         values["namespace"] = str(values.get("namespace") or "")
+        if not (values.get("still_working") or "").strip():
+            values.pop("still_working", None)  # empty: the default line
         return cls(**values)

@@ -641,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # every failure ends as one readable line (the traceback with --debug)
             if debug:
                 raise
-            message = _unauthorized(exc, args) or _one_line(exc)
+            message = _unauthorized(exc, args) or _one_line(exc) + _still_working_hint(exc, args)
             print(f"ovos-a2a: {message}", file=sys.stderr)
             return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do
@@ -656,6 +656,12 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):
         pass
+
+
+def _still_working_hint(exc: BaseException, args) -> str:
+    """For a task that outlived the command's timeout: how to see it later."""
+    task_id = getattr(exc, "task_id", "") if type(exc).__name__ == "StillWorkingError" else ""
+    return f" (see it later: ovos-a2a status {args.url} {task_id})" if task_id and getattr(args, "url", "") else ""
 
 
 def _unauthorized(exc: BaseException, args) -> str | None:

@@ -33,27 +33,27 @@ from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
-                       SendMessageRequest, Task, TaskState)
-from a2a.utils.errors import A2AError
+                       SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
-from ovos_a2a_solver._answers import AnswerAssembler, Revision, TextPieces
+from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, Revision, TextPieces
 from ovos_a2a_solver._auth import OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CircuitOpenError, Effect,
-                                    IncompleteAnswerError,
-                                    CircuitBreaker, backoff_delay, effect_of_error, interface_gone,
+                                    IncompleteAnswerError, StillWorkingError,
+                                    CircuitBreaker, backoff_delay, connection_lost, effect_of_error, interface_gone,
                                     never_delivered, transient)
-from ovos_a2a_solver.states import TERMINAL, WAITING_FOR_USER, state_name
+from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
                                       DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "CircuitOpenError", "IncompleteAnswerError", "TaskUpdate"]
+           "CircuitOpenError", "IncompleteAnswerError", "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,9 @@ class TaskUpdate:
 
 #: Seconds a stopped turn waits for the agent to confirm its CancelTask.
 CANCEL_TIMEOUT = 5.0
+#: Seconds between GetTask reads of a task whose stream broke (doubling), where it
+#: cannot be subscribed to again.
+FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
 
 
 @dataclass(eq=False)
@@ -262,6 +265,13 @@ class _BaseClient:
                                     yield revision
                         break
                     except A2AError as exc:
+                        if answer.task_id and answer.state not in SETTLED and not answer.message_reply \
+                                and connection_lost(exc):
+                            LOG.info("the stream of task %s from %s broke (%s); following the task instead",
+                                     answer.task_id, self.base_url, exc)
+                            async for revision in self._follow(answer):
+                                yield revision
+                            break
                         stale = never_delivered(exc) or interface_gone(exc)
                         if stale:
                             connection.invalidate()
@@ -281,6 +291,14 @@ class _BaseClient:
                         self._after_error(exc, session_id, conv)
                         raise
         except asyncio.TimeoutError:
+            if answer.task_id and answer.state not in SETTLED and not answer.message_reply:
+                # the agent is alive and working: the task outlives the turn, bound to the session
+                self._breaker.succeeded()
+                context_id = answer.context_id or (conv.context_id if conv else "")
+                if session_id is not None:
+                    self.conversations.set_pending(self.conversation_key, session_id, context_id, answer.task_id)
+                raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it is still "
+                                        f"working on task {answer.task_id}", answer.task_id, context_id) from None
             error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
             self._breaker.failed(error)
             raise error from None
@@ -300,6 +318,30 @@ class _BaseClient:
         for revision in answer.finish():
             yield revision
         self._after_answer(answer, session_id, conv)
+
+    async def _follow(self, answer: AnswerAssembler) -> AsyncIterator[Revision]:
+        """The rest of a task whose stream broke: subscribed to again (SubscribeToTask, whose
+        first event is the task as it stands), or, where that is not possible, read with
+        GetTask until it settles. Bounded by the turn's deadline, like the stream was."""
+        task_id, delay = answer.task_id, FOLLOW_POLL_MIN
+        while True:
+            try:
+                client = await self._get_connection().client(True)
+                async with aclosing(client.subscribe(SubscribeToTaskRequest(id=task_id))) as events:
+                    async for event in events:
+                        for revision in answer.feed(event):
+                            yield revision
+                if answer.state in SETTLED:
+                    return
+            except (A2AError, NotImplementedError) as exc:  # no streams here, the task ended, or it broke again
+                LOG.debug("subscribing to task %s again failed: %s", task_id, exc)
+            task = await self._call("get_task", GetTaskRequest(id=task_id))
+            for revision in answer.feed(StreamResponse(task=task)):
+                yield revision
+            if task.status.state in SETTLED:
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, FOLLOW_POLL_MAX)
 
     def _retry_delay(self, exc: BaseException, retries: int, deadline: float) -> float | None:
         """How long to wait before sending the same request again; None: do not."""
@@ -367,17 +409,57 @@ class _BaseClient:
                                      a.note))
         return AnswerAssembler(on_update=report)
 
+    async def _earlier_answer(self, session_id: str | None) -> "_EarlierAnswer | None":
+        """The answer of the session's task that outlived its turn, once it has one.
+
+        A task still working stays bound (its answer comes with a later turn); one that
+        ended without an answer, or that the agent no longer knows, is let go.
+        """
+        conv = self.conversation(session_id) if session_id is not None else None
+        if conv is None or not conv.pending_task_id:
+            return None
+        task_id, key = conv.pending_task_id, self.conversation_key
+        try:
+            task = await self._deadline(self._call("get_task", GetTaskRequest(id=task_id)))
+        except TaskNotFoundError:
+            LOG.info("%s no longer knows task %s, which outlived its turn", self.base_url, task_id)
+            self.conversations.set_pending(key, session_id, conv.context_id, None)
+            return None
+        except A2AError as exc:  # the agent cannot be asked now: ask again next turn
+            LOG.info("could not ask %s about task %s: %s", self.base_url, task_id, exc)
+            return None
+        if task.status.state not in SETTLED:
+            return None
+        self.conversations.set_pending(key, session_id, conv.context_id, None)
+        if task.status.state in ENDED_WITHOUT_ANSWER:
+            LOG.warning("%s %s task %s, which outlived its turn", self.base_url,
+                        ENDED_WITHOUT_ANSWER[task.status.state], task_id)
+            return None
+        earlier = _EarlierAnswer(task)
+        if earlier.waiting:  # its question is the answer; the user's next message answers it
+            self.conversations.remember(key, session_id, task.context_id or conv.context_id, task.id)
+        return earlier
+
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
-        """The whole answer, asked the way ``streaming`` says."""
+        """The whole answer, asked the way ``streaming`` says (after an earlier one that is
+        now ready, see :meth:`_earlier_answer`)."""
+        earlier = await self._earlier_answer(session_id)
+        if earlier is not None and earlier.waiting:
+            return earlier.text
         answer = self._assembler(None)
         async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
             async for _ in revisions:
                 pass
-        return answer.final_text()
+        return earlier.text + ARTIFACT_SEPARATOR + answer.final_text() if earlier else answer.final_text()
 
     async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                       lang: str | None = None) -> AsyncIterator[str]:
         """The answer's text as it arrives (streamed whenever the card offers streaming)."""
+        earlier = await self._earlier_answer(session_id)
+        if earlier is not None:
+            yield earlier.text if earlier.waiting else earlier.text + ARTIFACT_SEPARATOR
+            if earlier.waiting:
+                return
         pieces = TextPieces()
         async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
             async for revision in revisions:
@@ -387,8 +469,14 @@ class _BaseClient:
     async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                          lang: str | None = None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete."""
-        from ovos_a2a_solver._sentences import SentenceSpeaker
+        from ovos_a2a_solver._sentences import SentenceSpeaker, speak
 
+        earlier = await self._earlier_answer(session_id)
+        if earlier is not None:
+            for sentence in speak(earlier.revisions):
+                yield sentence
+            if earlier.waiting:
+                return
         speaker = SentenceSpeaker()
         async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
             async for revision in revisions:
@@ -419,6 +507,16 @@ class _BaseClient:
                                  answer.task_id, context_id)
         state = "unknown" if answer.state is None else state_name(answer.state)
         raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
+
+
+class _EarlierAnswer:
+    """The answer of a task that outlived its turn, read from the task once it settled."""
+
+    def __init__(self, task) -> None:
+        assembler = AnswerAssembler()
+        self.revisions = assembler.feed(StreamResponse(task=task)) + assembler.finish()
+        self.text = assembler.final_text()
+        self.waiting = task.status.state in WAITING_FOR_USER
 
 
 class AsyncA2AClient(_BaseClient):

@@ -76,7 +76,14 @@ class A2AChatEngine(ChatEngine):
         agent is not called.
         """
         text = newest_user_text(messages)
-        answer = self.client.send_task(text, session_id=session_id, lang=lang) if text is not None else ""
+        answer = ""
+        if text is not None:
+            from ovos_a2a_solver._policy import StillWorkingError
+
+            try:
+                answer = self.client.send_task(text, session_id=session_id, lang=lang)
+            except StillWorkingError:
+                answer = self.settings.still_working
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
@@ -84,7 +91,7 @@ class A2AChatEngine(ChatEngine):
         """Yield the answer's text as the agent sends it (streamed whenever its card offers it)."""
         text = newest_user_text(messages)
         if text is not None:
-            yield from self.client.stream_task(text, session_id=session_id, lang=lang)
+            yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang))
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
@@ -95,7 +102,17 @@ class A2AChatEngine(ChatEngine):
         """
         text = newest_user_text(messages)
         if text is not None:
-            yield from self.client.stream_sentences(text, session_id=session_id, lang=lang)
+            yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang))
+
+    def _until_deadline(self, pieces: Iterator[str]) -> Iterator[str]:
+        """``pieces``, then, if the turn's deadline passed while the agent works on, the
+        ``still_working`` line (the answer comes before the session's next one)."""
+        from ovos_a2a_solver._policy import StillWorkingError
+
+        try:
+            yield from pieces
+        except StillWorkingError:
+            yield self.settings.still_working
 
     def stop(self, session_id: Optional[str] = None) -> bool:
         """Stop the turns under way (of ``session_id``, or all): their streams end and the

@@ -25,6 +25,7 @@ Behaviour agents:
                    "login" -> INPUT_REQUIRED "password?", follow-up -> "logged in";
                    anything else -> "memory[ctx]: TEXT".
   ask              INPUT_REQUIRED "which city?"; follow-up -> "continued[ctx]: TEXT".
+                   "sleep:N" works N seconds first.
   auth             AUTH_REQUIRED "please sign in"; follow-up -> "signed in[ctx]: TEXT".
   fail             FAILED "the backend exploded".
   reject           REJECTED "I will not do that".
@@ -44,6 +45,8 @@ Streaming shapes (about 30 ms between events):
   stream-repeat    appended chunks, then a final Task snapshot repeating them
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
+  cut              three chunks 0.3 s apart, then completed; a SendStreamingMessage
+                   response is cut (connection dropped) after the first; the task goes on
   drip             a chunk "drop N. " every 0.2 s for a minute
   metadata         answers with the message's metadata, as JSON with sorted keys
   parts            "Here is your report." + a file link (report.pdf); data {temperature, unit}; a raw chart.png
@@ -279,6 +282,18 @@ async def flood(turn: Turn) -> None:
     await turn.updater.complete()
 
 
+async def cut(turn: Turn) -> None:
+    """Three appended chunks, 0.3 s apart, then completed (the ``CutStream`` middleware cuts
+    the stream that carries them after the first)."""
+    await turn.open()
+    await turn.updater.start_work(turn.msg('working...'))
+    chunks = ('First part. ', 'Second part. ', 'Third part.')
+    for n, chunk in enumerate(chunks):
+        await turn.artifact(chunk, append=n > 0, last_chunk=n == len(chunks) - 1)
+        await asyncio.sleep(0.3)
+    await turn.updater.complete()
+
+
 async def stall(turn: Turn) -> None:
     await turn.open()
     await turn.updater.start_work(turn.msg('working...'))
@@ -316,6 +331,9 @@ def interrupting(state: TaskState, question: str, reply: str) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
         if not turn.is_followup:
+            if turn.text.startswith('sleep:'):  # work a while before asking
+                await turn.updater.start_work(turn.msg('working...'))
+                await asyncio.sleep(float(turn.text[len('sleep:'):]))
             await turn.updater.update_status(state, turn.msg(question))
             return
         await turn.answer(f'{reply}[{turn.context_id}]: {turn.text}')
@@ -648,6 +666,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
+        AgentSpec('cut', 'Streams three chunks; the stream breaks after the first, the task goes on.', cut,
+                  bindings=(JSONRPC_1,)),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
         AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
         AgentSpec('parts', 'Answers with a text, a file link, data and a raw file.', more_than_text),
@@ -838,6 +858,41 @@ class Flaky:
         await self.app(scope, receive, send)
 
 
+class CutStream:
+    """Breaks every SendStreamingMessage response under /cut right after the event that
+    carries "First part" (the connection is dropped mid-body); the task goes on."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['method'] != 'POST' or not scope['path'].startswith('/cut'):
+            return await self.app(scope, receive, send)
+        body, more = b'', True
+        while more:
+            message = await receive()
+            body += message.get('body', b'')
+            more = message.get('more_body', False)
+        streaming = False
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            streaming = json.loads(body)['method'] == 'SendStreamingMessage'
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {'type': 'http.request', 'body': body, 'more_body': False}
+            return await receive()
+
+        async def cutting(message):
+            await send(message)
+            if streaming and message['type'] == 'http.response.body' and b'First part' in message.get('body', b''):
+                raise ConnectionAbortedError('the stream is cut here (test agent)')
+
+        await self.app(scope, replay, cutting)
+
+
 class BearerGuard:
     """401 for requests under `prefix` without the bearer token (cards stay public)."""
 
@@ -963,6 +1018,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)
     app = BearerGuard(app, '/secure', BEARER_TOKEN)
+    app = CutStream(app)
     app = Flaky(app, obs)
     return RequestRecorder(app, obs)
 

@@ -267,6 +267,7 @@ def test_an_agent_that_fails_the_task_fails_the_command_in_one_line(failures):
 def test_send_gives_up_after_its_timeout_in_one_line(failures, agent):
     line = one_line_error(failures["stall"])
     assert "within 1 s" in line and agent.agent("stall") in line, failures["stall"].report
+    assert "still working on task" in line and f"ovos-a2a status {agent.agent('stall')}" in line, line
 
 
 # ---- 4. status and cancel ------------------------------------------------------------------

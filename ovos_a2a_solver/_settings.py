@@ -27,7 +27,7 @@ DEFAULT_MAX_RETRIES = 2
 DEFAULT_RETRY_BASE_DELAY = 0.2
 #: After this many failed turns in a row the next turns fail at once, for the cool-down.
 DEFAULT_BREAKER_THRESHOLD = 3
-DEFAULT_BREAKER_COOLDOWN = 30.0
+DEFAULT_BREAKER_COOLDOWN = 10.0
 
 #: What the persona says when a turn's deadline passes while the agent is still working
 #: (the answer then comes before the session's next one).

@@ -113,6 +113,16 @@ class ConversationStore:
             agent["sessions"][session_id] = {"context_id": context_id, "task_id": task_id or None,
                                              "pending": pending, "used": time.time()}
 
+    def take_pending(self, agent_key: str, session_id: str, task_id: str) -> bool:
+        """Unbind the session's pending task if it is still ``task_id``; whether it was (so
+        that of two deliverers of its answer, only one says it)."""
+        with self._transaction() as data:
+            entry = data.get(agent_key, {}).get("sessions", {}).get(session_id)
+            if not entry or entry.get("pending") != task_id:
+                return False
+            entry["pending"] = None
+            return True
+
     def set_pending(self, agent_key: str, session_id: str, context_id: str, task_id: str | None) -> None:
         """Bind (or, with ``None``, unbind) the task that outlived the session's last turn."""
         with self._transaction() as data:

@@ -53,6 +53,8 @@ class EngineSettings:
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
+    announce: bool = True                # say that answer over the OVOS messagebus once it is ready
+    messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -73,7 +75,12 @@ class EngineSettings:
             retries = values["max_retries"]
             if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
                 raise ValueError(f"ovos-a2a-solver: 'max_retries' must be a whole number from 0 to 10, got {retries!r}")
-        for key in ("streaming", "persist_conversations"):
+        if "messagebus" in values:
+            bus = values["messagebus"] or {}
+            if not isinstance(bus, Mapping) or not set(bus) <= {"host", "port", "route", "ssl"}:
+                raise ValueError("ovos-a2a-solver: 'messagebus' must be an object with host, port, route or ssl")
+            values["messagebus"] = tuple(sorted(bus.items()))
+        for key in ("streaming", "persist_conversations", "announce"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])
         if "trusted_origins" in values:

@@ -72,6 +72,8 @@ CANCEL_TIMEOUT = 5.0
 #: Seconds between GetTask reads of a task whose stream broke (doubling), where it
 #: cannot be subscribed to again.
 FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
+#: Longest pause between reads of a task that outlived its turn, while its answer is awaited.
+PENDING_POLL_MAX = 15.0
 
 
 @dataclass(eq=False)
@@ -428,9 +430,8 @@ class _BaseClient:
         except A2AError as exc:  # the agent cannot be asked now: ask again next turn
             LOG.info("could not ask %s about task %s: %s", self.base_url, task_id, exc)
             return None
-        if task.status.state not in SETTLED:
-            return None
-        self.conversations.set_pending(key, session_id, conv.context_id, None)
+        if task.status.state not in SETTLED or not self.conversations.take_pending(key, session_id, task_id):
+            return None  # still working, or its answer was delivered meanwhile (see answer_when_ready)
         if task.status.state in ENDED_WITHOUT_ANSWER:
             LOG.warning("%s %s task %s, which outlived its turn", self.base_url,
                         ENDED_WITHOUT_ANSWER[task.status.state], task_id)
@@ -439,6 +440,23 @@ class _BaseClient:
         if earlier.waiting:  # its question is the answer; the user's next message answers it
             self.conversations.remember(key, session_id, task.context_id or conv.context_id, task.id)
         return earlier
+
+    async def _answer_when_ready(self, session_id: str, task_id: str, within: float) -> str | None:
+        """Wait (reading the task, less and less often) until the session's pending task
+        ``task_id`` settles; take its answer. ``None`` if it ended without one, was delivered
+        another way (the session's next utterance), or is not ready ``within`` seconds."""
+        loop = asyncio.get_running_loop()
+        end, delay = loop.time() + within, FOLLOW_POLL_MIN
+        while loop.time() < end:
+            conv = self.conversation(session_id)
+            if conv is None or conv.pending_task_id != task_id:
+                return None
+            earlier = await self._earlier_answer(session_id)
+            if earlier is not None:
+                return earlier.text
+            await asyncio.sleep(min(delay, max(0.0, end - loop.time())))
+            delay = min(delay * 2, PENDING_POLL_MAX)
+        return None
 
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is
@@ -556,6 +574,13 @@ class AsyncA2AClient(_BaseClient):
         """Send ``text``; each sentence or line of the answer as soon as it is complete."""
         return self._sentences(self._checked_text(text), session_id, on_update, lang)
 
+    async def answer_when_ready(self, session_id: str, task_id: str, within: float = 3600) -> str | None:
+        """The answer of ``task_id``, which outlived a turn of ``session_id``
+        (:class:`StillWorkingError`), once the agent settles it; it is then no longer
+        delivered with the session's next answer. ``None``: it ended without an answer,
+        was delivered already, or took longer than ``within`` seconds."""
+        return await self._answer_when_ready(session_id, task_id, within)
+
     async def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
 
@@ -636,6 +661,13 @@ class A2AClient(_BaseClient):
         """
         text = self._checked_text(text)
         return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update, lang))
+
+    def answer_when_ready(self, session_id: str, task_id: str, within: float = 3600) -> str | None:
+        """The answer of ``task_id``, which outlived a turn of ``session_id``
+        (:class:`StillWorkingError`), once the agent settles it; it is then no longer
+        delivered with the session's next answer. ``None``: it ended without an answer,
+        was delivered already, or took longer than ``within`` seconds. Blocks."""
+        return BACKGROUND.run(self._answer_when_ready(session_id, task_id, within))
 
     def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all): their streams end, and their

@@ -8,6 +8,7 @@ nothing heavy: the a2a-sdk, httpx and gRPC load on the first utterance.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
@@ -15,6 +16,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
 from ovos_a2a_solver._settings import EngineSettings
+
+LOG = logging.getLogger("ovos_a2a_solver")
+#: Seconds to wait for the OVOS messagebus to accept a connection.
+BUS_CONNECT_TIMEOUT = 3.0
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
@@ -46,7 +51,9 @@ class A2AChatEngine(ChatEngine):
         super().__init__(config)
         self.settings = EngineSettings.from_config(self.config)
         self._client: Optional["A2AClient"] = None
+        self._bus = None  # the OVOS messagebus, once an answer is to be announced
         self._lock = threading.Lock()
+        self._bus_lock = threading.Lock()
 
     @property
     def client(self) -> "A2AClient":
@@ -82,8 +89,8 @@ class A2AChatEngine(ChatEngine):
 
             try:
                 answer = self.client.send_task(text, session_id=session_id, lang=lang)
-            except StillWorkingError:
-                answer = self.settings.still_working
+            except StillWorkingError as still:
+                answer = self._still_working(still, session_id, lang)
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
@@ -91,7 +98,8 @@ class A2AChatEngine(ChatEngine):
         """Yield the answer's text as the agent sends it (streamed whenever its card offers it)."""
         text = newest_user_text(messages)
         if text is not None:
-            yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang))
+            yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang),
+                                            session_id, lang)
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
@@ -102,17 +110,57 @@ class A2AChatEngine(ChatEngine):
         """
         text = newest_user_text(messages)
         if text is not None:
-            yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang))
+            yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang),
+                                            session_id, lang)
 
-    def _until_deadline(self, pieces: Iterator[str]) -> Iterator[str]:
+    def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str]) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the
         ``still_working`` line (the answer comes before the session's next one)."""
         from ovos_a2a_solver._policy import StillWorkingError
 
         try:
             yield from pieces
-        except StillWorkingError:
-            yield self.settings.still_working
+        except StillWorkingError as still:
+            yield self._still_working(still, session_id, lang)
+
+    def _still_working(self, still, session_id: str, lang: Optional[str]) -> str:
+        """The line for a task that outlived its turn; with ``announce``, its answer is said
+        over the messagebus once it is ready (if a bus is reachable; else the session's next
+        utterance hears it first)."""
+        if self.settings.announce:
+            threading.Thread(target=self._announce_when_ready, args=(session_id, still.task_id, lang),
+                             name="ovos-a2a-announce", daemon=True).start()
+        return self.settings.still_working
+
+    def _announce_when_ready(self, session_id: str, task_id: str, lang: Optional[str]) -> None:
+        bus = self._messagebus()
+        if bus is None:
+            return
+        answer = self.client.answer_when_ready(session_id, task_id, within=self.settings.conversation_ttl)
+        if answer:
+            from ovos_bus_client.message import Message
+
+            bus.emit(Message("speak", {"utterance": answer, "lang": lang or "", "expect_response": False},
+                             {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"}))
+
+    def _messagebus(self):
+        """The OVOS messagebus, connected on first use; ``None`` when none is reachable."""
+        with self._bus_lock:
+            if self._bus is not None:
+                return self._bus
+            try:
+                from ovos_bus_client import MessageBusClient
+
+                bus = MessageBusClient(**dict(self.settings.messagebus))
+                bus.run_in_thread()
+                if not bus.connected_event.wait(BUS_CONNECT_TIMEOUT):
+                    bus.close()
+                    raise ConnectionError("no answer")
+            except Exception as exc:  # no bus here: the next utterance delivers the answer
+                LOG.info("no OVOS messagebus reachable (%s); the answer comes with the next utterance", exc)
+                return None
+            self._bus = bus
+            return bus
 
     def stop(self, session_id: Optional[str] = None) -> bool:
         """Stop the turns under way (of ``session_id``, or all): their streams end and the
@@ -132,8 +180,12 @@ class A2AChatEngine(ChatEngine):
         return bool(conversation and conversation.task_id)
 
     def shutdown(self) -> None:
-        """Close the connection to the agent."""
+        """Close the connection to the agent (and to the messagebus)."""
         with self._lock:
             client, self._client = self._client, None
+        with self._bus_lock:
+            bus, self._bus = self._bus, None
         if client is not None:
             client.close()
+        if bus is not None:
+            bus.close()

@@ -100,3 +100,61 @@ def test_a_stream_that_breaks_mid_answer_is_resumed_not_failed(agent, tmp_path, 
     else:
         assert client.send_task("go", session_id="s") == "First part. Second part. Third part."
     assert agent.stats()["messages"]["cut"] == before + 1  # followed, not sent again
+
+
+@pytest.fixture(scope="module")
+def messagebus(tmp_path_factory):
+    """A real OVOS messagebus (ovos-messagebus) on a free loopback port, and a listener on it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ovos_bus_client import MessageBusClient
+
+    from agent_process import free_port
+
+    home = tmp_path_factory.mktemp("bus")
+    port = free_port()
+    (home / "config" / "mycroft").mkdir(parents=True)
+    (home / "config" / "mycroft" / "mycroft.conf").write_text(json.dumps(
+        {"websocket": {"host": "127.0.0.1", "port": port, "route": "/core", "ssl": False}}))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
+    server = subprocess.Popen([sys.executable, "-m", "ovos_messagebus"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    listener = MessageBusClient(host="127.0.0.1", port=port, route="/core")
+    try:
+        listener.run_in_thread()
+        assert listener.connected_event.wait(30), "the messagebus did not accept a connection"
+        spoken = []
+        listener.on("speak", lambda m: spoken.append((m.data, m.context)))
+        yield {"host": "127.0.0.1", "port": port, "route": "/core"}, spoken
+    finally:
+        listener.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, messagebus=bus)
+    assert engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content == DEFAULT_STILL_WORKING
+    context = engine.client.conversation("kitchen").context_id
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
+                      "the answer to be said on the messagebus")
+    assert said[0][0]["utterance"] == f"echo[{context}]: sleep:2" and said[0][0]["lang"] == "en-US"
+    assert engine.client.conversation("kitchen").pending_task_id is None
+    assert engine.continue_chat(user("hello"), session_id="kitchen").content == f"echo[{context}]: hello"
+    engine.shutdown()
+
+
+def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, messagebus=bus, announce=False)
+    assert engine.continue_chat(user("sleep:1"), session_id="hall").content == DEFAULT_STILL_WORKING
+    task_id = engine.client.conversation("hall").pending_task_id
+    settled(engine, task_id, 3)
+    context = engine.client.conversation("hall").context_id
+    assert engine.continue_chat(user("hi"), session_id="hall").content == f"echo[{context}]: sleep:1\necho[{context}]: hi"
+    assert not [s for s in spoken if s[1].get("session", {}).get("session_id") == "hall"]

@@ -131,6 +131,9 @@ class BridgeSettings:
                                          "not with credentials)")
     replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
                            help="this process's name in a shared database")
+    replica_lease: float = setting(15.0, kind=float, bounds=(1, 600), flag=False,
+                                   help="with PostgreSQL: seconds a replica's lease lasts unrenewed (it renews every "
+                                        "third of it); past it, another replica fails the tasks it was working on")
     backend: str = setting("persona", choices=("persona", "echo", "scenarios"),
                            help="what answers: the persona, an echo (tests and benchmarks), or the A2A "
                                 "conformance kit's scenarios by messageId prefix, echoing the rest")
@@ -319,8 +322,8 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def check_database_url(url: str) -> None:
-    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a database that
-    SQLAlchemy can reach with an installed asyncio driver (nothing is connected here)."""
+    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a PostgreSQL
+    database through the installed asyncpg driver (nothing is connected here)."""
     if sqlite_path(url) is not None:
         return
     try:
@@ -342,6 +345,9 @@ def check_database_url(url: str) -> None:
     if not getattr(dialect, "is_async", False):
         raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not an asyncio driver; "
                             f"for PostgreSQL use {POSTGRES_HINT}")
+    if parsed.drivername != "postgresql+asyncpg":  # replicas listen for each other with asyncpg
+        raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not supported; the bridge keeps its tasks "
+                            f"in SQLite (leave the setting unset) or PostgreSQL: {POSTGRES_HINT}")
     try:
         dialect.import_dbapi()
     except ImportError as exc:

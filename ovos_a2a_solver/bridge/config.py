@@ -95,8 +95,8 @@ class BridgeSettings:
     state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge",
                                     help="directory of the SQLite task store")
     db: str | None = setting(None, secret=True, metavar="URL",
-                             help=f"SQLAlchemy async URL of the task store instead of SQLite "
-                                  f"(PostgreSQL: {POSTGRES_HINT})")
+                             help=f"PostgreSQL database of the task store instead of SQLite, shared by every "
+                                  f"replica ({POSTGRES_HINT})")
     name: str | None = setting(None, shown="the persona's", help="agent name on the card")
     description: str | None = setting(None, shown="the persona's", help="agent description on the card")
     heartbeat: float = setting(15.0, kind=float, bounds=(1, 300),

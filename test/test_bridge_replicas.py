@@ -198,3 +198,37 @@ def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expire
         doomed_process.kill9()
     assert "lease expired" in status_text(failed), failed
     assert took <= LEASE + 4, f"failed {took:.1f} s after the kill; the lease is {LEASE:g} s"
+
+
+def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
+    import asyncio
+
+    from a2a.server.cluster import TaskVersion, VersionedDatabaseTaskStore
+    from a2a.server.context import ServerCallContext
+    from a2a.types import Task, TaskState, TaskStatus
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase
+    from ovos_a2a_solver.bridge.operations import OperationLog
+    from ovos_a2a_solver.bridge.replicas import EVENTS_KEPT, ReplicaGroup
+
+    async def events_left() -> dict:
+        db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
+        store = VersionedDatabaseTaskStore(db.engine)
+        await store.initialize()
+        ids = {}
+        for label, age in (("old", EVENTS_KEPT + 60), ("recent", 0), ("running", EVENTS_KEPT + 60)):
+            task = Task(id=str(uuid.uuid4()), context_id=uuid.uuid4().hex, status=TaskStatus(
+                state=TaskState.TASK_STATE_WORKING if label == "running" else TaskState.TASK_STATE_COMPLETED))
+            task.status.timestamp.FromSeconds(int(time.time() - age))
+            await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
+                             context=ServerCallContext())
+            ids[label] = task.id
+        group = ReplicaGroup(db, OperationLog(db, "pruner", single_process=False), lease=5)
+        await group.prune_event_log()
+        left = {label: (await db.fetch("SELECT count(*) AS n FROM task_events WHERE task_id = :id",
+                                       {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
+        await db.aclose()
+        return left
+
+    assert asyncio.run(events_left()) == {"old": 0, "recent": 1, "running": 1}

@@ -20,6 +20,8 @@ What a replica needs from the others, and how it gets it:
   ``UPDATE`` (of several survivors exactly one wins) and fails that run's unfinished work,
   without waiting for it to restart. A run that shuts down gracefully marks its row
   ``stopped``.
+* The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
+  ago are deleted (the SDK appends, and never deletes).
 
 LISTEN/NOTIFY is PostgreSQL's own bus: nothing here is a queue of its own. A message is
 a small JSON object addressed to one boot id; it is lost if nobody listens (a cancel then
@@ -33,13 +35,19 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
+from a2a.types import TaskState
+
 from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+from ovos_a2a_solver.states import TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 CHANNEL = "ovos_a2a_bridge"   # the NOTIFY channel every replica listens to
 LIVE, LOST, STOPPED = "live", "lost", "stopped"
 FORGET_AFTER = 86400.0        # seconds after which rows of ended runs are deleted
+EVENTS_KEPT = 600.0           # seconds the shared event log keeps the events of a task that ended
+PRUNE_EVERY = 60.0            # seconds between two prunings of the event log by one replica
+TERMINAL_NAMES = tuple(TaskState.Name(state) for state in TERMINAL)
 
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in seconds
 
@@ -131,16 +139,31 @@ class ReplicaGroup:
             {"lost": LOST, "live": LIVE, "boot": self.boot})
         failed = 0
         for row in lost:
-            operations = await self.operations.running_in(row["boot"])
-            failed += await self._fail_lost(operations)
-            LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], failed)
+            count = await self._fail_lost(await self.operations.running_in(row["boot"]))
+            LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
+            failed += count
         return failed
+
+    async def prune_event_log(self) -> int:
+        """Delete the shared event log's entries of tasks that ended more than
+        :data:`EVENTS_KEPT` seconds ago (the SDK keeps the log forever). A subscriber
+        tails a task only until it ends, so nobody reads them any more; return how many."""
+        terminal = ", ".join(f"'{name}'" for name in TERMINAL_NAMES)
+        return await self.db.execute(
+            f"DELETE FROM task_events e USING tasks t WHERE e.task_id = t.id AND t.status->>'state' IN ({terminal}) "
+            f"AND t.last_updated < (now() AT TIME ZONE 'UTC') - make_interval(secs => :kept)",
+            {"kept": EVENTS_KEPT})
 
     async def _keep_renewing(self) -> None:
         every = self.lease / 3
+        loop = asyncio.get_running_loop()
+        pruned_at = loop.time()
         while True:
             await asyncio.sleep(every)
             try:
+                if loop.time() - pruned_at >= PRUNE_EVERY:
+                    pruned_at = loop.time()
+                    await self.prune_event_log()
                 await self.renew()
                 await self.take_over_expired()
                 if self._driver is None or self._driver.is_closed():

@@ -140,6 +140,7 @@ def refusals(tmp_path_factory):
             "db-memory-env": (base, {"OVOS_A2A_DB": "sqlite:///:memory:"}, cli_command),
             "db-unknown": ([*base, "--db", "nosuchdb://host/db"], {}, cli_command),
             "db-not-async": ([*base, "--db", "postgresql://a2a@127.0.0.1/a2a"], {}, cli_command),
+            "db-not-postgres": ([*base, "--db", "mysql+aiomysql://a2a@127.0.0.1/a2a"], {}, cli_command),
             "port-in-use": ([*base, "--port", str(http_busy)], {}, cli_command),
             "port-too-big": ([*base, "--port", "99999"], {}, cli_command),
             "port-negative": ([*base, "--port", "-1"], {}, cli_command),
@@ -179,6 +180,8 @@ def test_a_database_url_of_an_unknown_kind_or_driver_is_refused_in_one_line(refu
     assert "unknown database 'nosuchdb'" in unknown and "postgresql+asyncpg://" in unknown, unknown
     not_async = one_line_error(refusals["db-not-async"], 2)
     assert "'postgresql' is not an asyncio driver" in not_async and "postgresql+asyncpg://" in not_async, not_async
+    other = one_line_error(refusals["db-not-postgres"], 2)  # replicas need PostgreSQL's LISTEN/NOTIFY
+    assert "'mysql+aiomysql' is not supported" in other and "postgresql+asyncpg://" in other, other
 
 
 def test_a_port_in_use_is_one_line_naming_host_and_port(refusals):

@@ -8,6 +8,10 @@ Routes (``/a2a`` is the path of ``base_url``):
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
 * ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
 * ``GET /health``: ``{"ok": true, ...}``
+
+With SQLite the bridge is one process. With PostgreSQL it may be several (replicas) behind
+one URL, without sticky routing: the SDK's cluster components share tasks and their live
+events, and ``replicas`` carries cancels between them and watches their leases.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import contextlib
 import logging
 from urllib.parse import urlsplit
 
+from a2a.server.cluster import LegacyTaskStoreAdapter
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from starlette.applications import Starlette
@@ -32,6 +37,7 @@ from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.operations import OperationLog
 from ovos_a2a_solver.bridge.push import PushConfigStore, WebhookGuard, WebhookSender
+from ovos_a2a_solver.bridge.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.store import BufferedTaskStore, owner_scope
 from ovos_a2a_solver.bridge.turns import TurnRegistry
@@ -41,23 +47,26 @@ from ovos_a2a_solver.version import __version__
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
 
 
 def open_stores(url: str):
-    """(sql, task store) for a database URL: a SQLite file on the stdlib
-    ``sqlite3`` (whichever SQLite driver the URL names), anything else through SQLAlchemy and
-    the a2a-sdk's ``DatabaseTaskStore``. An in-memory SQLite URL raises ``SettingsError``."""
+    """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
+    (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
+    PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
+    (versioned tasks and a shared event log: what several replicas need). An in-memory
+    SQLite URL raises ``SettingsError``."""
     from ovos_a2a_solver.bridge.config import sqlite_path
 
     path = sqlite_path(url)
     if path is not None:
         db = SqliteDatabase(path)
         return db, SqliteTaskStore(db)
-    from a2a.server.tasks import DatabaseTaskStore
+    from a2a.server.cluster import VersionedDatabaseTaskStore
     from sqlalchemy.ext.asyncio import create_async_engine
 
     db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True))
-    return db, DatabaseTaskStore(db.engine, owner_resolver=owner_scope)
+    return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
 
 
 class Bridge:
@@ -68,8 +77,19 @@ class Bridge:
         self.backend = backend
         self.card = build_card(settings, backend)
         self.db, self.database_store = open_stores(settings.database_url)
-        self.task_store = BufferedTaskStore(self.database_store)
-        self.operations = OperationLog(self.db, settings.replica, single_process=isinstance(self.db, SqliteDatabase))
+        shared = isinstance(self.db, SqlAlchemyDatabase)
+        self.operations = OperationLog(self.db, settings.replica, single_process=not shared)
+        if shared:  # every save versioned and logged at once, for the other replicas
+            from a2a.server.cluster import DatabaseTaskEventStream
+
+            self.buffered_store = None
+            sdk_store = self.task_store = self.database_store
+            self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
+            self.replicas = ReplicaGroup(self.db, self.operations, settings.replica_lease)
+        else:  # one process: progress is written behind (see store.BufferedTaskStore)
+            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store)
+            self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
+            self.event_stream = self.replicas = None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
@@ -78,12 +98,14 @@ class Bridge:
         self.push_sender = WebhookSender(self.push_configs, guard)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back)
-        self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=self.task_store,
+        self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=sdk_store,
+                                                 event_stream=self.event_stream,
                                                  agent_card=self.card, interrupted_task_timeout=600,
                                                  request_context_builder=ChosenTaskIds(),
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
-        self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings)
+        self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
+                                            self.replicas)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 
@@ -127,6 +149,9 @@ class Bridge:
         await self.operations.initialize()
         await self.push_configs.initialize()
         await self.handler.recover_interrupted()
+        if self.replicas is not None:
+            await self.event_stream.initialize()
+            await self.replicas.start(self.handler.cancel_here, self.handler.fail_lost)
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
         try:
             yield
@@ -135,9 +160,12 @@ class Bridge:
             if grpc_server is not None:
                 await grpc_server.stop(grace=1)
             await self.handler.fail_unfinished_at_shutdown()
+            if self.replicas is not None:
+                await self.replicas.stop()
             await self.sdk_handler.aclose()
             await self.push_sender.aclose(self.settings.shutdown_grace)
-            await self.task_store.aclose()
+            if self.buffered_store is not None:
+                await self.buffered_store.aclose()
             await self.operations.flush()
             await self.db.aclose()
 

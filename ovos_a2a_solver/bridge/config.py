@@ -95,8 +95,8 @@ class BridgeSettings:
     state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge",
                                     help="directory of the SQLite task store")
     db: str | None = setting(None, secret=True, metavar="URL",
-                             help=f"SQLAlchemy async URL of the task store instead of SQLite "
-                                  f"(PostgreSQL: {POSTGRES_HINT})")
+                             help=f"PostgreSQL database of the task store instead of SQLite, shared by every "
+                                  f"replica ({POSTGRES_HINT})")
     name: str | None = setting(None, shown="the persona's", help="agent name on the card")
     description: str | None = setting(None, shown="the persona's", help="agent description on the card")
     heartbeat: float = setting(15.0, kind=float, bounds=(1, 300),
@@ -131,6 +131,9 @@ class BridgeSettings:
                                          "not with credentials)")
     replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
                            help="this process's name in a shared database")
+    replica_lease: float = setting(15.0, kind=float, bounds=(1, 600), flag=False,
+                                   help="with PostgreSQL: seconds a replica's lease lasts unrenewed (it renews every "
+                                        "third of it); past it, another replica fails the tasks it was working on")
     backend: str = setting("persona", choices=("persona", "echo", "scenarios"),
                            help="what answers: the persona, an echo (tests and benchmarks), or the A2A "
                                 "conformance kit's scenarios by messageId prefix, echoing the rest")
@@ -319,8 +322,8 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def check_database_url(url: str) -> None:
-    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a database that
-    SQLAlchemy can reach with an installed asyncio driver (nothing is connected here)."""
+    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a PostgreSQL
+    database through the installed asyncpg driver (nothing is connected here)."""
     if sqlite_path(url) is not None:
         return
     try:
@@ -342,6 +345,9 @@ def check_database_url(url: str) -> None:
     if not getattr(dialect, "is_async", False):
         raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not an asyncio driver; "
                             f"for PostgreSQL use {POSTGRES_HINT}")
+    if parsed.drivername != "postgresql+asyncpg":  # replicas listen for each other with asyncpg
+        raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not supported; the bridge keeps its tasks "
+                            f"in SQLite (leave the setting unset) or PostgreSQL: {POSTGRES_HINT}")
     try:
         dialect.import_dbapi()
     except ImportError as exc:

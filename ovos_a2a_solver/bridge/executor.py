@@ -28,7 +28,8 @@ from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.server.cluster import VersionedTaskStore
+from a2a.server.tasks import TaskUpdater
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
@@ -70,7 +71,7 @@ class PersonaExecutor(AgentExecutor):
     """Runs persona turns for the a2a-sdk request handler."""
 
     def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
-                 task_store: TaskStore, tracker: OperationTracker) -> None:
+                 task_store: VersionedTaskStore, tracker: OperationTracker) -> None:
         self.backend = backend
         self.settings = settings
         self.turns = turns

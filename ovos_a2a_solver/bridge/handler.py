@@ -16,7 +16,10 @@ can never overwrite a newer one. Past ``max_concurrent`` admitted messages the a
 
 A cancel is honest: the persona turn is stopped first, and only once it stopped does the
 SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
-on. Work cut short by a crash or ``kill -9`` is marked ``failed`` on the next start.
+on. A task running on another replica (several on one PostgreSQL database, see
+``replicas``) is canceled the same way: that replica is asked to stop the turn, and the
+answer waits for it. Work cut short by a crash or ``kill -9`` is marked ``failed`` on the
+next start, or, with several replicas, by a surviving one once the lost one's lease expired.
 """
 from __future__ import annotations
 
@@ -27,18 +30,20 @@ from collections.abc import AsyncGenerator
 
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler, validate_request_params
-from a2a.server.tasks import TaskStore
 from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task,
                        TaskPushNotificationConfig, TaskState)
-from a2a.utils.errors import (InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
+from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.operations import Operation
-from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.replicas import CancelNotAnswered, ReplicaGroup
+from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
+                                          owner_scope, read_task, settle_stored_task)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -46,6 +51,7 @@ from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
+REPLICA_ANSWER_MARGIN = 3.0  # seconds a cancel waits for another replica beyond its cancel grace
 
 
 class Owner(User):
@@ -85,12 +91,14 @@ class BridgeRequestHandler(RequestHandler):
     """Checks, admission, replay, supersession and honest cancel around the SDK's handler."""
 
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
-                 task_store: TaskStore, settings: BridgeSettings) -> None:
+                 task_store: VersionedTaskStore, settings: BridgeSettings,
+                 replicas: ReplicaGroup | None = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
+        self.replicas = replicas  # the other replicas on a shared database; None when alone (SQLite)
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -136,7 +144,7 @@ class BridgeRequestHandler(RequestHandler):
             return admitted
         try:
             if message.task_id:
-                task = await self.task_store.get(message.task_id, context)
+                task = await read_task(self.task_store, message.task_id, context)
                 if task is not None and task.status.state not in SETTLED:
                     raise UnsupportedOperationError(
                         message=f"Task {message.task_id} is still working on an earlier message; send a "
@@ -152,7 +160,7 @@ class BridgeRequestHandler(RequestHandler):
         same message is not a retry): it has since continued the task, or canceled it."""
         if await self.tracker.log.continued(earlier):
             return True
-        task = await self.task_store.get(earlier.task_id, context)
+        task = await read_task(self.task_store, earlier.task_id, context)
         return task is not None and task.status.state == TaskState.TASK_STATE_CANCELED
 
     async def _stored_task(self, claim: Operation, context: ServerCallContext, settled: bool) -> Task:
@@ -161,7 +169,7 @@ class BridgeRequestHandler(RequestHandler):
         delay, over_since = 0.01, None
         loop = asyncio.get_running_loop()
         while True:
-            task = await self.task_store.get(claim.task_id, context)
+            task = await read_task(self.task_store, claim.task_id, context)
             if task is not None and (not settled or task.status.state in SETTLED):
                 return task
             current = await self.tracker.log.get(claim.key)
@@ -218,7 +226,7 @@ class BridgeRequestHandler(RequestHandler):
     # ---- cancel ------------------------------------------------------------------------
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
-        task = await self.task_store.get(params.id, context)
+        task = await read_task(self.task_store, params.id, context)
         if task is None:
             raise TaskNotFoundError(message=f"Task {params.id} not found")
         if task.status.state in TERMINAL:
@@ -227,9 +235,7 @@ class BridgeRequestHandler(RequestHandler):
         if turn is None or not turn.running:
             elsewhere = await self.tracker.log.running_for_task(params.id)
             if elsewhere is not None and not self.tracker.log.is_mine(elsewhere):
-                raise TaskNotCancelableError(
-                    message=f"Task {params.id} is being worked on by another bridge process "
-                            f"({elsewhere.replica}); send the cancel to the one serving this conversation.")
+                return await self._cancel_elsewhere(elsewhere, context)
         if turn is not None and turn.running:
             if not await turn.stop(self.settings.cancel_grace):
                 raise TaskNotCancelableError(
@@ -242,13 +248,44 @@ class BridgeRequestHandler(RequestHandler):
                                                      f"{state}")
         return await self.inner.on_cancel_task(params, context)
 
+    async def _cancel_elsewhere(self, operation: Operation, context: ServerCallContext) -> Task:
+        """Cancel a task whose turn runs in another process: ask it to stop the turn (it
+        records ``canceled`` itself), then answer with the stored task."""
+        if self.replicas is None:
+            raise TaskNotCancelableError(
+                message=f"Task {operation.task_id} is being worked on by another bridge process "
+                        f"({operation.replica}); send the cancel to the one serving this conversation.")
+        wait = self.settings.cancel_grace + REPLICA_ANSWER_MARGIN
+        try:
+            refusal = await self.replicas.ask_to_cancel(operation, wait)
+        except CancelNotAnswered:
+            raise TaskNotCancelableError(
+                message=f"Task {operation.task_id} is worked on by another bridge process ({operation.replica}), "
+                        f"which did not answer the cancel within {wait:g} s; the task goes on (should that "
+                        f"process be gone, the task fails once its lease expires).") from None
+        if refusal is not None:
+            raise TaskNotCancelableError(message=refusal)
+        task = await read_task(self.task_store, operation.task_id, context)
+        if task is None:
+            raise TaskNotFoundError(message=f"Task {operation.task_id} not found")
+        return task
+
+    async def cancel_here(self, task_id: str, owner: str) -> str | None:
+        """Another replica asks this one to cancel ``task_id`` for ``owner`` (it checked
+        that the caller is the owner): ``None`` once canceled, else why not."""
+        try:
+            await self.on_cancel_task(CancelTaskRequest(id=task_id), call_context_for(owner))
+        except A2AError as exc:
+            return exc.message or type(exc).__name__
+        return None
+
     async def _task_once_settled(self, task_id: str, context: ServerCallContext, within: float = 1.0) -> Task | None:
         """The stored task once the executor has recorded the end its turn reached (final or
         waiting for input); after ``within`` s, as it stands."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while True:
-            task = await self.task_store.get(task_id, context)
+            task = await read_task(self.task_store, task_id, context)
             if task is None or task.status.state in SETTLED or loop.time() >= deadline:
                 return task
             await asyncio.sleep(0.01)
@@ -266,6 +303,11 @@ class BridgeRequestHandler(RequestHandler):
     async def fail_unfinished_at_shutdown(self) -> int:
         """At shutdown, once the turns were given up: fail every task this run still works on."""
         return await self._fail_unfinished(await self.tracker.log.running_here(), INTERRUPTED_BY_SHUTDOWN)
+
+    async def fail_lost(self, operations: list[Operation]) -> int:
+        """Fail the tasks of another replica's run whose lease expired (it was killed, or
+        stalled); return how many."""
+        return await self._fail_unfinished(operations, INTERRUPTED_BY_LOST_REPLICA)
 
     async def _fail_unfinished(self, operations: list[Operation], reason: str) -> int:
         count = 0

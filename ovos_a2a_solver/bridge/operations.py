@@ -193,6 +193,12 @@ class OperationLog:
                                    {"state": RUNNING, "boot": self.boot})
         return [_operation(r) for r in rows if r["key"] not in self._finished]
 
+    async def running_in(self, boot: str) -> list[Operation]:
+        """The operations the run ``boot`` (of any replica) left unfinished."""
+        rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot = :boot",
+                                   {"state": RUNNING, "boot": boot})
+        return [_operation(r) for r in rows]
+
     async def running_for_task(self, task_id: str) -> Operation | None:
         """The operation still working on ``task_id``, if any (in any process)."""
         rows = await self.db.fetch(

@@ -1,14 +1,21 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The durable task store: the a2a-sdk's ``DatabaseTaskStore``, with fewer writes.
+"""The durable task store and the one way the bridge edits a task outside the SDK's event flow.
 
-The SDK saves a task on every event: each status update, each streamed chunk, each
+With SQLite (one process), the SDK saves a task on every event: each status update, each streamed chunk, each
 heartbeat. Writing all of them costs more than the persona's answer. ``BufferedTaskStore``
 writes at once what must survive a crash: a task's first save, and every save into a
 final state or a wait for input. The saves in between stay in memory (reads see them at
 once) and reach the database at most every ``flush_interval`` seconds, and before any
 listing. A crash loses at most those in-between snapshots of work that is then marked
 "interrupted by a restart" anyway.
+
+With PostgreSQL (several replicas) every save goes to the SDK's
+``VersionedDatabaseTaskStore`` at once: each one bumps the task's version and appends the
+event to the shared event log that other replicas' subscribers read (see ``app.open_stores``).
+Either way the bridge reads and writes through the SDK's ``VersionedTaskStore`` interface
+(a plain store under the SDK's ``LegacyTaskStoreAdapter``), so :func:`settle_stored_task`
+is one compare-and-swap for both.
 """
 from __future__ import annotations
 
@@ -18,10 +25,11 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
-from a2a.types import Message, Part, Role, Task
+from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 
 from ovos_a2a_solver.states import ACTIVE, SETTLED
 
@@ -42,6 +50,8 @@ INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the per
                           "Please ask again.")
 INTERRUPTED_BY_SHUTDOWN = ("Interrupted by a shutdown of the bridge before the persona answered; the answer was "
                            "lost. Please ask again.")
+INTERRUPTED_BY_LOST_REPLICA = ("Interrupted: the bridge process working on it stopped answering (its lease expired) "
+                               "before the persona answered; the answer was lost. Please ask again.")
 
 
 class BufferedTaskStore(TaskStore):
@@ -122,21 +132,38 @@ class BufferedTaskStore(TaskStore):
         await self.flush()
 
 
-async def settle_stored_task(store: TaskStore, task_id: str, context: ServerCallContext, state: int, text: str,
-                             edit: Callable[[Task], None] | None = None) -> Task | None:
+async def read_task(store: VersionedTaskStore, task_id: str, context: ServerCallContext) -> Task | None:
+    """The stored task (as ``context``'s owner sees it), or ``None``."""
+    stored = await store.get(task_id, context)
+    return stored.task if stored is not None else None
+
+
+async def settle_stored_task(store: VersionedTaskStore, task_id: str, context: ServerCallContext, state: int,
+                             text: str, edit: Callable[[Task], None] | None = None) -> Task | None:
     """Write an outcome the SDK's event flow did not see (a late answer, a restart, a
-    shutdown): the task gets ``state`` with the agent message ``text`` (and ``edit``, if
-    given, may change its artifacts). Only a task still submitted or working is changed:
-    one that settled meanwhile (canceled, say) is never overwritten. Returns the saved
-    task, or ``None`` when nothing was written."""
-    task = await store.get(task_id, context)
-    if task is None or task.status.state not in ACTIVE:
-        return None
-    if edit is not None:
-        edit(task)
-    task.status.state = state
-    task.status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task.id,
-                                         context_id=task.context_id, parts=[Part(text=text)]))
-    task.status.timestamp.GetCurrentTime()
-    await store.save(task, context)
-    return task
+    shutdown, a replica that was lost): the task gets ``state`` with the agent message
+    ``text`` (and ``edit``, if given, may change its artifacts). Only a task still
+    submitted or working is changed: one that settled meanwhile (canceled, say) is never
+    overwritten. The write is a compare-and-swap on the task's version, read again after
+    a concurrent write; the event goes to the shared event log, so subscribers on other
+    replicas see it (the whole task when ``edit`` changed more than its status). Returns
+    the saved task, or ``None`` when nothing was written."""
+    while True:
+        stored = await store.get(task_id, context)
+        if stored is None or stored.task.status.state not in ACTIVE:
+            return None
+        task = Task()
+        task.CopyFrom(stored.task)
+        if edit is not None:
+            edit(task)
+        task.status.state = state
+        task.status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task.id,
+                                             context_id=task.context_id, parts=[Part(text=text)]))
+        task.status.timestamp.GetCurrentTime()
+        event = task if edit is not None else TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id,
+                                                                     status=task.status)
+        try:
+            await store.save(task, event=event, prev=stored.task, prev_version=stored.version, context=context)
+        except ConcurrentTaskModificationError:
+            continue  # written meanwhile (by the SDK or another replica): look again
+        return task

@@ -1,0 +1,247 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Several bridge processes (replicas) on one PostgreSQL database, behind one URL.
+
+What a replica needs from the others, and how it gets it:
+
+* Tasks, their versions and their live events: the a2a-sdk's cluster components
+  (``VersionedDatabaseTaskStore``, ``DatabaseTaskEventStream``; see ``app.open_stores``).
+  Any replica reads, lists and subscribes to any task; a subscriber on B tails the events
+  A appends to the shared event log.
+* Cancel: the SDK alone would record ``canceled`` on B while A's persona goes on talking.
+  Here B asks A to stop the turn, with a PostgreSQL ``NOTIFY`` on :data:`CHANNEL` that
+  every replica ``LISTEN``\\s to; A stops it, the SDK on A records ``canceled``, and A
+  answers the same way. B waits a bounded time (``handler.REPLICA_ANSWER_MARGIN`` more
+  than the cancel grace), then refuses the cancel as not cancelable.
+* Leases: each run of a replica (its boot id) holds a row in ``a2a_bridge_replicas`` and
+  renews it every third of ``replica_lease`` seconds; the row says when it expires, by the
+  database's clock (so the replicas' clocks do not matter, and each replica's own lease
+  applies to it). A replica that finds an expired row takes it over with one atomic
+  ``UPDATE`` (of several survivors exactly one wins) and fails that run's unfinished work,
+  without waiting for it to restart. A run that shuts down gracefully marks its row
+  ``stopped``.
+* The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
+  ago are deleted (the SDK appends, and never deletes).
+
+LISTEN/NOTIFY is PostgreSQL's own bus: nothing here is a queue of its own. A message is
+a small JSON object addressed to one boot id; it is lost if nobody listens (a cancel then
+gets no answer and is refused as not cancelable, which is the honest answer).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+from a2a.types import TaskState
+
+from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+from ovos_a2a_solver.states import TERMINAL
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+CHANNEL = "ovos_a2a_bridge"   # the NOTIFY channel every replica listens to
+LIVE, LOST, STOPPED = "live", "lost", "stopped"
+FORGET_AFTER = 86400.0        # seconds after which rows of ended runs are deleted
+EVENTS_KEPT = 600.0           # seconds the shared event log keeps the events of a task that ended
+PRUNE_EVERY = 60.0            # seconds between two prunings of the event log by one replica
+TERMINAL_NAMES = tuple(TaskState.Name(state) for state in TERMINAL)
+
+NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in seconds
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS a2a_bridge_replicas (
+        boot VARCHAR(32) PRIMARY KEY, replica VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,
+        expires DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_replicas_state ON a2a_bridge_replicas (state, expires)",
+)
+
+#: stops the turn of a task on this replica for its owner: ``None`` once stopped, else why not
+StopHere = Callable[[str, str], Awaitable["str | None"]]
+#: fails the tasks of operations whose replica was lost; returns how many
+FailLost = Callable[[list[Operation]], Awaitable[int]]
+
+
+class CancelNotAnswered(Exception):
+    """The replica working on a task did not answer a cancel request in time."""
+
+
+class ReplicaGroup:
+    """This replica's membership: its lease, the others' leases, and cancel requests between them."""
+
+    def __init__(self, db, operations: OperationLog, lease: float) -> None:
+        self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
+        self.operations = operations
+        self.lease = lease
+        self._listener = None           # the SQLAlchemy connection that LISTENs
+        self._driver = None             # its asyncpg connection
+        self._answers: dict[str, asyncio.Future] = {}
+        self._jobs: set[asyncio.Task] = set()
+        self._renewer: asyncio.Task | None = None
+        self._stop_here: StopHere | None = None
+        self._fail_lost: FailLost | None = None
+
+    @property
+    def boot(self) -> str:
+        return self.operations.boot
+
+    async def start(self, stop_here: StopHere, fail_lost: FailLost) -> None:
+        """Create the table, take this run's lease, listen, and keep renewing (and watching
+        the others) in the background."""
+        self._stop_here, self._fail_lost = stop_here, fail_lost
+        for statement in SCHEMA:
+            await self.db.execute(statement)
+        await self._take_lease()
+        await self._listen()
+        self._renewer = asyncio.get_running_loop().create_task(self._keep_renewing())
+
+    async def stop(self) -> None:
+        """Stop listening and renewing; mark this run's lease ``stopped`` (at shutdown, once
+        its unfinished work was failed)."""
+        if self._renewer is not None:
+            self._renewer.cancel()
+            await asyncio.gather(self._renewer, return_exceptions=True)
+        for job in list(self._jobs):
+            job.cancel()
+        await asyncio.gather(*self._jobs, return_exceptions=True)
+        await self._unlisten()
+        await self.db.execute("UPDATE a2a_bridge_replicas SET state = :stopped WHERE boot = :boot",
+                              {"stopped": STOPPED, "boot": self.boot})
+
+    # ---- leases ----------------------------------------------------------------------------------
+
+    async def _take_lease(self) -> None:
+        await self.db.execute(
+            f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) VALUES (:boot, :replica, :live, "
+            f"{NOW} + :lease) ON CONFLICT (boot) DO UPDATE SET state = :live, expires = excluded.expires",
+            {"boot": self.boot, "replica": self.operations.replica, "live": LIVE, "lease": self.lease})
+
+    async def renew(self) -> None:
+        """Renew this run's lease; if another replica declared it lost meanwhile (this
+        process stalled past its lease), say so and take a lease again: the work it had
+        was failed, and whatever this process writes for it now is refused."""
+        renewed = await self.db.execute(
+            f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND state = :live",
+            {"lease": self.lease, "boot": self.boot, "live": LIVE})
+        if not renewed:
+            LOG.error("this replica's lease had expired (it stalled for more than %g s); another replica "
+                      "failed its running tasks", self.lease)
+            await self._take_lease()
+
+    async def take_over_expired(self) -> int:
+        """Claim every other run whose lease expired (atomically: one replica wins each) and
+        fail its unfinished work; return how many tasks were failed."""
+        lost = await self.db.fetch(
+            f"UPDATE a2a_bridge_replicas SET state = :lost WHERE state = :live AND expires < {NOW} "
+            f"AND boot <> :boot RETURNING boot, replica",
+            {"lost": LOST, "live": LIVE, "boot": self.boot})
+        failed = 0
+        for row in lost:
+            count = await self._fail_lost(await self.operations.running_in(row["boot"]))
+            LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
+            failed += count
+        return failed
+
+    async def prune_event_log(self) -> int:
+        """Delete the shared event log's entries of tasks that ended more than
+        :data:`EVENTS_KEPT` seconds ago (the SDK keeps the log forever). A subscriber
+        tails a task only until it ends, so nobody reads them any more; return how many."""
+        terminal = ", ".join(f"'{name}'" for name in TERMINAL_NAMES)
+        return await self.db.execute(
+            f"DELETE FROM task_events e USING tasks t WHERE e.task_id = t.id AND t.status->>'state' IN ({terminal}) "
+            f"AND t.last_updated < (now() AT TIME ZONE 'UTC') - make_interval(secs => :kept)",
+            {"kept": EVENTS_KEPT})
+
+    async def _keep_renewing(self) -> None:
+        every = self.lease / 3
+        loop = asyncio.get_running_loop()
+        pruned_at = loop.time()
+        while True:
+            await asyncio.sleep(every)
+            try:
+                if loop.time() - pruned_at >= PRUNE_EVERY:
+                    pruned_at = loop.time()
+                    await self.prune_event_log()
+                await self.renew()
+                await self.take_over_expired()
+                if self._driver is None or self._driver.is_closed():
+                    await self._listen()  # the database went away and came back: listen again
+                await self.db.execute(
+                    f"DELETE FROM a2a_bridge_replicas WHERE state <> :live AND expires < {NOW} - :forget",
+                    {"live": LIVE, "forget": FORGET_AFTER})
+            except Exception as exc:  # the database is unreachable: try again at the next round
+                LOG.warning("could not renew this replica's lease (%s); retrying", exc)
+
+    # ---- cancel requests -------------------------------------------------------------------------
+
+    async def ask_to_cancel(self, operation: Operation, timeout: float) -> str | None:
+        """Ask the run doing ``operation`` to stop its task's turn; ``None`` once it stopped
+        (and recorded ``canceled``), else the reason it could not. Raises
+        :class:`CancelNotAnswered` after ``timeout`` seconds without an answer."""
+        request = uuid.uuid4().hex
+        answer = asyncio.get_running_loop().create_future()
+        self._answers[request] = answer
+        try:
+            await self._notify({"kind": "cancel", "to": operation.boot, "from": self.boot, "request": request,
+                                "task": operation.task_id, "owner": operation.owner})
+            return await asyncio.wait_for(answer, timeout)
+        except asyncio.TimeoutError:
+            raise CancelNotAnswered(operation.replica) from None
+        finally:
+            self._answers.pop(request, None)
+
+    async def _answer_cancel(self, note: dict) -> None:
+        try:
+            refusal = await self._stop_here(note["task"], note["owner"])
+        except Exception as exc:  # never leave the asking replica waiting for nothing
+            refusal = f"the replica working on it failed to stop it: {type(exc).__name__}"
+        await self._notify({"kind": "cancel-answer", "to": note["from"], "request": note["request"],
+                            "refusal": refusal})
+
+    def _received(self, _connection, _pid, _channel, payload: str) -> None:
+        try:
+            note = json.loads(payload)
+        except ValueError:
+            return
+        if note.get("to") != self.boot:
+            return
+        if note.get("kind") == "cancel":
+            job = asyncio.get_running_loop().create_task(self._answer_cancel(note))
+            self._jobs.add(job)
+            job.add_done_callback(self._jobs.discard)
+        elif note.get("kind") == "cancel-answer":
+            answer = self._answers.get(note.get("request"))
+            if answer is not None and not answer.done():
+                answer.set_result(note.get("refusal"))
+
+    async def _notify(self, note: dict) -> None:
+        await self.db.execute("SELECT pg_notify(:channel, :payload)",
+                              {"channel": CHANNEL, "payload": json.dumps(note, separators=(",", ":"))})
+
+    async def _listen(self) -> None:
+        """LISTEN on a connection of its own, held for the life of the run (asyncpg's
+        ``add_listener``, reached through SQLAlchemy's public ``driver_connection``)."""
+        await self._unlisten()
+        connection = await self.db.engine.connect()
+        try:
+            driver = (await connection.get_raw_connection()).driver_connection
+            await driver.add_listener(CHANNEL, self._received)
+        except BaseException:
+            await connection.close()
+            raise
+        self._listener, self._driver = connection, driver
+
+    async def _unlisten(self) -> None:
+        connection, driver, self._listener, self._driver = self._listener, self._driver, None, None
+        if connection is not None:
+            try:
+                if not driver.is_closed():
+                    await driver.remove_listener(CHANNEL, self._received)
+            except Exception as exc:  # the connection is gone already
+                LOG.debug("could not stop listening: %r", exc)
+            try:
+                await connection.close()
+            except Exception as exc:
+                LOG.debug("could not close the listening connection: %r", exc)

@@ -1,0 +1,234 @@
+"""Bridge: several replicas on one PostgreSQL database, behind one URL, without sticky routing.
+
+Two real bridge processes (A and B) share the database named by ``OVOS_A2A_TEST_POSTGRES``.
+Work started on A is read, listed, streamed, canceled and replayed through B; when A is
+killed with -9, B fails A's work once A's lease expired, without A being restarted. Every
+call carries a Bearer token, so two owners can be told apart across replicas too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import httpx
+import pytest
+
+from bridge_process import BridgeProcess
+from bridge_rpc import health, message
+from waiting import wait_until
+
+POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
+pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
+                                reason="set OVOS_A2A_TEST_POSTGRES to a database URL")
+
+TOKEN_X, TOKEN_Y = "replica-owner-x-4kPw9", "replica-owner-y-7Hn2q"
+LEASE = 2.0  # seconds: short, so that a lost replica is noticed within a test's time
+TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
+
+
+def replica(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
+    """A bridge on the shared database, named ``name`` (unique per run), lease :data:`LEASE`."""
+    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
+    return BridgeProcess("--db", POSTGRES, "--heartbeat", "1", *args, call_log=call_log,
+                         env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE),
+                              "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}", **env})
+
+
+class Caller:
+    """JSON-RPC 1.0 calls to one replica as one owner."""
+
+    def __init__(self, bridge: BridgeProcess, token: str = TOKEN_X) -> None:
+        self.bridge = bridge
+        self.url = bridge.url + "/"
+        self.headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
+
+    def call(self, method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        response = httpx.post(self.url, json=body, headers=self.headers, timeout=60)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def task(self, method: str, params: dict) -> dict:
+        reply = self.call(method, params)
+        assert "result" in reply, reply
+        return reply["result"].get("task", reply["result"])
+
+    def error(self, method: str, params: dict) -> dict:
+        reply = self.call(method, params)
+        assert "error" in reply, reply
+        return reply["error"]
+
+    def send(self, msg: dict, blocking: bool = True) -> dict:
+        params = {"message": msg}
+        if not blocking:
+            params["configuration"] = {"returnImmediately": True}
+        return self.task("SendMessage", params)
+
+    def get(self, task_id: str) -> dict:
+        return self.task("GetTask", {"id": task_id})
+
+    def subscribe(self, task_id: str) -> list[dict]:
+        """SubscribeToTask: every event's ``result`` until the stream ends (an error refused
+        before the stream began is a plain JSON-RPC response)."""
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        events = []
+        with httpx.stream("POST", self.url, json=body, headers={**self.headers, "Accept": "text/event-stream"},
+                          timeout=60) as response:
+            for line in response.iter_lines():
+                data = json.loads(line[5:]) if line.startswith("data:") else (json.loads(line) if line else None)
+                if data is not None:
+                    events.append(data.get("result") or {"error": data.get("error")})
+        return events
+
+
+def state(task: dict) -> str:
+    return task["status"]["state"]
+
+
+def said(task: dict) -> str:
+    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
+
+
+def status_text(task: dict) -> str:
+    return "".join(p.get("text", "") for p in (task["status"].get("message") or {}).get("parts", []))
+
+
+def calls_of(log, text: str) -> int:
+    """Backend calls for ``text`` in the echo backends' shared call log."""
+    if not log.exists():
+        return 0
+    return sum(json.loads(line)["text"] == text for line in log.read_text(encoding="utf-8").splitlines() if line)
+
+
+@pytest.fixture(scope="module")
+def call_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("replicas") / "echo-calls.jsonl"
+
+
+@pytest.fixture(scope="module")
+def pair(call_log):
+    """Replicas A and B on one database (one backend call log for both)."""
+    with replica("a", call_log=call_log) as a, replica("b", call_log=call_log) as b:
+        yield a, b
+
+
+def wait_state(caller: Caller, task_id: str, wanted: str, timeout: float = 30) -> dict:
+    return wait_until(lambda: caller.get(task_id), f"task {task_id} to be {wanted} (read on {caller.url})",
+                      timeout=timeout, until=lambda task: state(task) == wanted)
+
+
+def test_a_task_created_on_a_is_read_listed_and_streamed_live_on_b(pair):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    context = uuid.uuid4().hex
+    task = a.send(message("slow:0.4", context_id=context), blocking=False)
+    seen = b.get(task["id"])
+    assert seen["id"] == task["id"] and state(seen) in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    listed = b.task("ListTasks", {"contextId": context})
+    assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+    events = b.subscribe(task["id"])
+    assert "error" not in events[0], events
+    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+    assert chunks, events  # A's sentences reached B's subscriber as they were said
+    last = events[-1]["statusUpdate"]
+    assert last["status"]["state"] == "TASK_STATE_COMPLETED", events
+    assert len(chunks) >= 2 and chunks[-1].get("lastChunk") is True, chunks
+    done = b.get(task["id"])
+    assert said(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+
+
+def test_cancel_on_b_stops_the_turn_running_on_a(pair):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    task = a.send(message("slow:1"), blocking=False)
+    wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+    canceled = b.task("CancelTask", {"id": task["id"]})
+    assert state(canceled) == "TASK_STATE_CANCELED", canceled
+    wait_until(lambda: health(pair[0].root)["running"], "A's turn to end", until=lambda running: running == 0)
+    time.sleep(1.5)  # more than one sentence's time: a turn still running would have said more
+    after = b.get(task["id"])
+    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in said(after), after
+
+
+def test_a_cancel_that_cannot_stop_the_turn_on_a_is_refused_on_b(call_log):
+    with replica("a-stubborn", call_log=call_log, OVOS_A2A_CANCEL_GRACE="0.3") as stubborn, \
+            replica("b-asks", call_log=call_log) as asking:
+        a, b = Caller(stubborn), Caller(asking)
+        task = a.send(message("sleep:2"), blocking=False)  # one step that cannot be interrupted
+        wait_state(a, task["id"], "TASK_STATE_WORKING")
+        error = b.error("CancelTask", {"id": task["id"]})
+        assert error["code"] == TASK_NOT_CANCELABLE and "could not be stopped" in error["message"], error
+        assert state(wait_state(b, task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
+
+
+def test_a_replay_of_a_message_on_b_rejoins_the_work_on_a(pair, call_log):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    text = f"sleep:1 {uuid.uuid4().hex}"
+    msg = message(text)
+    first = a.send(msg, blocking=False)
+    again = b.send(msg)  # the same message, delivered again to the other replica
+    assert again["id"] == first["id"] and state(again) == "TASK_STATE_COMPLETED", again
+    assert said(again) == f"echo: {text}"
+    assert calls_of(call_log, text) == 1
+
+
+def test_another_owner_does_not_find_the_task_on_the_other_replica(pair):
+    owner, stranger = Caller(pair[0], TOKEN_X), Caller(pair[1], TOKEN_Y)
+    context = uuid.uuid4().hex
+    task = owner.send(message("slow:0.5", context_id=context), blocking=False)
+    for method in ("GetTask", "CancelTask"):
+        assert stranger.error(method, {"id": task["id"]})["code"] == TASK_NOT_FOUND
+    assert stranger.subscribe(task["id"])[0]["error"]["code"] == TASK_NOT_FOUND
+    assert stranger.task("ListTasks", {"contextId": context})["tasks"] == []
+    assert state(wait_state(Caller(pair[1], TOKEN_X), task["id"], "TASK_STATE_COMPLETED"))
+
+
+def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expired(pair, call_log):
+    survivor = Caller(pair[1])
+    doomed_process = replica("a-doomed", call_log=call_log)
+    try:
+        doomed = Caller(doomed_process)
+        task = doomed.send(message("sleep:60"), blocking=False)
+        wait_state(doomed, task["id"], "TASK_STATE_WORKING")
+        killed = time.monotonic()
+        doomed_process.kill9()
+        failed = wait_state(survivor, task["id"], "TASK_STATE_FAILED", timeout=LEASE + 8)
+        took = time.monotonic() - killed
+    finally:
+        doomed_process.kill9()
+    assert "lease expired" in status_text(failed), failed
+    assert took <= LEASE + 4, f"failed {took:.1f} s after the kill; the lease is {LEASE:g} s"
+
+
+def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
+    import asyncio
+
+    from a2a.server.cluster import TaskVersion, VersionedDatabaseTaskStore
+    from a2a.server.context import ServerCallContext
+    from a2a.types import Task, TaskState, TaskStatus
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase
+    from ovos_a2a_solver.bridge.operations import OperationLog
+    from ovos_a2a_solver.bridge.replicas import EVENTS_KEPT, ReplicaGroup
+
+    async def events_left() -> dict:
+        db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
+        store = VersionedDatabaseTaskStore(db.engine)
+        await store.initialize()
+        ids = {}
+        for label, age in (("old", EVENTS_KEPT + 60), ("recent", 0), ("running", EVENTS_KEPT + 60)):
+            task = Task(id=str(uuid.uuid4()), context_id=uuid.uuid4().hex, status=TaskStatus(
+                state=TaskState.TASK_STATE_WORKING if label == "running" else TaskState.TASK_STATE_COMPLETED))
+            task.status.timestamp.FromSeconds(int(time.time() - age))
+            await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
+                             context=ServerCallContext())
+            ids[label] = task.id
+        group = ReplicaGroup(db, OperationLog(db, "pruner", single_process=False), lease=5)
+        await group.prune_event_log()
+        left = {label: (await db.fetch("SELECT count(*) AS n FROM task_events WHERE task_id = :id",
+                                       {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
+        await db.aclose()
+        return left
+
+    assert asyncio.run(events_left()) == {"old": 0, "recent": 1, "running": 1}

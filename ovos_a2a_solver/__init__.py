@@ -23,6 +23,7 @@ _EXPORTS = {
     "AgentTaskError": "ovos_a2a_solver._policy",
     "IncompleteAnswerError": "ovos_a2a_solver._policy",
     "CircuitOpenError": "ovos_a2a_solver._policy",
+    "CardSignatureError": "ovos_a2a_solver._policy",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver._policy import AgentTaskError, CircuitOpenError, IncompleteAnswerError
+    from ovos_a2a_solver._policy import AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError
 
 
 def __getattr__(name: str) -> Any:

@@ -19,6 +19,8 @@ DEFAULT_TIMEOUT = 30.0
 #: The largest agent card accepted, in bytes: a card is a page of JSON; a larger one is
 #: refused (``AgentCardResolutionError``) as soon as the stream passes this size.
 MAX_CARD_BYTES = 1024 * 1024
+#: The largest JWK Set read to check a card's signature, in bytes (a key is a few hundred).
+MAX_KEY_SET_BYTES = 64 * 1024
 
 #: Sends of one turn retried after a transient failure (connection, HTTP 429/502/503/504),
 #: with the same messageId, waiting base * 2**n seconds at most (full jitter), and never
@@ -48,6 +50,9 @@ class EngineSettings:
     retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # seconds; the backoff doubles from here
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
+    require_signed_card: bool = False    # refuse a card without a valid signature (A2A 1.0 §8.4)
+    card_public_key: str | None = None   # PEM / JWK / JWK Set file of the card's signing keys (implies the above)
+    card_jwks_url: str | None = None     # URL of the JWK Set of the card's signing keys (implies it too)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -68,7 +73,7 @@ class EngineSettings:
             retries = values["max_retries"]
             if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
                 raise ValueError(f"ovos-a2a-solver: 'max_retries' must be a whole number from 0 to 10, got {retries!r}")
-        for key in ("streaming", "persist_conversations"):
+        for key in ("streaming", "persist_conversations", "require_signed_card"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])
         if "trusted_origins" in values:
@@ -76,9 +81,18 @@ class EngineSettings:
             if isinstance(origins, str):
                 origins = [origins]
             values["trusted_origins"] = tuple(str(o) for o in origins or ())
-        for key in ("auth_header", "state_file"):
+        for key in ("auth_header", "state_file", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
-        values["auth_header"] = values.get("auth_header") or None
+        for key in ("auth_header", "card_public_key", "card_jwks_url"):
+            values[key] = values.get(key) or None
         values["namespace"] = str(values.get("namespace") or "")
-        return cls(**values)
+        settings = cls(**values)
+        # a key file that cannot be used stops the persona now, not at its first card
+        from ovos_a2a_solver._signatures import signature_check
+        try:
+            signature_check(settings.agent_url, required=settings.require_signed_card,
+                            public_key_file=settings.card_public_key, jwks_url=settings.card_jwks_url)
+        except ValueError as exc:
+            raise ValueError(f"ovos-a2a-solver: {exc}") from None
+        return settings

@@ -24,6 +24,7 @@ _EXPORTS = {
     "IncompleteAnswerError": "ovos_a2a_solver._policy",
     "CircuitOpenError": "ovos_a2a_solver._policy",
     "StillWorkingError": "ovos_a2a_solver._policy",
+    "CardSignatureError": "ovos_a2a_solver._policy",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -35,7 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver._policy import AgentTaskError, CircuitOpenError, IncompleteAnswerError, StillWorkingError
+    from ovos_a2a_solver._policy import (AgentTaskError, CardSignatureError, CircuitOpenError,
+                                         IncompleteAnswerError, StillWorkingError)
 
 
 def __getattr__(name: str) -> Any:

@@ -5,7 +5,8 @@
 The resolver fetches ``/.well-known/agent-card.json`` (A2A 1.0 and 0.3) and falls back to
 ``/.well-known/agent.json`` (agents older than 0.3). A card is fetched once and reused;
 it is revalidated (``If-None-Match``) only when its ``Cache-Control`` says it expired,
-and fetched again after the agent could not be reached.
+and fetched again after the agent could not be reached. When a signature is required
+(see ``_signatures``), each card fetched is checked before it is kept: once per card.
 """
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from ovos_a2a_solver._settings import MAX_CARD_BYTES, MAX_KEY_SET_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx
     from a2a.types import AgentCard as ProtoAgentCard
 
-from ovos_a2a_solver._settings import MAX_CARD_BYTES
+    from ovos_a2a_solver._signatures import CustomCheck, SignatureCheck
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
@@ -134,16 +137,17 @@ class CardResolver:
     """Resolves and caches one agent's card.
 
     ``generation`` grows each time the card's content changes, so a caller can rebuild
-    what it derived from the card (transports) only then.
+    what it derived from the card (transports) only then. ``signature_check``, if given,
+    must pass for each card fetched (a card revalidated with 304 was checked already).
     """
 
     def __init__(self, agent_url: str, http: "httpx.AsyncClient",
-                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+                 signature_check: "SignatureCheck | CustomCheck | None" = None) -> None:
         self.agent_url = agent_url
         self.fetches = 0
         self.generation = 0
         self._http = http
-        self._verify = signature_verifier
+        self._signature_check = signature_check
         self._cached: _Cached | None = None
         self._stale = False
         self._lock = asyncio.Lock()
@@ -182,25 +186,31 @@ class CardResolver:
             cached.expires = _expiry(response.headers.get("cache-control"))
             return True
         if response.status_code == 200:
-            self._store(cached.url, response, body)
+            await self._store(cached.url, response, body)
             return True
         return False
 
-    async def _get(self, url: str, headers: dict | None = None) -> tuple["httpx.Response", bytes, str]:
+    async def _get(self, url: str, headers: dict | None = None, *, what: str = "agent card",
+                   limit: int = MAX_CARD_BYTES) -> tuple["httpx.Response", bytes, str]:
         """GET that follows redirects one hop at a time, so each hop is a new request
         and credentials are decided for its own origin (see ``auth``). Returns the response,
-        its body (read as a stream, at most ``MAX_CARD_BYTES``) and the URL it came from."""
+        its body (read as a stream, at most ``limit`` bytes) and the URL it came from."""
         for _ in range(5):
             request = self._http.build_request("GET", url, headers=headers)
             response = await self._http.send(request, stream=True)
             try:
                 if not response.is_redirect:
-                    body = await _read_capped(response, url) if response.status_code == 200 else b""
+                    body = await _read_capped(response, url, what, limit) if response.status_code == 200 else b""
                     return response, body, url
                 url = str(response.next_request.url) if response.next_request else url
             finally:
                 await response.aclose()
         return response, b"", url
+
+    async def _read_key_set(self, url: str) -> tuple[int, str, bytes]:
+        """A JWK Set for the signature check: (status, the URL it came from, body)."""
+        response, body, final_url = await self._get(url, what="key set", limit=MAX_KEY_SET_BYTES)
+        return response.status_code, final_url, body
 
     async def _fetch(self) -> None:
         from a2a.client import AgentCardResolutionError
@@ -219,11 +229,11 @@ class CardResolver:
             if response.status_code != 200:
                 raise AgentCardResolutionError(
                     f"agent card at {url}: HTTP {response.status_code}", status_code=response.status_code)
-            self._store(url, response, body)
+            await self._store(url, response, body)
             return
         raise AgentCardResolutionError("no agent card found; tried " + ", ".join(tried), status_code=404)
 
-    def _store(self, url: str, response: "httpx.Response", body: bytes) -> None:
+    async def _store(self, url: str, response: "httpx.Response", body: bytes) -> None:
         from a2a.client import AgentCardResolutionError
         from a2a.client.card_resolver import parse_agent_card
 
@@ -234,33 +244,30 @@ class CardResolver:
             card = parse_agent_card(data)
         except Exception as exc:  # json, protobuf ParseError, legacy-field conversion
             raise AgentCardResolutionError(f"invalid agent card at {url}: {exc}") from exc
-        if self._verify is not None:
-            try:
-                self._verify(card)
-            except Exception as exc:
-                raise AgentCardResolutionError(f"agent card at {url} failed signature verification: {exc}") from exc
+        if self._signature_check is not None:
+            await self._signature_check.check(card, url, self._read_key_set)
         if self._cached is None or self._cached.body != body:
             self.generation += 1
         self._cached = _Cached(card=card, url=url, etag=response.headers.get("etag"), body=body,
                                expires=_expiry(response.headers.get("cache-control")))
 
 
-async def _read_capped(response: "httpx.Response", url: str) -> bytes:
-    """The body, read as it streams in; refused as soon as it passes ``MAX_CARD_BYTES``."""
+async def _read_capped(response: "httpx.Response", url: str, what: str = "agent card",
+                       limit: int = MAX_CARD_BYTES) -> bytes:
+    """The body, read as it streams in; refused as soon as it passes ``limit`` bytes."""
     from a2a.client import AgentCardResolutionError
 
     def too_large() -> AgentCardResolutionError:
-        return AgentCardResolutionError(
-            f"agent card at {url} is larger than {MAX_CARD_BYTES // 1024} KiB; refused")
+        return AgentCardResolutionError(f"{what} at {url} is larger than {limit // 1024} KiB; refused")
 
     declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_CARD_BYTES:
+    if declared.isdigit() and int(declared) > limit:
         raise too_large()
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
-        if size > MAX_CARD_BYTES:
+        if size > limit:
             raise too_large()
         chunks.append(chunk)
     return b"".join(chunks)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-from typing import Any, Callable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
@@ -18,6 +18,9 @@ from a2a.utils.constants import TransportProtocol
 
 from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
 from ovos_a2a_solver._cards import CardResolver
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._signatures import CustomCheck, SignatureCheck
 
 
 def grpc_available() -> bool:
@@ -37,7 +40,7 @@ class AgentConnection:
     """The card and the SDK clients of one agent; create and use it on the background loop."""
 
     def __init__(self, agent_url: str, *, timeout: float, credentials: OriginCredentials | None = None,
-                 signature_verifier: Callable[[Any], None] | None = None) -> None:
+                 signature_check: "SignatureCheck | CustomCheck | None" = None) -> None:
         self.agent_url = agent_url
         self._credentials = credentials
         self._secure = urlsplit(agent_url).scheme == "https"
@@ -46,7 +49,7 @@ class AgentConnection:
             auth=httpx_auth(credentials) if credentials else None,
             follow_redirects=False,
         )
-        self.cards = CardResolver(agent_url, self.http, signature_verifier)
+        self.cards = CardResolver(agent_url, self.http, signature_check)
         self._clients: dict[bool, tuple[int, Client]] = {}
         self._lock = asyncio.Lock()
 

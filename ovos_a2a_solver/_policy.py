@@ -5,7 +5,8 @@
 Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 ``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
 ``a2a.utils.errors``), plus :class:`AgentTaskError` for a task the agent ended without
-an answer, and :class:`StillWorkingError` for a turn whose deadline passed while the
+an answer, :class:`CardSignatureError` for a card whose required signature is not
+valid, and :class:`StillWorkingError` for a turn whose deadline passed while the
 agent went on working.
 """
 from __future__ import annotations
@@ -46,6 +47,21 @@ class StillWorkingError(A2AClientTimeoutError):
 
 class IncompleteAnswerError(A2AClientError):
     """The agent's reply ended while its task was still running (no final state)."""
+
+
+class CardSignatureError(AgentCardResolutionError):
+    """A signed card was required, and the agent's card has no valid signature: nothing is
+    sent to the agent. ``reason`` is one of the constants below; the message says more."""
+
+    UNSIGNED = "unsigned"                # the card carries no signature
+    INVALID = "invalid signature"        # checked with a known key and wrong: tampered, or another key
+    UNKNOWN_KEY = "unknown key"          # no key with the signature's kid where keys are looked up
+    FOREIGN_KEY_SET = "jku not on the agent's origin"  # the card names keys elsewhere (and none are configured)
+    NO_KEY_SET = "key set unavailable"   # the keys could not be read (unreachable, not a JWK Set)
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class Effect(enum.Enum):
@@ -185,6 +201,12 @@ class CircuitOpenError(A2AClientError):
     """The agent failed several turns in a row; turns fail at once until a cool-down has passed."""
 
 
+def agent_answered(exc: BaseException) -> bool:
+    """Whether a turn that raised ``exc`` still heard from a healthy agent: a protocol
+    error, a failed task, or a card that came back but is not trusted (its signature)."""
+    return not isinstance(exc, A2AClientError) or isinstance(exc, CardSignatureError)
+
+
 class CircuitBreaker:
     """Per agent: after ``threshold`` failed turns in a row, the next turns fail at once; after
     ``cooldown`` seconds one turn is let through as a probe, and its outcome closes or reopens it.
@@ -228,7 +250,7 @@ class CircuitBreaker:
     def failed(self, exc: BaseException) -> None:
         import time
 
-        if isinstance(exc, CircuitOpenError) or not isinstance(exc, A2AClientError):
+        if isinstance(exc, CircuitOpenError) or agent_answered(exc):
             return  # not a turn that reached the agent, or the agent answered (protocol error)
         with self._lock:
             self._failures += 1

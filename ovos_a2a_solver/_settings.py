@@ -19,6 +19,8 @@ DEFAULT_TIMEOUT = 30.0
 #: The largest agent card accepted, in bytes: a card is a page of JSON; a larger one is
 #: refused (``AgentCardResolutionError``) as soon as the stream passes this size.
 MAX_CARD_BYTES = 1024 * 1024
+#: The largest JWK Set read to check a card's signature, in bytes (a key is a few hundred).
+MAX_KEY_SET_BYTES = 64 * 1024
 
 #: Sends of one turn retried after a transient failure (connection, HTTP 429/502/503/504),
 #: with the same messageId, waiting base * 2**n seconds at most (full jitter), and never
@@ -55,6 +57,9 @@ class EngineSettings:
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
     announce: bool = True                # say that answer over the OVOS messagebus once it is ready
     messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
+    require_signed_card: bool = False    # refuse a card without a valid signature (A2A 1.0 §8.4)
+    card_public_key: str | None = None   # PEM / JWK / JWK Set file of the card's signing keys (implies the above)
+    card_jwks_url: str | None = None     # URL of the JWK Set of the card's signing keys (implies it too)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -80,7 +85,7 @@ class EngineSettings:
             if not isinstance(bus, Mapping) or not set(bus) <= {"host", "port", "route", "ssl"}:
                 raise ValueError("ovos-a2a-solver: 'messagebus' must be an object with host, port, route or ssl")
             values["messagebus"] = tuple(sorted(bus.items()))
-        for key in ("streaming", "persist_conversations", "announce"):
+        for key in ("streaming", "persist_conversations", "announce", "require_signed_card"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])
         if "trusted_origins" in values:
@@ -88,11 +93,20 @@ class EngineSettings:
             if isinstance(origins, str):
                 origins = [origins]
             values["trusted_origins"] = tuple(str(o) for o in origins or ())
-        for key in ("auth_header", "state_file", "still_working"):
+        for key in ("auth_header", "state_file", "still_working", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
-        values["auth_header"] = values.get("auth_header") or None
+        for key in ("auth_header", "card_public_key", "card_jwks_url"):
+            values[key] = values.get(key) or None
         values["namespace"] = str(values.get("namespace") or "")
         if not (values.get("still_working") or "").strip():
             values.pop("still_working", None)  # empty: the default line
-        return cls(**values)
+        settings = cls(**values)
+        # a key file that cannot be used stops the persona now, not at its first card
+        from ovos_a2a_solver._signatures import signature_check
+        try:
+            signature_check(settings.agent_url, required=settings.require_signed_card,
+                            public_key_file=settings.card_public_key, jwks_url=settings.card_jwks_url)
+        except ValueError as exc:
+            raise ValueError(f"ovos-a2a-solver: {exc}") from None
+        return settings

@@ -42,18 +42,19 @@ from ovos_a2a_solver._auth import OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
-from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CircuitOpenError, Effect,
-                                    IncompleteAnswerError, StillWorkingError,
-                                    CircuitBreaker, backoff_delay, connection_lost, effect_of_error, interface_gone,
-                                    never_delivered, transient)
+from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CardSignatureError,
+                                    CircuitOpenError, Effect, IncompleteAnswerError, StillWorkingError,
+                                    CircuitBreaker, agent_answered, backoff_delay, connection_lost, effect_of_error,
+                                    interface_gone, never_delivered, transient)
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
+from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
                                       DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "CircuitOpenError", "IncompleteAnswerError", "StillWorkingError", "TaskUpdate"]
+           "CardSignatureError", "CircuitOpenError", "IncompleteAnswerError", "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,14 @@ class _BaseClient:
             may receive ``auth_header``.
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
-        signature_verifier: called with each fetched card (a2a-sdk protobuf); raise to reject it.
+        require_signed_card: refuse a card without a valid signature (A2A 1.0 §8.4) by a key from
+            ``card_public_key``, ``card_jwks_url`` or, without those, the card's ``jku`` on the
+            agent's own origin: :class:`CardSignatureError`, and nothing is sent.
+        card_public_key: a PEM, JWK or JWK Set file of the keys that may sign the card
+            (implies ``require_signed_card``).
+        card_jwks_url: the URL of the JWK Set that may sign the card (implies ``require_signed_card``).
+        signature_verifier: instead of those three, your own check: called with each fetched card
+            (a2a-sdk protobuf); raise to reject it.
         max_retries: resends of a message after a transient failure (connection, HTTP 429,
             502, 503, 504), with the same messageId and before any answer arrived; GetTask too.
         retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
@@ -125,7 +133,8 @@ class _BaseClient:
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, trusted_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
-                 signature_verifier: Callable[[Any], None] | None = None,
+                 require_signed_card: bool = False, card_public_key: str | None = None,
+                 card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
                  max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
                  breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
                  breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN) -> None:
@@ -139,7 +148,9 @@ class _BaseClient:
         self.conversations = conversations if conversations is not None else ConversationStore()
         self.conversation_key = conversation_key(base_url, namespace, auth_header)
         self._credentials = OriginCredentials(auth_header, base_url, trusted_origins) if auth_header else None
-        self._verifier = signature_verifier
+        self._signature_check = signature_check(base_url, required=require_signed_card,
+                                                public_key_file=card_public_key, jwks_url=card_jwks_url,
+                                                verifier=signature_verifier)
         self._connection: AgentConnection | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -174,7 +185,7 @@ class _BaseClient:
             if self._connection is None:
                 self._connection = AgentConnection(self.base_url, timeout=self.timeout,
                                                    credentials=self._credentials,
-                                                   signature_verifier=self._verifier)
+                                                   signature_check=self._signature_check)
             return self._connection
 
     async def _deadline(self, coro):
@@ -311,7 +322,7 @@ class _BaseClient:
             raise
         except BaseException as exc:
             self._breaker.failed(exc)
-            if not isinstance(exc, A2AClientError):
+            if agent_answered(exc):
                 self._breaker.succeeded()  # the agent answered, with an error of its own
             raise
         finally:

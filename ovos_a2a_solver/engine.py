@@ -69,6 +69,8 @@ class A2AChatEngine(ChatEngine):
                 self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
                                          streaming=s.streaming, trusted_origins=s.trusted_origins,
                                          conversations=store, namespace=s.namespace,
+                                         require_signed_card=s.require_signed_card,
+                                         card_public_key=s.card_public_key, card_jwks_url=s.card_jwks_url,
                                          max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
                                          breaker_threshold=s.breaker_threshold,
                                          breaker_cooldown=s.breaker_cooldown)

@@ -64,6 +64,13 @@ Card / transport variants (echo behaviour):
   huge-card (a 50 MB card, streamed without Content-Length),
   foreign (with --foreign-url: card pointing at URL),
   redirect (with --foreign-url: card answers 307 to URL's card).
+Signed cards (echo behaviour; ES256 by a key made at start, kid "test-agent-key", its JWK Set at
+{url}/{name}/.well-known/jwks.json, named in the signature's jku):
+  signed           a valid signature.
+  signed-tampered  signed, then its description changed.
+  signed-unknown-key  signed by a second key, whose kid the JWK Set does not hold.
+  signed-foreign-jku  jku on another origin (http://localhost:PORT/signed/...: the same
+                   server and a valid key set, but another host name).
 
 Admin endpoints (plain JSON):
   GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}, "cancels": {agent: n}}
@@ -141,6 +148,10 @@ from a2a.types import (
     a2a_pb2_grpc,
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
+from a2a.utils.signing import create_agent_card_signer
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt.algorithms import ECAlgorithm
 
 
 STEP = 0.03  # pause between streamed events
@@ -639,6 +650,7 @@ class AgentSpec:
     cancelable: bool = True  # False: CancelTask is answered TaskNotCancelable
     target_url: str | None = None  # foreign / redirect
     upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
+    signing: str | None = None  # valid | tampered | unknown-key | foreign-jku
 
 
 def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
@@ -690,6 +702,12 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
                   bindings=(JSONRPC_03,), upgrades=((JSONRPC_1,),)),
         AgentSpec('movable', 'Echo over JSON-RPC; /_admin/upgrade moves it to HTTP+JSON only.', echo,
                   bindings=(JSONRPC_1,), upgrades=((REST,),)),
+        AgentSpec('signed', 'Echo with a signed card.', echo, signing='valid'),
+        AgentSpec('signed-tampered', 'Echo whose card was changed after it was signed.', echo, signing='tampered'),
+        AgentSpec('signed-unknown-key', 'Echo whose card is signed by a key not in its key set.', echo,
+                  signing='unknown-key'),
+        AgentSpec('signed-foreign-jku', 'Echo whose signature names keys on another origin.', echo,
+                  signing='foreign-jku'),
     ]
     if foreign_url:
         specs += [
@@ -727,7 +745,36 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
         card.security_schemes['bearer'].CopyFrom(
             SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme='bearer')))
         card.security_requirements.append(SecurityRequirement(schemes={'bearer': StringList()}))
+    if spec.signing:
+        sign_card(card, spec, base)
     return card
+
+
+class CardKey:
+    """An EC P-256 key made at start-up, and its public JWK with ``kid``."""
+
+    def __init__(self, kid: str):
+        self.kid = kid
+        self.private = ec.generate_private_key(ec.SECP256R1())
+        self.pem = self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption())
+        self.jwk = {**ECAlgorithm.to_jwk(self.private.public_key(), as_dict=True), 'kid': kid, 'alg': 'ES256'}
+
+
+KEY = CardKey('test-agent-key')           # the key every signed agent's key set holds
+STRANGER_KEY = CardKey('stranger-key')    # signs signed-unknown-key's card; in no key set
+JWKS_PATH = '/.well-known/jwks.json'
+
+
+def sign_card(card: AgentCard, spec: AgentSpec, base: str) -> None:
+    """Sign ``card`` (once) as ``spec.signing`` says, with the a2a-sdk's signer."""
+    key = STRANGER_KEY if spec.signing == 'unknown-key' else KEY
+    jku = f'{base}/{spec.name}{JWKS_PATH}'
+    if spec.signing == 'foreign-jku':  # the same server and a valid key set, but another origin
+        jku = f"{base.replace('127.0.0.1', 'localhost')}/signed{JWKS_PATH}"
+    create_agent_card_signer(key.pem, {'alg': 'ES256', 'kid': key.kid, 'jku': jku, 'typ': 'JOSE'})(card)
+    if spec.signing == 'tampered':
+        card.description = 'Changed after it was signed.'
 
 
 def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
@@ -743,7 +790,10 @@ def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
     if spec.card_style == 'redirect':
         target = f"{spec.target_url.rstrip('/')}{well_known}"
         return [Route(well_known, lambda request: RedirectResponse(target, status_code=307), methods=['GET'])]
-    return create_agent_card_routes(card, card_url=well_known, cache_control=spec.cache_control)
+    routes = create_agent_card_routes(card, card_url=well_known, cache_control=spec.cache_control)
+    if spec.signing:
+        routes.append(Route(JWKS_PATH, lambda request: JSONResponse({'keys': [KEY.jwk]}), methods=['GET']))
+    return routes
 
 
 HUGE_CARD_BYTES = 50 * 1024 * 1024

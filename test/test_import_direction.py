@@ -1,6 +1,7 @@
 """The plugin half and the bridge stand apart: neither imports the other, except the one
-shared vocabulary of task states (``ovos_a2a_solver.states``), the version, and the typed
-reading of a persona's config block that both OPM engines use; the library never imports
+shared vocabulary of task states (``ovos_a2a_solver.states``), the version, the typed
+reading of a persona's config block that both OPM engines use, and the keys of signed cards
+(``ovos_a2a_solver.jwk``: the bridge signs, the plugin checks); the library never imports
 its command line."""
 import json
 import subprocess
@@ -8,7 +9,8 @@ import sys
 
 import pytest
 
-SHARED = {"ovos_a2a_solver", "ovos_a2a_solver.states", "ovos_a2a_solver.version", "ovos_a2a_solver.persona_config"}
+SHARED = {"ovos_a2a_solver", "ovos_a2a_solver.states", "ovos_a2a_solver.version", "ovos_a2a_solver.persona_config",
+          "ovos_a2a_solver.jwk"}
 COMMAND_LINE = {"ovos_a2a_solver.cli", "ovos_a2a_solver.demo"}
 
 

@@ -5,6 +5,7 @@
 Routes (``/a2a`` is the path of ``base_url``):
 
 * ``/.well-known/agent-card.json``, ``/.well-known/agent.json`` and the same under ``/a2a``
+* with a signing key, ``/.well-known/jwks.json`` (and under ``/a2a``): the card's public key
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
 * ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
 * ``GET /health``: ``{"ok": true, ...}``
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from a2a.server.cluster import LegacyTaskStoreAdapter
@@ -30,8 +32,8 @@ from starlette.routing import Mount, Route
 
 from ovos_a2a_solver.bridge.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends import Backend
-from ovos_a2a_solver.bridge.agent_card import CardEndpoint, build_card
-from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.agent_card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
@@ -43,6 +45,9 @@ from ovos_a2a_solver.bridge.store import BufferedTaskStore, owner_scope
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver.jwk import CardKey
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -70,12 +75,19 @@ def open_stores(url: str):
 
 
 class Bridge:
-    """Everything one bridge process serves; ``app`` is the ASGI application."""
+    """Everything one bridge process serves; ``app`` is the ASGI application.
 
-    def __init__(self, settings: BridgeSettings, backend: Backend) -> None:
+    ``signing_key`` is the key read from ``settings.card_signing_key`` (read here when not
+    given); the card is signed with it once, here.
+    """
+
+    def __init__(self, settings: BridgeSettings, backend: Backend, signing_key: "CardKey | None" = None) -> None:
         self.settings = settings
         self.backend = backend
+        self.signing_key = signing_key if signing_key is not None else read_card_signing_key(settings)
         self.card = build_card(settings, backend)
+        if self.signing_key is not None:
+            self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
         self.db, self.database_store = open_stores(settings.database_url)
         shared = isinstance(self.db, SqlAlchemyDatabase)
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared)
@@ -131,6 +143,8 @@ class Bridge:
         for prefix in dict.fromkeys(["", path]):
             for card_path in CARD_PATHS:
                 routes.append(Route(prefix + card_path, card.serve, methods=["GET"]))
+            if self.signing_key is not None:
+                routes.append(Route(prefix + JWKS_PATH, self._key_set, methods=["GET"]))
         streams_grace = self.settings.shutdown_grace + 1  # open streams get to carry the last events
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
@@ -197,6 +211,13 @@ class Bridge:
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()
         return server
+
+    async def _key_set(self, _request):
+        """The JWK Set of the card's signature: the public key only."""
+        from ovos_a2a_solver.jwk import key_set
+
+        return JSONResponse(key_set([self.signing_key]), media_type="application/jwk-set+json",
+                            headers={"Cache-Control": "max-age=300"})
 
     async def _health(self, _request):
         try:

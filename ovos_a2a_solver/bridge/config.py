@@ -33,6 +33,10 @@ FALSE_WORDS = ("0", "false", "no", "off", "")
 #: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
 SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
 POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
+#: the card's paths, at the root and under the endpoint's path; public, like the key set
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+#: the public keys of the card's signature (a JWK Set), next to the card
+JWKS_PATH = "/.well-known/jwks.json"
 
 
 class SettingsError(ValueError):
@@ -99,6 +103,10 @@ class BridgeSettings:
                                   f"replica ({POSTGRES_HINT})")
     name: str | None = setting(None, shown="the persona's", help="agent name on the card")
     description: str | None = setting(None, shown="the persona's", help="agent description on the card")
+    card_signing_key: str | None = setting(None, metavar="FILE",
+                                           help="private key (PEM or JWK; EC P-256/P-384/P-521, RSA, Ed25519) "
+                                                "that signs the card (JWS, A2A 1.0 §8.4); its public key is "
+                                                "served at .well-known/jwks.json, named in the signature's jku")
     heartbeat: float = setting(15.0, kind=float, bounds=(1, 300),
                                help="seconds of silence before a 'still working' heartbeat")
     deadline: float = setting(3600.0, kind=float, bounds=(1, 86400),
@@ -160,7 +168,12 @@ class BridgeSettings:
     @property
     def card_url(self) -> str:
         """Where the agent card is served, under the endpoint's URL."""
-        return f"{self.public_url}/.well-known/agent-card.json"
+        return f"{self.public_url}{CARD_PATHS[0]}"
+
+    @property
+    def jwks_url(self) -> str:
+        """Where the public key of the card's signature is served (the signature's ``jku``)."""
+        return f"{self.public_url}{JWKS_PATH}"
 
     @property
     def database_url(self) -> str:

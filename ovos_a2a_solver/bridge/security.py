@@ -3,7 +3,7 @@
 """Who may call, and what of their credentials travels on.
 
 * :class:`CredentialsBackend` is a Starlette ``AuthenticationBackend``: when credentials
-  are configured, every request but the cards and ``/health`` needs HTTP Basic
+  are configured, every request but the cards, their key set and ``/health`` needs HTTP Basic
   (``username``/``password``) or one of the Bearer tokens. The caller becomes the
   request's user, which the a2a-sdk uses as the owner of tasks, so tasks are kept per
   caller. Secrets are compared in constant time. Starlette's ``AuthenticationMiddleware``
@@ -26,10 +26,10 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Aut
 from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
-from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.errors import is_rest, jsonrpc_error_body, status_body
 
-PUBLIC_SUFFIXES = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+PUBLIC_SUFFIXES = (*CARD_PATHS, JWKS_PATH)
 PUBLIC_PATHS = ("/health",)
 CHALLENGE = 'Basic realm="a2a", charset="UTF-8"'
 CREDENTIAL_HEADER = re.compile(r"(^|[-_])(authorization|cookie|api[-_]?key|token|secret|password|session)([-_]|$)"

@@ -257,17 +257,19 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
     try:
         import uvicorn
 
+        from ovos_a2a_solver.bridge.agent_card import read_card_signing_key
         from ovos_a2a_solver.bridge.app import Bridge
     except ModuleNotFoundError as exc:
         raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
 
     settings.check_exposure()
+    signing_key = read_card_signing_key(settings)
     sock = listen(settings.host, settings.port, names_of("port"))
     try:
         settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
         check_database(settings.database_url)
         LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
-        bridge = Bridge(settings, load_backend(settings))
+        bridge = Bridge(settings, load_backend(settings), signing_key)
     except BaseException:
         sock.close()
         raise

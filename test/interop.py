@@ -2,8 +2,9 @@
 
 * :func:`peer_python` gives an interpreter for a pinned requirement set (:class:`PeerVenv`),
   built once into a cached venv shared between runs and processes: :func:`legacy_python` has a
-  genuine a2a-sdk 0.3.x.
-* :class:`LegacyAgentProcess` runs ``test/legacy/v03_agent.py`` under it.
+  genuine a2a-sdk 0.3.x, :func:`adk_python` google-adk with its A2A helper.
+* :class:`LegacyAgentProcess` runs ``test/legacy/v03_agent.py`` under the first,
+  :class:`AdkAgentProcess` runs ``test/peers/adk_agent.py`` under the second.
 * :class:`PersonaServerProcess` runs ``ovos-persona-server`` (A2A mounted at ``/a2a``).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 LEGACY_AGENT_SCRIPT = HERE / "legacy" / "v03_agent.py"
+ADK_AGENT_SCRIPT = HERE / "peers" / "adk_agent.py"
 
 _READY_MARKER = ".ovos-a2a-ready"
 _PIP_TIMEOUT = 900  # seconds for the whole pip install
@@ -63,6 +65,17 @@ LEGACY_VENV = PeerVenv(
     python_var="A2A_V03_PYTHON",
 )
 
+#: google-adk with its A2A helper, for test/peers/adk_agent.py. ADK 2.x takes a2a-sdk 0.3 or
+#: 1.x; pip resolves 1.x, so the agent speaks A2A 1.0 (ADK 1.x pins a2a-sdk 0.3 and its
+#: ``to_a2a`` card offers no streaming). google-adk 2.x needs Python 3.11.
+ADK_VERSION = "2.13.0"
+ADK_MIN_PYTHON = (3, 11)
+ADK_VENV = PeerVenv(
+    name=f"venv-google-adk-{ADK_VERSION}",
+    requirements=(f"google-adk[a2a]=={ADK_VERSION}", "a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"),
+    imports=("google.adk.a2a.utils.agent_to_a2a", "uvicorn"),
+    python_var="ADK_PEER_PYTHON",
+)
 
 
 def _cache_root() -> Path:
@@ -181,6 +194,12 @@ def _build(venv: Path, peer: PeerVenv) -> None:
 def legacy_python() -> str:
     """An interpreter with a genuine a2a-sdk 0.3 (``A2A_V03_PYTHON`` wins; see :func:`peer_python`)."""
     return peer_python(LEGACY_VENV)
+
+
+def adk_python() -> str:
+    """An interpreter with google-adk and its A2A helper (``ADK_PEER_PYTHON`` wins; see
+    :func:`peer_python`)."""
+    return peer_python(ADK_VENV)
 
 
 # ---------------------------------------------------------------------------
@@ -362,6 +381,23 @@ class LegacyAgentProcess(PeerAgentProcess):
         if self.url is None:
             raise RuntimeError("LegacyAgentProcess is not running")
         return f"{self.url}/{name}"
+
+
+class AdkAgentProcess(PeerAgentProcess):
+    """Run ``test/peers/adk_agent.py``: a deterministic google-adk agent published with ADK's
+    own ``to_a2a``, its card and JSON-RPC at :attr:`url`.
+
+    ``executor`` is ``"default"`` (what ``to_a2a`` builds) or ``"artifacts"`` (ADK's executor
+    that streams artifacts); the script's docstring tells what each sends. Start-up to the
+    ready line takes about 1.5 s.
+    """
+
+    script = ADK_AGENT_SCRIPT
+    venv = ADK_VENV
+
+    def __init__(self, executor: str = "default", python: Optional[str] = None,
+                 startup_timeout: float = 30.0) -> None:
+        super().__init__("--executor", executor, python=python, startup_timeout=startup_timeout)
 
 
 # ---------------------------------------------------------------------------

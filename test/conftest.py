@@ -7,8 +7,8 @@ through the environment, every process it starts (the plugin's default conversat
 store and the bridge's default state dir both live under it). The user's real state
 directory is kept in ``USER_STATE_HOME_VAR`` for test/test_state_isolation.py to check.
 ``HOME`` is left alone: the code's ``~/.local/state`` fallback applies only when
-``XDG_STATE_HOME`` is unset, and build caches under ``~/.cache`` (the a2a-sdk 0.3 venv
-of test/interop.py) stay where they are, so they are not rebuilt every run.
+``XDG_STATE_HOME`` is unset, and build caches under ``~/.cache`` (the peer venvs of
+test/interop.py) stay where they are, so they are not rebuilt every run.
 """
 
 import atexit

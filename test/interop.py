@@ -1,8 +1,10 @@
 """Interop test infrastructure: real peer processes for A2A tests.
 
-* :func:`legacy_python` gives an interpreter that has a genuine a2a-sdk 0.3.x
-  (built once into a cached venv, shared between runs and processes).
-* :class:`LegacyAgentProcess` runs ``test/legacy/v03_agent.py`` under it.
+* :func:`peer_python` gives an interpreter for a pinned requirement set (:class:`PeerVenv`),
+  built once into a cached venv shared between runs and processes: :func:`legacy_python` has a
+  genuine a2a-sdk 0.3.x, :func:`adk_python` google-adk with its A2A helper.
+* :class:`LegacyAgentProcess` runs ``test/legacy/v03_agent.py`` under the first,
+  :class:`AdkAgentProcess` runs ``test/peers/adk_agent.py`` under the second.
 * :class:`PersonaServerProcess` runs ``ovos-persona-server`` (A2A mounted at ``/a2a``).
 """
 from __future__ import annotations
@@ -20,18 +22,60 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Dict, List, Mapping, Optional
+from typing import IO, Dict, List, Mapping, Optional, Tuple
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 LEGACY_AGENT_SCRIPT = HERE / "legacy" / "v03_agent.py"
+ADK_AGENT_SCRIPT = HERE / "peers" / "adk_agent.py"
 
-#: exact versions installed into the cached legacy venv
-A2A_V03_VERSION = "0.3.26"
-LEGACY_REQUIREMENTS = (f"a2a-sdk[http-server]=={A2A_V03_VERSION}", "uvicorn==0.34.3")
-LEGACY_VENV_NAME = f"venv-a2a-{A2A_V03_VERSION}"
 _READY_MARKER = ".ovos-a2a-ready"
 _PIP_TIMEOUT = 900  # seconds for the whole pip install
+
+
+@dataclass(frozen=True)
+class PeerVenv:
+    """A requirement set, installed once into a venv of its own (see :func:`peer_python`)."""
+
+    name: str                       # the venv's directory under the cache root
+    requirements: Tuple[str, ...]   # exact pins, ``distribution[extras]==version``
+    imports: Tuple[str, ...]        # modules the peer's scripts import
+    python_var: str                 # an environment variable naming a ready interpreter instead
+
+    def pins(self) -> Dict[str, str]:
+        """Distribution name -> the exact version its requirement pins."""
+        out = {}
+        for requirement in self.requirements:
+            name, sep, version = requirement.partition("==")
+            if not sep:
+                raise ValueError(f"{requirement!r} pins no exact version")
+            out[name.split("[", 1)[0].strip()] = version.strip()
+        return out
+
+
+#: a genuine a2a-sdk 0.3 (not the 1.x compat layer), for test/legacy/
+A2A_V03_VERSION = "0.3.26"
+LEGACY_VENV = PeerVenv(
+    name=f"venv-a2a-{A2A_V03_VERSION}",
+    requirements=(f"a2a-sdk[http-server]=={A2A_V03_VERSION}", "uvicorn==0.34.3"),
+    imports=("a2a.server.apps", "uvicorn"),
+    python_var="A2A_V03_PYTHON",
+)
+
+#: google-adk with its A2A helper, for test/peers/adk_agent.py. ADK 2.x takes a2a-sdk 0.3 or
+#: 1.x; pip resolves 1.x, so the agent speaks A2A 1.0 (ADK 1.x pins a2a-sdk 0.3 and its
+#: ``to_a2a`` card offers no streaming). google-adk 2.x needs Python 3.11.
+ADK_VERSION = "2.13.0"
+ADK_MIN_PYTHON = (3, 11)
+ADK_VENV = PeerVenv(
+    name=f"venv-google-adk-{ADK_VERSION}",
+    requirements=(f"google-adk[a2a]=={ADK_VERSION}", "a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0"),
+    imports=("google.adk.a2a.utils.agent_to_a2a", "uvicorn"),
+    python_var="ADK_PEER_PYTHON",
+)
 
 
 def _cache_root() -> Path:
@@ -43,81 +87,119 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def _check_legacy_python(python: Path) -> Optional[str]:
-    """Return None if ``python`` imports a2a-sdk at the pinned version, else an error text."""
-    code = ("import importlib.metadata as m, a2a.server.apps, uvicorn; "
-            "print(m.version('a2a-sdk'))")
+_PROBE = ("import importlib, importlib.metadata as m, json, sys; "
+          "[importlib.import_module(n) for n in sys.argv[1].split(',')]; "
+          "print(json.dumps({d: m.version(d) for d in sys.argv[2].split(',')}))")
+
+
+def _check_python(python: Path, peer: PeerVenv) -> Optional[str]:
+    """None if ``python`` imports the peer's modules and has every pinned version, else why not."""
+    pins = peer.pins()
     try:
-        out = subprocess.run([str(python), "-c", code], capture_output=True, text=True, timeout=120)
+        out = subprocess.run([str(python), "-c", _PROBE, ",".join(peer.imports), ",".join(pins)],
+                             capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         return repr(e)
     if out.returncode != 0:
         return out.stderr or out.stdout or f"exit {out.returncode}"
-    if out.stdout.strip() != A2A_V03_VERSION:
-        return f"a2a-sdk version is {out.stdout.strip()!r}, expected {A2A_V03_VERSION}"
-    return None
+    installed = json.loads(out.stdout)
+    wrong = [f"{name} is {installed.get(name)!r}, expected {version}"
+             for name, version in pins.items() if installed.get(name) != version]
+    return "; ".join(wrong) or None
 
 
-_legacy_python_cache: Optional[str] = None
+def _index_reachable(python: Path) -> bool:
+    """Whether pip reaches its package index (as configured): it can list the versions of pip."""
+    try:
+        out = subprocess.run([str(python), "-m", "pip", "index", "versions", "pip",
+                              "--disable-pip-version-check"],
+                             capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0
+
+
+_ready_pythons: Dict[str, str] = {}  # venv directory -> its checked interpreter
+
+
+def peer_python(peer: PeerVenv) -> str:
+    """Path of a python interpreter that has exactly ``peer.requirements``.
+
+    ``peer.python_var`` in the environment wins. Otherwise a venv is built once under
+    ``${XDG_CACHE_HOME:-~/.cache}/ovos-a2a-solver-tests/<peer.name>`` and reused. Building
+    holds an ``fcntl`` lock so two processes (e.g. pytest-xdist workers) never build at once; a
+    half-built venv (no ready marker) is wiped and rebuilt. When pip cannot reach its package
+    index, the calling test is skipped, with pip's output as the reason; any other failure
+    raises ``RuntimeError`` with pip's output.
+    """
+    override = os.environ.get(peer.python_var)
+    if override:
+        return override
+    root = _cache_root()
+    venv = root / peer.name
+    python = _venv_python(venv)
+    if str(venv) in _ready_pythons:
+        return _ready_pythons[str(venv)]
+
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{peer.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not ((venv / _READY_MARKER).exists() and _check_python(python, peer) is None):
+            _build(venv, peer)
+    _ready_pythons[str(venv)] = str(python)
+    return str(python)
+
+
+def _build(venv: Path, peer: PeerVenv) -> None:
+    """Install ``peer`` into a new venv at ``venv``; on any failure nothing is left there."""
+    if venv.exists():
+        shutil.rmtree(venv)
+    python = _venv_python(venv)
+    log: List[str] = []
+
+    def run(cmd: List[str]) -> bool:
+        log.append("$ " + " ".join(cmd))
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, timeout=_PIP_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            log.append(getattr(e, "output", None) or "")
+            log.append(repr(e))
+            return False
+        log.append(p.stdout)
+        if p.returncode != 0:
+            log.append(f"(exit {p.returncode})")
+        return p.returncode == 0
+
+    try:
+        if not run([sys.executable, "-m", "venv", str(venv)]):
+            raise RuntimeError(f"creating the {peer.name} venv failed:\n" + "\n".join(log))
+        if not run([str(python), "-m", "pip", "install", "--disable-pip-version-check",
+                    "--no-input", *peer.requirements]):
+            if not _index_reachable(python):
+                pytest.skip(f"the package index is unreachable, so the {peer.name} venv cannot be"
+                            f" built:\n" + "\n".join(log))
+            raise RuntimeError(f"building the {peer.name} venv failed:\n" + "\n".join(log))
+        err = _check_python(python, peer)
+        if err:
+            raise RuntimeError(f"the {peer.name} venv was built but is unusable:\n"
+                               + err + "\n" + "\n".join(log))
+    except BaseException:
+        shutil.rmtree(venv, ignore_errors=True)
+        raise
+    (venv / _READY_MARKER).write_text(json.dumps(
+        {"requirements": peer.requirements, "built": time.time()}))
 
 
 def legacy_python() -> str:
-    """Path of a python interpreter that has a2a-sdk 0.3.x (genuine, not the 1.x compat layer).
+    """An interpreter with a genuine a2a-sdk 0.3 (``A2A_V03_PYTHON`` wins; see :func:`peer_python`)."""
+    return peer_python(LEGACY_VENV)
 
-    ``A2A_V03_PYTHON`` in the environment wins.  Otherwise a venv is built once under
-    ``${XDG_CACHE_HOME:-~/.cache}/ovos-a2a-solver-tests/venv-a2a-0.3.26`` and reused.  Building
-    holds an ``fcntl`` lock so two processes (e.g. pytest-xdist workers) never build at once; a
-    half-built venv (no ready marker) is wiped and rebuilt.  Any failure raises ``RuntimeError``
-    with pip's output: tests that need it must fail, never skip.
-    """
-    global _legacy_python_cache
-    env = os.environ.get("A2A_V03_PYTHON")
-    if env:
-        return env
-    if _legacy_python_cache:
-        return _legacy_python_cache
 
-    root = _cache_root()
-    venv = root / LEGACY_VENV_NAME
-    python = _venv_python(venv)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{LEGACY_VENV_NAME}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if (venv / _READY_MARKER).exists() and _check_legacy_python(python) is None:
-            _legacy_python_cache = str(python)
-            return _legacy_python_cache
-        if venv.exists():
-            shutil.rmtree(venv)
-        log: List[str] = []
-
-        def run(cmd: List[str]) -> None:
-            log.append("$ " + " ".join(cmd))
-            try:
-                p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, timeout=_PIP_TIMEOUT)
-            except (OSError, subprocess.TimeoutExpired) as e:
-                log.append(repr(e))
-                raise RuntimeError("building the a2a-sdk 0.3 venv failed:\n" + "\n".join(log)) from e
-            log.append(p.stdout)
-            if p.returncode != 0:
-                raise RuntimeError(f"building the a2a-sdk 0.3 venv failed (exit {p.returncode}):\n"
-                                   + "\n".join(log))
-
-        try:
-            run([sys.executable, "-m", "venv", str(venv)])
-            run([str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                 "--no-input", *LEGACY_REQUIREMENTS])
-            err = _check_legacy_python(python)
-            if err:
-                raise RuntimeError("the a2a-sdk 0.3 venv was built but is unusable:\n"
-                                   + err + "\n" + "\n".join(log))
-        except BaseException:
-            shutil.rmtree(venv, ignore_errors=True)
-            raise
-        (venv / _READY_MARKER).write_text(json.dumps(
-            {"requirements": LEGACY_REQUIREMENTS, "built": time.time()}))
-    _legacy_python_cache = str(python)
-    return _legacy_python_cache
+def adk_python() -> str:
+    """An interpreter with google-adk and its A2A helper (``ADK_PEER_PYTHON`` wins; see
+    :func:`peer_python`)."""
+    return peer_python(ADK_VENV)
 
 
 # ---------------------------------------------------------------------------
@@ -184,10 +266,89 @@ def _terminate(proc: Optional[subprocess.Popen], timeout: float = 10.0) -> None:
 
 
 # ---------------------------------------------------------------------------
-# genuine a2a-sdk 0.3 agent
+# peer agents in their own interpreters
 # ---------------------------------------------------------------------------
 
-class LegacyAgentProcess:
+class PeerAgentProcess:
+    """Run a peer agent script under the interpreter of its :class:`PeerVenv`.
+
+    The script binds port 0 and prints one JSON line ``{"url": "http://127.0.0.1:PORT"}`` on
+    stdout when it serves; :attr:`url` is that URL. Subclasses name the script and the venv.
+    """
+
+    script: Path
+    venv: PeerVenv
+
+    def __init__(self, *args: str, python: Optional[str] = None, startup_timeout: float = 30.0) -> None:
+        self.args = args
+        self._python = python
+        self.startup_timeout = startup_timeout
+        self.proc: Optional[subprocess.Popen] = None
+        self.url: Optional[str] = None
+        self.startup_seconds: Optional[float] = None
+        self._stderr: Optional[_OutputPump] = None
+        self._stdout: Optional[_OutputPump] = None
+
+    @property
+    def stderr(self) -> str:
+        return self._stderr.text() if self._stderr else ""
+
+    def start(self):
+        if self.proc is not None:
+            raise RuntimeError(f"{type(self).__name__} already started")
+        python = self._python or peer_python(self.venv)
+        ready: "queue.Queue[Optional[str]]" = queue.Queue()
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            [python, str(self.script), *self.args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self._stderr = _OutputPump(self.proc.stderr)
+        self._stdout = _OutputPump(self.proc.stdout, on_line=ready.put)
+        deadline = t0 + self.startup_timeout
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise RuntimeError(
+                        f"{self.script.name} printed no ready line within {self.startup_timeout} s;"
+                        f" stderr:\n{self.stderr}")
+                try:
+                    line = ready.get(timeout=min(remaining, 0.5))
+                except queue.Empty:
+                    continue
+                if line is None:  # stdout closed: the process died
+                    self.proc.wait(timeout=10)
+                    self._stderr.join()
+                    raise RuntimeError(
+                        f"{self.script.name} exited with {self.proc.returncode} before it was ready;"
+                        f" stderr:\n{self.stderr}")
+                try:
+                    self.url = json.loads(line)["url"]
+                    break
+                except (ValueError, KeyError, TypeError):
+                    continue  # not the ready line
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - t0
+        return self
+
+    def stop(self) -> None:
+        """SIGTERM, wait up to 10 s, then SIGKILL. Idempotent."""
+        proc, self.proc = self.proc, None
+        _terminate(proc)
+        self.url = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class LegacyAgentProcess(PeerAgentProcess):
     """Run ``test/legacy/v03_agent.py`` (a2a-sdk 0.3.x) in its own interpreter.
 
     ::
@@ -210,77 +371,33 @@ class LegacyAgentProcess:
     ``UnsupportedOperationError`` (-32004).  Start-up to the ready line takes about 1 s.
     """
 
+    script = LEGACY_AGENT_SCRIPT
+    venv = LEGACY_VENV
+
     def __init__(self, python: Optional[str] = None, startup_timeout: float = 30.0) -> None:
-        self._python = python
-        self.startup_timeout = startup_timeout
-        self.proc: Optional[subprocess.Popen] = None
-        self.url: Optional[str] = None
-        self.startup_seconds: Optional[float] = None
-        self._stderr: Optional[_OutputPump] = None
-        self._stdout: Optional[_OutputPump] = None
+        super().__init__(python=python, startup_timeout=startup_timeout)
 
     def agent(self, name: str) -> str:
         if self.url is None:
             raise RuntimeError("LegacyAgentProcess is not running")
         return f"{self.url}/{name}"
 
-    @property
-    def stderr(self) -> str:
-        return self._stderr.text() if self._stderr else ""
 
-    def start(self) -> "LegacyAgentProcess":
-        if self.proc is not None:
-            raise RuntimeError("LegacyAgentProcess already started")
-        python = self._python or legacy_python()
-        ready: "queue.Queue[Optional[str]]" = queue.Queue()
-        t0 = time.monotonic()
-        self.proc = subprocess.Popen(
-            [python, str(LEGACY_AGENT_SCRIPT)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self._stderr = _OutputPump(self.proc.stderr)
-        self._stdout = _OutputPump(self.proc.stdout, on_line=ready.put)
-        deadline = t0 + self.startup_timeout
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise RuntimeError(
-                        f"v03_agent.py printed no ready line within {self.startup_timeout} s;"
-                        f" stderr:\n{self.stderr}")
-                try:
-                    line = ready.get(timeout=min(remaining, 0.5))
-                except queue.Empty:
-                    continue
-                if line is None:  # stdout closed: the process died
-                    self.proc.wait(timeout=10)
-                    self._stderr.join()
-                    raise RuntimeError(
-                        f"v03_agent.py exited with {self.proc.returncode} before it was ready;"
-                        f" stderr:\n{self.stderr}")
-                try:
-                    self.url = json.loads(line)["url"]
-                    break
-                except (ValueError, KeyError, TypeError):
-                    continue  # not the ready line
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - t0
-        return self
+class AdkAgentProcess(PeerAgentProcess):
+    """Run ``test/peers/adk_agent.py``: a deterministic google-adk agent published with ADK's
+    own ``to_a2a``, its card and JSON-RPC at :attr:`url`.
 
-    def stop(self) -> None:
-        """SIGTERM, wait up to 10 s, then SIGKILL. Idempotent."""
-        proc, self.proc = self.proc, None
-        _terminate(proc)
-        self.url = None
+    ``executor`` is ``"default"`` (what ``to_a2a`` builds) or ``"artifacts"`` (ADK's executor
+    that streams artifacts); the script's docstring tells what each sends. Start-up to the
+    ready line takes about 1.5 s.
+    """
 
-    def __enter__(self) -> "LegacyAgentProcess":
-        return self.start()
+    script = ADK_AGENT_SCRIPT
+    venv = ADK_VENV
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __init__(self, executor: str = "default", python: Optional[str] = None,
+                 startup_timeout: float = 30.0) -> None:
+        super().__init__("--executor", executor, python=python, startup_timeout=startup_timeout)
 
 
 # ---------------------------------------------------------------------------

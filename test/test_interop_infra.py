@@ -4,12 +4,15 @@
   streaming, including the input-required -> continue flow;
 * ovos-persona-server serving a rivescript persona answers a 1.3 client over A2A.
 
-The first run builds the 0.3 venv (about 30 s); tests FAIL if it cannot be built.
+The first run builds the 0.3 venv (about 30 s); tests fail if it cannot be built, and are
+skipped only when pip cannot reach its package index.
 """
 import asyncio
 import json
+import os
 import urllib.request
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,7 +20,8 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
-from interop import LegacyAgentProcess, PersonaServerProcess, legacy_python
+import interop
+from interop import LegacyAgentProcess, PeerVenv, PersonaServerProcess, free_port, legacy_python, peer_python
 
 # building the legacy venv on a cold cache can take longer than the default test timeout
 LEGACY_TIMEOUT = pytest.mark.timeout(900)
@@ -93,7 +97,6 @@ def _ids(events):
 @LEGACY_TIMEOUT
 def test_legacy_python_has_a2a_sdk_03():
     import subprocess
-    import interop
     out = subprocess.run([legacy_python(), "-c",
                           "import importlib.metadata as m; print(m.version('a2a-sdk'))"],
                          capture_output=True, text=True, check=True)
@@ -105,18 +108,46 @@ def test_legacy_python_env_override(monkeypatch):
     assert legacy_python() == "/some/where/python"
 
 
-@LEGACY_TIMEOUT
-def test_legacy_python_build_failure_raises_with_pip_output(monkeypatch, tmp_path):
-    """A venv that cannot be built is an error (RuntimeError with pip's output), never a skip."""
-    import interop
-    monkeypatch.delenv("A2A_V03_PYTHON", raising=False)
+def _fresh_cache(monkeypatch, tmp_path) -> Path:
+    """An empty cache root for this test's venvs."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(interop, "_legacy_python_cache", None)
-    monkeypatch.setattr(interop, "LEGACY_REQUIREMENTS", ("a2a-sdk==0.0.0.dev4242",))
+    return tmp_path / "ovos-a2a-solver-tests"
+
+
+def _pins_only(version: str) -> PeerVenv:
+    return PeerVenv(name=f"venv-probe-{version}", requirements=(f"a2a-sdk=={version}",), imports=("a2a",),
+                    python_var="OVOS_A2A_TESTS_NO_SUCH_PYTHON")
+
+
+@LEGACY_TIMEOUT
+def test_a_peer_venv_that_cannot_be_built_is_an_error_with_pips_output(monkeypatch, tmp_path):
+    """The index answers, but has no such version: RuntimeError with pip's output, not a skip."""
+    cache = _fresh_cache(monkeypatch, tmp_path)
     with pytest.raises(RuntimeError) as err:
-        interop.legacy_python()
+        peer_python(_pins_only("0.0.0.dev4242"))
     assert "pip install" in str(err.value) and "0.0.0.dev4242" in str(err.value)
-    assert not (tmp_path / "ovos-a2a-solver-tests" / interop.LEGACY_VENV_NAME).exists()
+    assert not (cache / "venv-probe-0.0.0.dev4242").exists()
+
+
+@LEGACY_TIMEOUT
+def test_a_peer_venv_is_skipped_only_when_the_package_index_is_unreachable(monkeypatch, tmp_path):
+    cache = _fresh_cache(monkeypatch, tmp_path)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no index, extra index or wheel folder from a config file
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    index = f"http://127.0.0.1:{free_port()}/simple/"  # nothing listens there
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        peer_python(_pins_only(interop.A2A_V03_VERSION))
+    assert "package index is unreachable" in str(skipped.value) and index in str(skipped.value)
+    assert not (cache / f"venv-probe-{interop.A2A_V03_VERSION}").exists()
+
+
+def test_a_peer_venv_takes_only_exact_pins():
+    assert _pins_only("1.2.3").pins() == {"a2a-sdk": "1.2.3"}
+    with pytest.raises(ValueError, match="pins no exact version"):
+        PeerVenv("venv-loose", ("a2a-sdk>=1",), ("a2a",), "OVOS_A2A_TESTS_NO_SUCH_PYTHON").pins()
 
 
 @LEGACY_TIMEOUT

@@ -22,12 +22,9 @@ Both advertise ``capabilities.streaming: true``, ``preferredTransport: JSONRPC``
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
-import socket
 import sys
+from pathlib import Path
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -46,6 +43,9 @@ from a2a.types import (
     TaskStatus,
     TextPart,
 )
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "peers"))
+from port0_server import serve  # noqa: E402  (shared with the other peer agents)
 
 
 def _text_part(text: str) -> Part:
@@ -135,31 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     args = parser.parse_args()
-
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio then enables TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    base_url = f"http://{args.host}:{port}"
-
-    config = uvicorn.Config(build_app(base_url), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-
-    async def serve() -> None:
-        async def announce() -> None:
-            while not server.started:
-                await asyncio.sleep(0.02)
-            sys.stdout.write(json.dumps({"url": base_url}) + "\n")
-            sys.stdout.flush()
-
-        watcher = asyncio.ensure_future(announce())
-        try:
-            await server.serve(sockets=[sock])  # uvicorn handles SIGTERM/SIGINT itself
-        finally:
-            watcher.cancel()
-
-    asyncio.run(serve())
+    serve(lambda host, port: build_app(f"http://{host}:{port}"), args.host)
 
 
 if __name__ == "__main__":

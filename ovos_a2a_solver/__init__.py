@@ -23,6 +23,8 @@ _EXPORTS = {
     "AgentTaskError": "ovos_a2a_solver._policy",
     "IncompleteAnswerError": "ovos_a2a_solver._policy",
     "CircuitOpenError": "ovos_a2a_solver._policy",
+    "MissingCredentialError": "ovos_a2a_solver._policy",
+    "Credentials": "ovos_a2a_solver._auth",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -30,11 +32,12 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._auth import Credentials
     from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver._policy import AgentTaskError, CircuitOpenError, IncompleteAnswerError
+    from ovos_a2a_solver._policy import AgentTaskError, CircuitOpenError, IncompleteAnswerError, MissingCredentialError
 
 
 def __getattr__(name: str) -> Any:

@@ -5,7 +5,8 @@
 Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 ``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
 ``a2a.utils.errors``), plus :class:`AgentTaskError` for a task the agent ended without
-an answer.
+an answer and the client's own errors below (incomplete answer, open circuit, missing
+credential).
 """
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ class AgentTaskError(A2AError):
 
 class IncompleteAnswerError(A2AClientError):
     """The agent's reply ended while its task was still running (no final state)."""
+
+
+class MissingCredentialError(A2AClientError):
+    """The agent's card requires a security scheme that no configured credential satisfies;
+    nothing was sent. ``schemes`` names the schemes of every requirement the card lists."""
+
+    def __init__(self, message: str, schemes: tuple[str, ...] = ()) -> None:
+        self.schemes = schemes
+        super().__init__(message)
 
 
 class Effect(enum.Enum):
@@ -208,8 +218,8 @@ class CircuitBreaker:
     def failed(self, exc: BaseException) -> None:
         import time
 
-        if isinstance(exc, CircuitOpenError) or not isinstance(exc, A2AClientError):
-            return  # not a turn that reached the agent, or the agent answered (protocol error)
+        if isinstance(exc, (CircuitOpenError, MissingCredentialError)) or not isinstance(exc, A2AClientError):
+            return  # not a turn that asked the agent, or the agent answered (protocol error)
         with self._lock:
             self._failures += 1
             if self._probing or (self._open_until is None and self._failures >= self.threshold):

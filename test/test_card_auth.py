@@ -230,3 +230,13 @@ def test_credentials_never_show_in_reprs():
                                            "oauth2_client_id": "c", "oauth2_client_secret": "s-secret"})
     for text in (repr(secret), repr(settings), repr(settings.credentials)):
         assert "secret" not in text.replace("client_secret", ""), text
+
+
+def test_every_credential_setting_is_in_the_readme_settings_table():
+    from pathlib import Path
+    from ovos_a2a_solver._settings import CREDENTIAL_KEYS
+
+    rows = [line for line in (Path(__file__).resolve().parent.parent / "README.md").read_text().splitlines()
+            if line.startswith("| `")]
+    for key in CREDENTIAL_KEYS:
+        assert any(f"`{key}`" in row.split(" | ")[0] for row in rows), key

@@ -86,8 +86,6 @@ class Credentials:
                 raise ValueError(f"{first} and {second} go together: set both")
         if self.username is not None and ":" in self.username:
             raise ValueError("username must not contain ':' (HTTP Basic cannot send it)")
-        if self.oauth2_client_secret == "":
-            raise ValueError("oauth2_client_secret is empty")
 
     def __bool__(self) -> bool:
         return any(getattr(self, f.name) is not None for f in fields(self))

@@ -27,7 +27,7 @@ import base64
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -132,7 +132,7 @@ class CardAuth:
     """The requirement chosen from a card, and the headers that satisfy it."""
 
     schemes: tuple[str, ...]
-    fixed: tuple[tuple[str, str], ...] = ()
+    fixed: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (header, value) pairs
     token: ClientCredentialsToken | None = None
 
     async def headers(self) -> dict[str, str]:
@@ -161,7 +161,7 @@ class _Answer:
     """How one scheme is answered: a header, a token, or the ``auth_header`` as it is."""
 
     header: str = ""
-    value: str = ""
+    value: str = field(default="", repr=False)
     token: ClientCredentialsToken | None = None
 
 

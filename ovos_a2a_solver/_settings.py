@@ -29,6 +29,9 @@ DEFAULT_RETRY_BASE_DELAY = 0.2
 DEFAULT_BREAKER_THRESHOLD = 3
 DEFAULT_BREAKER_COOLDOWN = 30.0
 
+#: The settings that make a :class:`Credentials` (one key per field, the same name).
+CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -104,7 +107,3 @@ class EngineSettings:
         """The credentials to send in the form the card names, if any are set."""
         credentials = Credentials(**{key: getattr(self, key) for key in CREDENTIAL_KEYS})
         return credentials if credentials else None
-
-
-#: The settings that make a :class:`Credentials`.
-CREDENTIAL_KEYS = ("bearer_token", "api_key", "username", "password", "oauth2_client_id", "oauth2_client_secret")

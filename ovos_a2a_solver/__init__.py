@@ -25,6 +25,8 @@ _EXPORTS = {
     "CircuitOpenError": "ovos_a2a_solver._policy",
     "StillWorkingError": "ovos_a2a_solver._policy",
     "CardSignatureError": "ovos_a2a_solver._policy",
+    "MissingCredentialError": "ovos_a2a_solver._policy",
+    "Credentials": "ovos_a2a_solver._auth",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -32,12 +34,13 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._auth import Credentials
     from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver._policy import (AgentTaskError, CardSignatureError, CircuitOpenError,
-                                         IncompleteAnswerError, StillWorkingError)
+                                         IncompleteAnswerError, MissingCredentialError, StillWorkingError)
 
 
 def __getattr__(name: str) -> Any:

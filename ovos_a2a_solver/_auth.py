@@ -2,14 +2,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """Credentials bound to origins.
 
-An ``auth_header`` is given for one agent. It is attached only to requests whose
-origin (scheme, host, port) is the agent's own or one the user listed as trusted:
-never to another origin that the agent card, a redirect or an interface URL names.
+Credentials are given for one agent: an ``auth_header`` sent as it is, and
+:class:`Credentials` sent in the form the agent's card names (see ``_schemes``). They
+are attached only to requests whose origin (scheme, host, port) is the agent's own or
+one the user listed as trusted: never to another origin that the agent card, a
+redirect or an interface URL names.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._schemes import CardAuth
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "grpc": 443}
 
@@ -48,11 +55,64 @@ def parse_auth_header(value: str) -> tuple[str, str]:
     return "Authorization", value
 
 
-class OriginCredentials:
-    """One header, and the origins allowed to receive it."""
+@dataclass(frozen=True, repr=False)
+class Credentials:
+    """Credentials for one agent, each sent in the form its card's security schemes name.
 
-    def __init__(self, auth_header: str, agent_url: str, trusted: Iterable[str] = ()) -> None:
-        self.header, self._value = parse_auth_header(auth_header)
+    * ``bearer_token``: an HTTP bearer scheme, or an OAuth2 / OpenID Connect scheme (a token
+      got elsewhere): ``Authorization: Bearer <token>``.
+    * ``api_key``: an API key scheme, in the header (or cookie) the scheme names.
+    * ``username`` and ``password``: an HTTP Basic scheme.
+    * ``oauth2_client_id`` and ``oauth2_client_secret``: an OAuth2 scheme with a
+      client-credentials flow; the token is fetched from the flow's ``tokenUrl``.
+    """
+
+    bearer_token: str | None = None
+    api_key: str | None = None
+    username: str | None = None
+    password: str | None = None
+    oauth2_client_id: str | None = None
+    oauth2_client_secret: str | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{f.name} must be a string")
+            if value == "" and f.name != "password":  # an empty password is a password (a key as user name)
+                raise ValueError(f"{f.name} is empty")
+        for first, second in (("username", "password"), ("oauth2_client_id", "oauth2_client_secret")):
+            if (getattr(self, first) is None) != (getattr(self, second) is None):
+                raise ValueError(f"{first} and {second} go together: set both")
+        if self.username is not None and ":" in self.username:
+            raise ValueError("username must not contain ':' (HTTP Basic cannot send it)")
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def identity(self) -> str:
+        """All the values, in one string: who is calling (two callers never share a conversation)."""
+        return "\n".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                         if getattr(self, f.name) is not None)
+
+    def __repr__(self) -> str:
+        given = ", ".join(f"{f.name}=<redacted>" for f in fields(self) if getattr(self, f.name) is not None)
+        return f"Credentials({given})"
+
+
+class OriginCredentials:
+    """What may be sent to one agent, and the origins allowed to receive it.
+
+    ``auth_header`` is sent as it is. ``credentials`` are sent as ``card_auth`` says, which
+    the connection sets once it has read the card (``_schemes.card_auth``); a header of
+    ``card_auth`` replaces an ``auth_header`` of the same name.
+    """
+
+    def __init__(self, auth_header: str | None, agent_url: str, trusted: Iterable[str] = (),
+                 credentials: Credentials | None = None) -> None:
+        self.header, self._value = parse_auth_header(auth_header) if auth_header else (None, None)
+        self.credentials = credentials if credentials else None
+        self.card_auth: CardAuth | None = None
         origins = set()
         for url in (agent_url, *trusted):
             origin = origin_of(url)
@@ -62,57 +122,104 @@ class OriginCredentials:
         self.origins = frozenset(origins)
 
     def allows(self, url: str) -> bool:
-        """Whether a request to ``url`` may carry the credential."""
+        """Whether a request to ``url`` may carry the credentials."""
         return origin_of(url) in self.origins
 
-    def headers_for(self, url: str) -> dict[str, str]:
-        """The credential header for ``url``, or nothing."""
-        return {self.header: self._value} if self.allows(url) else {}
+    async def headers_for(self, url: str) -> dict[str, str]:
+        """The credential headers for ``url``, or nothing (an OAuth2 token is fetched if needed)."""
+        if not self.allows(url):
+            return {}
+        headers = {self.header: self._value} if self.header else {}
+        card_auth = self.card_auth
+        if card_auth is not None:
+            for name, value in (await card_auth.headers()).items():
+                headers = {k: v for k, v in headers.items() if k.lower() != name.lower()}
+                headers[name] = value
+        return headers
 
-    def grpc_metadata(self) -> tuple[str, str]:
-        """The credential as one gRPC metadata pair (keys are lower case there)."""
-        return self.header.lower(), self._value
+    async def refused(self, sent: dict[str, str]) -> bool:
+        """The agent refused a request that carried ``sent`` (HTTP 401, gRPC UNAUTHENTICATED):
+        drop a fetched token it carried; True when a fresh one was got, worth one more try."""
+        card_auth = self.card_auth
+        return card_auth is not None and await card_auth.renewed(sent)
+
+    def forget_refused(self, sent: dict[str, str]) -> None:
+        """Like :meth:`refused`, without fetching: the next request gets a fresh token."""
+        card_auth = self.card_auth
+        if card_auth is not None:
+            card_auth.forget(sent)
 
     def __repr__(self) -> str:
-        return f"OriginCredentials(header={self.header!r}, value=<redacted>, origins={sorted(self.origins)})"
+        return (f"OriginCredentials(header={self.header!r}, value=<redacted>, credentials={self.credentials!r}, "
+                f"origins={sorted(self.origins)})")
 
 
 def httpx_auth(credentials: OriginCredentials):
-    """An ``httpx.Auth`` that adds the header only on allowed origins.
+    """An ``httpx.Auth`` that adds the credentials only on allowed origins.
 
     httpx runs the auth flow once per request it is asked to send and drops
     ``Authorization`` itself on a cross-origin redirect, so neither a card, an
-    interface URL nor a redirect can lead the credential elsewhere.
+    interface URL nor a redirect can lead the credential elsewhere. An HTTP 401 to a
+    fetched OAuth2 token gets one more try with a fresh token.
     """
     import httpx
 
     class _OriginBoundAuth(httpx.Auth):
-        def auth_flow(self, request):
-            headers = credentials.headers_for(str(request.url))
+        async def async_auth_flow(self, request):
+            headers = await credentials.headers_for(str(request.url))
             request.headers.update(headers)
-            yield request
+            response = yield request
+            if response.status_code == 401 and headers and await credentials.refused(headers):
+                request.headers.update(await credentials.headers_for(str(request.url)))
+                yield request
 
     return _OriginBoundAuth()
 
 
 def grpc_metadata_interceptors(credentials: OriginCredentials | None, target: str) -> list:
-    """gRPC client interceptors adding the credential for ``target`` (if it is trusted)."""
+    """gRPC client interceptors adding the credentials for ``target`` (if it is trusted).
+
+    A unary call refused ``UNAUTHENTICATED`` while it carried a fetched OAuth2 token is
+    made once more with a fresh token; a refused stream drops the token, so the next
+    call fetches a new one.
+    """
     if credentials is None or not credentials.allows(target):
         return []
+    import asyncio
+
     import grpc
 
-    pair = credentials.grpc_metadata()
-
-    def with_metadata(details):
-        metadata = grpc.aio.Metadata(*(details.metadata or ()), pair)
-        return details._replace(metadata=metadata)
+    async def with_metadata(details):
+        headers = await credentials.headers_for(target)
+        pairs = [(name.lower(), value) for name, value in headers.items()]
+        return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), *pairs)), headers
 
     class _Unary(grpc.aio.UnaryUnaryClientInterceptor):
         async def intercept_unary_unary(self, continuation, details, request):
-            return await continuation(with_metadata(details), request)
+            sent_details, headers = await with_metadata(details)
+            call = await continuation(sent_details, request)
+            if headers and await call.code() == grpc.StatusCode.UNAUTHENTICATED \
+                    and await credentials.refused(headers):
+                return await continuation((await with_metadata(details))[0], request)
+            return call
 
     class _Stream(grpc.aio.UnaryStreamClientInterceptor):
         async def intercept_unary_stream(self, continuation, details, request):
-            return await continuation(with_metadata(details), request)
+            sent_details, headers = await with_metadata(details)
+            call = await continuation(sent_details, request)
+            if headers:
+                call.add_done_callback(lambda done: _forget_if_refused(done, headers))
+            return call
+
+    checks: set = set()  # the status checks of ended streams, held until they are done
+
+    def _forget_if_refused(call, headers) -> None:
+        async def check() -> None:
+            if await call.code() == grpc.StatusCode.UNAUTHENTICATED:
+                credentials.forget_refused(headers)
+
+        task = asyncio.ensure_future(check())
+        checks.add(task)
+        task.add_done_callback(checks.discard)
 
     return [_Unary(), _Stream()]

@@ -3,13 +3,15 @@
 """One agent, reachable: its card, one HTTP client, and the a2a-sdk clients built from the card.
 
 Everything here runs on the background loop (see ``_loop``). The card is resolved once
-and reused; transports are rebuilt only when the card changes.
+and reused; transports are rebuilt, and the credentials its security requirements ask
+for chosen again, only when the card changes.
 """
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-from typing import TYPE_CHECKING
+import logging
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -18,6 +20,9 @@ from a2a.utils.constants import TransportProtocol
 
 from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
 from ovos_a2a_solver._cards import CardResolver
+from ovos_a2a_solver._schemes import ClientCredentialsToken, card_auth
+
+LOG = logging.getLogger("ovos_a2a_solver")
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver._signatures import CustomCheck, SignatureCheck
@@ -52,6 +57,9 @@ class AgentConnection:
         self.cards = CardResolver(agent_url, self.http, signature_check)
         self._clients: dict[bool, tuple[int, Client]] = {}
         self._lock = asyncio.Lock()
+        self._authorized = -1  # the card generation whose security requirements are met
+        self._reachable = False  # whether one of its interfaces may receive the credentials
+        self._tokens: dict[tuple, ClientCredentialsToken] = {}
 
     async def card(self):
         """The agent's card (SDK protobuf), from cache when fresh."""
@@ -61,6 +69,7 @@ class AgentConnection:
         """An SDK client for the card's preferred transport; one per mode, reused."""
         card = await self.cards.get()
         generation = self.cards.generation
+        await self._authorize(card, generation)
         cached = self._clients.get(streaming)
         if cached and cached[0] == generation:
             return cached[1]
@@ -85,6 +94,32 @@ class AgentConnection:
                 await cached[1].close()
             self._clients[streaming] = (generation, client)
             return client
+
+    async def _authorize(self, card, generation: int) -> None:
+        """Choose the credentials the card's security requirements ask for (raises
+        ``MissingCredentialError`` when none fit), and get an OAuth2 token if one is needed,
+        before any request that needs it."""
+        credentials = self._credentials
+        if self._authorized != generation:
+            chosen = card_auth(card, credentials, self._token)
+            self._authorized = generation
+            if credentials is None:
+                return
+            credentials.card_auth = chosen
+            self._reachable = any(credentials.allows(i.url) for i in card.supported_interfaces)
+            if chosen is not None and chosen.schemes and not self._reachable:
+                LOG.warning("%s: the card's interfaces are on other origins, where no credential is sent "
+                            "(list them in trusted_origins to send it)", self.agent_url)
+        if credentials is not None and credentials.card_auth is not None and self._reachable:
+            await credentials.card_auth.headers()
+
+    def _token(self, token_url: str, client_id: str, client_secret: str,
+               scopes: tuple[str, ...]) -> ClientCredentialsToken:
+        """One token per endpoint, client and scopes, kept while the card changes."""
+        key = (token_url, client_id, client_secret, scopes)
+        if key not in self._tokens:
+            self._tokens[key] = ClientCredentialsToken(self.http, token_url, client_id, client_secret, scopes)
+        return self._tokens[key]
 
     def invalidate(self) -> None:
         """Resolve the card again before the next call (the agent could not be reached)."""

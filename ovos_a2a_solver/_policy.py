@@ -6,8 +6,9 @@ Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 ``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
 ``a2a.utils.errors``), plus :class:`AgentTaskError` for a task the agent ended without
 an answer, :class:`CardSignatureError` for a card whose required signature is not
-valid, and :class:`StillWorkingError` for a turn whose deadline passed while the
-agent went on working.
+valid, :class:`StillWorkingError` for a turn whose deadline passed while the agent
+went on working, and the client's own errors below (incomplete answer, open circuit,
+missing credential).
 """
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ class CardSignatureError(AgentCardResolutionError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class MissingCredentialError(A2AClientError):
+    """The agent's card requires a security scheme that no configured credential satisfies;
+    nothing was sent. ``schemes`` names the schemes of every requirement the card lists."""
+
+    def __init__(self, message: str, schemes: tuple[str, ...] = ()) -> None:
+        self.schemes = schemes
+        super().__init__(message)
 
 
 class Effect(enum.Enum):
@@ -250,8 +260,8 @@ class CircuitBreaker:
     def failed(self, exc: BaseException) -> None:
         import time
 
-        if isinstance(exc, CircuitOpenError) or agent_answered(exc):
-            return  # not a turn that reached the agent, or the agent answered (protocol error)
+        if isinstance(exc, (CircuitOpenError, MissingCredentialError)) or agent_answered(exc):
+            return  # not a turn that asked the agent, or the agent answered (protocol error)
         with self._lock:
             self._failures += 1
             if self._probing or (self._open_until is None and self._failures >= self.threshold):

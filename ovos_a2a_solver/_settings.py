@@ -4,10 +4,10 @@
 defaulted here and nowhere else."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from ovos_a2a_solver._auth import origin_of
+from ovos_a2a_solver._auth import Credentials, origin_of
 from ovos_a2a_solver._conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
 from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 
@@ -35,6 +35,9 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 #: (the answer then comes before the session's next one).
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
 
+#: The settings that make a :class:`Credentials` (one key per field, the same name).
+CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
+
 
 @dataclass(frozen=True)
 class EngineSettings:
@@ -42,6 +45,13 @@ class EngineSettings:
 
     agent_url: str
     auth_header: str | None = None
+    # sent in the form the card's security schemes name (see ``Credentials``)
+    bearer_token: str | None = field(default=None, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    oauth2_client_id: str | None = None
+    oauth2_client_secret: str | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     streaming: bool = False
     trusted_origins: tuple[str, ...] = ()
@@ -96,8 +106,18 @@ class EngineSettings:
         for key in ("auth_header", "state_file", "still_working", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
-        for key in ("auth_header", "card_public_key", "card_jwks_url"):
+        for key in ("card_public_key", "card_jwks_url"):
             values[key] = values.get(key) or None
+        values["auth_header"] = values.get("auth_header") or None
+        for key in CREDENTIAL_KEYS:
+            if values.get(key) is not None and not isinstance(values[key], str):
+                raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
+            if values.get(key) == "" and not (key == "password" and values.get("username")):
+                values[key] = None  # empty: not set (but an empty password is a password)
+        try:
+            Credentials(**{key: values.get(key) for key in CREDENTIAL_KEYS})
+        except ValueError as exc:
+            raise ValueError(f"ovos-a2a-solver: {exc}") from None
         values["namespace"] = str(values.get("namespace") or "")
         if not (values.get("still_working") or "").strip():
             values.pop("still_working", None)  # empty: the default line
@@ -110,3 +130,9 @@ class EngineSettings:
         except ValueError as exc:
             raise ValueError(f"ovos-a2a-solver: {exc}") from None
         return settings
+
+    @property
+    def credentials(self) -> Credentials | None:
+        """The credentials to send in the form the card names, if any are set."""
+        credentials = Credentials(**{key: getattr(self, key) for key in CREDENTIAL_KEYS})
+        return credentials if credentials else None

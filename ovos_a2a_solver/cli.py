@@ -641,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # every failure ends as one readable line (the traceback with --debug)
             if debug:
                 raise
-            message = _unauthorized(exc, args) or _one_line(exc) + _still_working_hint(exc, args)
+            message = (_unauthorized(exc, args) or _missing_credential(exc)
+                       or _one_line(exc) + _still_working_hint(exc, args))
             print(f"ovos-a2a: {message}", file=sys.stderr)
             return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do
@@ -682,6 +683,16 @@ def _unauthorized(exc: BaseException, args) -> str | None:
     given = getattr(args, "auth", None) or getattr(args, "password", None)
     what = "refused the credential given" if given else "wants a credential (HTTP 401)"
     return (f"{url} {what}{schemes}: pass --auth \"Bearer TOKEN\" (or \"Header-Name: value\"), "
+            f"or --password for HTTP Basic (user --user, default a2a)")
+
+
+def _missing_credential(exc: BaseException) -> str | None:
+    """For a card whose security requirements no credential given fits: its words, and the flags."""
+    from ovos_a2a_solver._policy import MissingCredentialError
+
+    if not isinstance(exc, MissingCredentialError):
+        return None
+    return (f"{exc}; on the command line pass --auth \"Bearer TOKEN\" (or \"Header-Name: value\"), "
             f"or --password for HTTP Basic (user --user, default a2a)")
 
 

@@ -38,14 +38,14 @@ from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
 from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, Revision, TextPieces
-from ovos_a2a_solver._auth import OriginCredentials, origin_of
+from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CardSignatureError,
-                                    CircuitOpenError, Effect, IncompleteAnswerError, StillWorkingError,
-                                    CircuitBreaker, agent_answered, backoff_delay, connection_lost, effect_of_error,
-                                    interface_gone, never_delivered, transient)
+                                    CircuitOpenError, Effect, IncompleteAnswerError, MissingCredentialError,
+                                    StillWorkingError, CircuitBreaker, agent_answered, backoff_delay,
+                                    connection_lost, effect_of_error, interface_gone, never_delivered, transient)
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
@@ -54,7 +54,8 @@ from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER
 LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "CardSignatureError", "CircuitOpenError", "IncompleteAnswerError", "StillWorkingError", "TaskUpdate"]
+           "CardSignatureError", "CircuitOpenError", "Credentials", "IncompleteAnswerError", "MissingCredentialError",
+           "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -87,15 +88,16 @@ class _Running:
     stopped: "asyncio.Future | None" = None  # set by stop(): True once the agent canceled the task
 
 
-def conversation_key(agent_url: str, namespace: str = "", auth_header: str | None = None) -> str:
-    """The key a client's conversations are stored under: agent, namespace, and who is calling."""
+def conversation_key(agent_url: str, namespace: str = "", caller: str | None = None) -> str:
+    """The key a client's conversations are stored under: agent, namespace, and who is calling
+    (``caller``: the credentials, hashed)."""
     origin = origin_of(agent_url)
     path = agent_url.split("://", 1)[-1].partition("/")[2].rstrip("/")
     key = f"{origin[0]}://{origin[1]}:{origin[2]}/{path}" if origin else agent_url
     if namespace:
         key += "#" + namespace
-    if auth_header:
-        key += "@" + hashlib.sha256(auth_header.encode()).hexdigest()[:12]
+    if caller:
+        key += "@" + hashlib.sha256(caller.encode()).hexdigest()[:12]
     return key
 
 
@@ -108,10 +110,14 @@ class _BaseClient:
         base_url: the agent's URL; its card is looked up under it (or it is the card's URL).
         auth_header: sent as ``Authorization`` (``"Bearer abc"``), or ``"Name: value"`` for
             another header; only ever to ``base_url``'s origin and ``trusted_origins``.
+        credentials: :class:`Credentials` sent in the form the card's security requirements
+            name (bearer, API key, Basic, OAuth2 client credentials), to the same origins;
+            when the card requires a scheme that neither these nor ``auth_header`` satisfy,
+            calls raise :class:`MissingCredentialError` before anything is sent.
         timeout: overall deadline of each call in seconds (``DEFAULT_TIMEOUT``, 30).
         streaming: use streaming (SSE / server streaming) when the agent offers it.
         trusted_origins: other origins (``https://host:port``, ``host:port`` for gRPC) that
-            may receive ``auth_header``.
+            may receive ``auth_header`` and ``credentials``.
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
         require_signed_card: refuse a card without a valid signature (A2A 1.0 §8.4) by a key from
@@ -131,7 +137,8 @@ class _BaseClient:
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
-                 streaming: bool = False, *, trusted_origins: Iterable[str] = (),
+                 streaming: bool = False, *, credentials: Credentials | None = None,
+                 trusted_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
                  require_signed_card: bool = False, card_public_key: str | None = None,
                  card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
@@ -146,8 +153,12 @@ class _BaseClient:
         self.timeout = float(timeout)
         self.streaming = bool(streaming)
         self.conversations = conversations if conversations is not None else ConversationStore()
-        self.conversation_key = conversation_key(base_url, namespace, auth_header)
-        self._credentials = OriginCredentials(auth_header, base_url, trusted_origins) if auth_header else None
+        if credentials is not None and not isinstance(credentials, Credentials):
+            raise ValueError(f"credentials must be an ovos_a2a_solver.Credentials, not {type(credentials).__name__}")
+        caller = "\n".join(filter(None, (auth_header, credentials.identity() if credentials else "")))
+        self.conversation_key = conversation_key(base_url, namespace, caller)
+        self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials)
+                             if auth_header or credentials else None)
         self._signature_check = signature_check(base_url, required=require_signed_card,
                                                 public_key_file=card_public_key, jwks_url=card_jwks_url,
                                                 verifier=signature_verifier)

@@ -67,7 +67,8 @@ class A2AChatEngine(ChatEngine):
                 path = (s.state_file or default_state_path()) if s.persist_conversations else None
                 store = ConversationStore(path, max_conversations=s.max_conversations, idle_ttl=s.conversation_ttl)
                 self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
-                                         streaming=s.streaming, trusted_origins=s.trusted_origins,
+                                         streaming=s.streaming, credentials=s.credentials,
+                                         trusted_origins=s.trusted_origins,
                                          conversations=store, namespace=s.namespace,
                                          require_signed_card=s.require_signed_card,
                                          card_public_key=s.card_public_key, card_jwks_url=s.card_jwks_url,

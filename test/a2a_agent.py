@@ -59,7 +59,7 @@ Card / transport variants (echo behaviour):
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
   v03-legacy (same endpoint, card with only the 0.3 fields, as a 0.3 server sends it),
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
-  cached (Cache-Control: max-age=1), secure (needs "Authorization: Bearer s3cret"),
+  cached (Cache-Control: max-age=1),
   upgradable, movable (card and bindings switched in place by /_admin/upgrade),
   huge-card (a 50 MB card, streamed without Content-Length),
   foreign (with --foreign-url: card pointing at URL),
@@ -71,6 +71,22 @@ Signed cards (echo behaviour; ES256 by a key made at start, kid "test-agent-key"
   signed-unknown-key  signed by a second key, whose kid the JWK Set does not hold.
   signed-foreign-jku  jku on another origin (http://localhost:PORT/signed/...: the same
                    server and a valid key set, but another host name).
+Security (echo behaviour; the card declares the schemes and requirements; a request that
+satisfies none of them gets HTTP 401 before it reaches the agent; the cards stay public):
+  secure           HTTP bearer "bearer": "Authorization: Bearer s3cret"
+  keyed            API key "key": header "X-Agent-Key: k-123"
+  basic            HTTP Basic "basic": user "ada", password "lovelace"
+  oauth            OAuth2 client credentials "oauth", scope "chat": a token from
+                   POST {url}/token (clients "client-1"/"secret-1", tokens for an hour;
+                   "short-lived"/"secret-2", tokens for 1 s), sent as Bearer
+  either           "oauth" with scope "chat", or else "key"
+  keyed-v03        keyed, speaking A2A 0.3, its card with only the 0.3 fields
+  oauth-rest       oauth over HTTP+JSON only
+  oauth-plain      OAuth2 whose token URL is plain http on another origin
+  guarded          needs the bearer token, but its card declares no scheme
+  grpc-oauth       the card of grpc-only (its gRPC server) requiring "oauth"; over gRPC
+                   a revoked token is refused UNAUTHENTICATED (other calls pass)
+  foreign-keyed    (with --foreign-url) a card requiring "key" whose interface is URL
 
 Admin endpoints (plain JSON):
   GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}, "cancels": {agent: n}}
@@ -81,6 +97,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated send its second sentence
   POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
+  GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
+  POST   /_admin/revoke   revoke every token issued so far (the agents answer 401 to them)
   GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
   POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
                           bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
@@ -90,6 +108,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -135,7 +154,11 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     Artifact,
+    APIKeySecurityScheme,
+    ClientCredentialsOAuthFlow,
     HTTPAuthSecurityScheme,
+    OAuth2SecurityScheme,
+    OAuthFlows,
     ListTasksRequest,
     Message,
     Part,
@@ -152,10 +175,15 @@ from a2a.utils.signing import create_agent_card_signer
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
+from urllib.parse import parse_qs, unquote
 
 
 STEP = 0.03  # pause between streamed events
 BEARER_TOKEN = 's3cret'
+API_KEY_HEADER, API_KEY = 'X-Agent-Key', 'k-123'
+BASIC_USER, BASIC_PASSWORD = 'ada', 'lovelace'
+OAUTH_CLIENTS = {'client-1': ('secret-1', 3600), 'short-lived': ('secret-2', 1)}  # id: (secret, token lifetime)
+OAUTH_SCOPE = 'chat'
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -179,6 +207,8 @@ class Observations:
     release: asyncio.Event = field(default_factory=asyncio.Event)
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
     switches: dict[str, Switch] = field(default_factory=dict)
+    token_requests: list[dict] = field(default_factory=list)
+    tokens: dict[str, bool] = field(default_factory=dict)  # issued token -> still valid
 
 
 # --------------------------------------------------------------------------
@@ -645,7 +675,8 @@ class AgentSpec:
     bindings: tuple[str, ...] = DEFAULT_BINDINGS
     card_style: str = 'standard'  # standard | legacy-path | legacy-fields | redirect | huge
     cache_control: str | None = None
-    secure: bool = False
+    security: tuple[tuple[str, ...], ...] = ()  # requirements: alternatives, each of scheme names (SCHEMES)
+    declare_security: bool = True  # False: required, but the card does not say so
     refuse_unknown_contexts: bool = False
     cancelable: bool = True  # False: CancelTask is answered TaskNotCancelable
     target_url: str | None = None  # foreign / redirect
@@ -696,7 +727,22 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('hybrid', 'Echo speaking JSON-RPC 1.0 and 0.3 on one URL.', echo, bindings=(JSONRPC_1, JSONRPC_03)),
         AgentSpec('old', 'Echo whose card is only at .well-known/agent.json.', echo, card_style='legacy-path'),
         AgentSpec('cached', 'Echo whose card may be cached for 1 s.', echo, cache_control='max-age=1'),
-        AgentSpec('secure', 'Echo that needs a bearer token.', echo, secure=True),
+        AgentSpec('secure', 'Echo that needs a bearer token.', echo, security=(('bearer',),)),
+        AgentSpec('keyed', 'Echo that needs an API key in a header.', echo, security=(('key',),)),
+        AgentSpec('basic', 'Echo that needs HTTP Basic.', echo, security=(('basic',),)),
+        AgentSpec('oauth', 'Echo that needs an OAuth2 client-credentials token.', echo, security=(('oauth',),)),
+        AgentSpec('either', 'Echo that needs an OAuth2 token or else an API key.', echo,
+                  security=(('oauth',), ('key',))),
+        AgentSpec('keyed-v03', 'Echo speaking A2A 0.3 that needs an API key.', echo, bindings=(JSONRPC_03,),
+                  card_style='legacy-fields', security=(('key',),)),
+        AgentSpec('oauth-rest', 'Echo over HTTP+JSON that needs an OAuth2 token.', echo, bindings=(REST,),
+                  security=(('oauth',),)),
+        AgentSpec('oauth-plain', 'Echo whose OAuth2 token URL is plain http elsewhere.', echo,
+                  security=(('oauth-plain',),)),
+        AgentSpec('guarded', 'Echo that needs a bearer token its card does not mention.', echo,
+                  security=(('bearer',),), declare_security=False),
+        AgentSpec('grpc-oauth', "grpc-only's gRPC server, with a card requiring an OAuth2 token.", None,
+                  bindings=(GRPC,), security=(('oauth',),)),
         AgentSpec('huge-card', 'Echo whose card is 50 MB, streamed.', echo, card_style='huge'),
         AgentSpec('upgradable', 'Echo speaking A2A 0.3; upgraded in place to 1.0 by /_admin/upgrade.', echo,
                   bindings=(JSONRPC_03,), upgrades=((JSONRPC_1,),)),
@@ -714,6 +760,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
             AgentSpec('foreign', 'Card pointing at another server.', None, bindings=(), target_url=foreign_url),
             AgentSpec('redirect', 'Card redirecting to another server.', None, bindings=(),
                       card_style='redirect', target_url=foreign_url),
+            AgentSpec('foreign-keyed', 'Card requiring an API key, pointing at another server.', None,
+                      bindings=(), target_url=foreign_url, security=(('key',),)),
         ]
     return specs
 
@@ -741,10 +789,13 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
         default_input_modes=['text/plain'], default_output_modes=['text/plain'],
         skills=[skill],
     )
-    if spec.secure:
-        card.security_schemes['bearer'].CopyFrom(
-            SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme='bearer')))
-        card.security_requirements.append(SecurityRequirement(schemes={'bearer': StringList()}))
+    if spec.declare_security:
+        schemes = security_schemes(base)
+        for requirement in spec.security:
+            for name in requirement:
+                card.security_schemes[name].CopyFrom(schemes[name])
+            card.security_requirements.append(SecurityRequirement(
+                schemes={name: StringList(list=SCOPES.get(name, [])) for name in requirement}))
     if spec.signing:
         sign_card(card, spec, base)
     return card
@@ -775,6 +826,24 @@ def sign_card(card: AgentCard, spec: AgentSpec, base: str) -> None:
     create_agent_card_signer(key.pem, {'alg': 'ES256', 'kid': key.kid, 'jku': jku, 'typ': 'JOSE'})(card)
     if spec.signing == 'tampered':
         card.description = 'Changed after it was signed.'
+
+
+SCOPES = {'oauth': [OAUTH_SCOPE], 'oauth-plain': [OAUTH_SCOPE]}
+
+
+def security_schemes(base: str) -> dict[str, SecurityScheme]:
+    """The schemes the agents' cards may require, by name."""
+    def oauth(token_url: str) -> SecurityScheme:
+        flow = ClientCredentialsOAuthFlow(token_url=token_url, scopes={OAUTH_SCOPE: 'talk to the agent'})
+        return SecurityScheme(oauth2_security_scheme=OAuth2SecurityScheme(flows=OAuthFlows(client_credentials=flow)))
+
+    return {
+        'bearer': SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme='bearer')),
+        'basic': SecurityScheme(http_auth_security_scheme=HTTPAuthSecurityScheme(scheme='Basic')),
+        'key': SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(location='header', name=API_KEY_HEADER)),
+        'oauth': oauth(f'{base}/token'),
+        'oauth-plain': oauth('http://127.0.0.1:9/token'),  # the discard port: another origin
+    }
 
 
 def card_routes(spec: AgentSpec, card: AgentCard) -> list[BaseRoute]:
@@ -870,16 +939,35 @@ class RequestRecorder:
 
 
 class GrpcRecorder(grpc.aio.ServerInterceptor):
-    """Records gRPC calls in the same log: path = the gRPC method, headers = its metadata."""
+    """Records gRPC calls in the same log: path = the gRPC method, headers = its metadata.
+    A call that carries a revoked OAuth2 token is refused UNAUTHENTICATED."""
 
     def __init__(self, obs: Observations):
         self.obs = obs
 
     async def intercept_service(self, continuation, handler_call_details):
-        self.obs.requests.append({'path': handler_call_details.method, 'method': 'GRPC',
-                                  'headers': {k: v for k, v in handler_call_details.invocation_metadata
-                                              if isinstance(v, str)}})
-        return await continuation(handler_call_details)
+        headers = {k: v for k, v in handler_call_details.invocation_metadata if isinstance(v, str)}
+        self.obs.requests.append({'path': handler_call_details.method, 'method': 'GRPC', 'headers': headers})
+        handler = await continuation(handler_call_details)
+        token = headers.get('authorization', '').removeprefix('Bearer ')
+        if handler is None or self.obs.tokens.get(token, True):
+            return handler
+        return refusing(handler)
+
+
+def refusing(handler):
+    """A handler of the same kind as ``handler`` that refuses the call UNAUTHENTICATED."""
+    async def refuse(request, context):
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, 'token revoked')
+
+    async def refuse_stream(request, context):
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, 'token revoked')
+        yield  # pragma: no cover (a generator: the stream's handler)
+
+    kinds = dict(request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer)
+    if handler.unary_stream:
+        return grpc.unary_stream_rpc_method_handler(refuse_stream, **kinds)
+    return grpc.unary_unary_rpc_method_handler(refuse, **kinds)
 
 
 class Flaky:
@@ -943,23 +1031,64 @@ class CutStream:
         await self.app(scope, replay, cutting)
 
 
-class BearerGuard:
-    """401 for requests under `prefix` without the bearer token (cards stay public)."""
+def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
+    """Whether request headers (lower-case names) carry the credential of one scheme."""
+    authorization = headers.get('authorization', '')
+    if scheme == 'bearer':
+        return authorization == f'Bearer {BEARER_TOKEN}'
+    if scheme == 'basic':
+        return authorization == 'Basic ' + base64.b64encode(f'{BASIC_USER}:{BASIC_PASSWORD}'.encode()).decode()
+    if scheme == 'key':
+        return headers.get(API_KEY_HEADER.lower()) == API_KEY
+    if scheme in ('oauth', 'oauth-plain'):
+        token = authorization.removeprefix('Bearer ')
+        return authorization.startswith('Bearer ') and obs.tokens.get(token, False)
+    raise ValueError(f'unknown scheme {scheme!r}')
 
-    def __init__(self, app, prefix: str, token: str):
-        self.app, self.prefix, self.expected = app, prefix, f'Bearer {token}'
+
+class SchemeGuard:
+    """401 for a request to an agent with security requirements that satisfies none of them
+    (cards stay public)."""
+
+    def __init__(self, app, specs: list[AgentSpec], obs: Observations):
+        self.app, self.obs = app, obs
+        self.requirements = {f'/{spec.name}': spec.security for spec in specs if spec.security}
 
     async def __call__(self, scope, receive, send):
         path = scope.get('path', '')
-        guarded = scope['type'] == 'http' and (path == self.prefix or path.startswith(self.prefix + '/')) \
-            and not CARD_PATH.match(path)
-        if guarded:
-            sent = dict(scope['headers']).get(b'authorization', b'').decode('latin-1')
-            if sent != self.expected:
-                response = JSONResponse({'error': 'unauthorized', 'detail': 'missing or wrong bearer token'},
+        prefix = '/' + path.split('/')[1] if scope['type'] == 'http' and path.count('/') else ''
+        requirements = self.requirements.get(prefix)
+        if requirements and not CARD_PATH.match(path):
+            headers = {k.decode('latin-1').lower(): v.decode('latin-1') for k, v in scope['headers']}
+            if not any(all(satisfies(name, headers, self.obs) for name in requirement)
+                       for requirement in requirements):
+                response = JSONResponse({'error': 'unauthorized', 'detail': 'missing or wrong credential'},
                                         status_code=401, headers={'WWW-Authenticate': 'Bearer'})
                 return await response(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+def token_route(obs: Observations) -> Route:
+    """The OAuth2 token endpoint (client-credentials grant, client authenticated with HTTP Basic)."""
+
+    async def token(request: Request):
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        user, _, secret = base64.b64decode(
+            request.headers.get('authorization', 'Basic ').removeprefix('Basic ') or b'').decode().partition(':')
+        client = unquote(user)
+        obs.token_requests.append({'grant_type': form.get('grant_type'), 'scope': form.get('scope'),
+                                   'client': client})
+        if form.get('grant_type') != 'client_credentials':
+            return JSONResponse({'error': 'unsupported_grant_type'}, status_code=400)
+        if OAUTH_CLIENTS.get(client, (None,))[0] != unquote(secret):
+            return JSONResponse({'error': 'invalid_client', 'error_description': 'unknown client or secret'},
+                                status_code=401)
+        token = f'tok-{len(obs.tokens) + 1}'
+        obs.tokens[token] = True
+        return JSONResponse({'access_token': token, 'token_type': 'Bearer',
+                             'expires_in': OAUTH_CLIENTS[client][1], 'scope': form.get('scope', '')})
+
+    return Route('/token', token, methods=['POST'])
 
 
 class Switch:
@@ -1021,6 +1150,14 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
                          retry_after=q.get('retry_after'), refused=[])
         return JSONResponse(obs.flaky)
 
+    async def tokens(request: Request):
+        return JSONResponse({'requests': obs.token_requests, 'issued': list(obs.tokens)})
+
+    async def revoke(request: Request):
+        for token in obs.tokens:
+            obs.tokens[token] = False
+        return JSONResponse({'revoked': len(obs.tokens)})
+
     async def message_ids(request: Request):
         return JSONResponse({'processed': obs.message_ids, 'refused': obs.flaky['refused']})
 
@@ -1039,11 +1176,13 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/upgrade', upgrade, methods=['POST']),
         Route('/_admin/flaky', flaky, methods=['POST']),
         Route('/_admin/message-ids', message_ids, methods=['GET']),
+        Route('/_admin/tokens', tokens, methods=['GET']),
+        Route('/_admin/revoke', revoke, methods=['POST']),
     ]
 
 
 def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server, grpc_address: str):
-    top: list[BaseRoute] = admin_routes(obs)
+    top: list[BaseRoute] = admin_routes(obs) + [token_route(obs)]
     mounts: list[BaseRoute] = []
     for spec in specs:
         obs.agent_names.append(spec.name)
@@ -1067,7 +1206,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         top += no_slash_routes(spec, handler)
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)
-    app = BearerGuard(app, '/secure', BEARER_TOKEN)
+    app = SchemeGuard(app, specs, obs)
     app = CutStream(app)
     app = Flaky(app, obs)
     return RequestRecorder(app, obs)

@@ -158,6 +158,14 @@ class AgentProcess:
         """{"processed": {agent: [messageId, ...]}, "refused": [messageIds the flaky agent refused]}"""
         return self._admin('GET', 'message-ids')
 
+    def tokens(self) -> dict:
+        """{"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]} of the OAuth2 endpoint."""
+        return self._admin('GET', 'tokens')
+
+    def revoke_tokens(self) -> None:
+        """Revoke every OAuth2 token issued so far: the agents answer 401 (gRPC: UNAUTHENTICATED) to them."""
+        self._admin('POST', 'revoke')
+
     def upgrade(self, name: str, variant: int | None = None) -> int:
         """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
         query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')

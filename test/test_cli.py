@@ -649,12 +649,20 @@ def test_a_closed_pipe_ends_the_command_quietly(cli, agent):
 
 
 def test_http_401_names_the_flags_and_the_schemes_of_the_card(cli, agent):
-    anonymous, wrong = cli.run_all(["send", agent.agent("secure"), "hi"],
-                                   ["send", agent.agent("secure"), "hi", "--auth", "Bearer nope"])
-    for result in (anonymous, wrong):
+    wrong, undeclared = cli.run_all(["send", agent.agent("secure"), "hi", "--auth", "Bearer nope"],
+                                    ["send", agent.agent("guarded"), "hi"])
+    for result in (wrong, undeclared):
         line = one_line_error(result)
-        assert "--auth" in line and "--password" in line and "declares: bearer" in line, result.report
-    assert "wants a credential" in anonymous.stderr and "refused the credential" in wrong.stderr
+        assert "--auth" in line and "--password" in line, result.report
+    assert "refused the credential" in wrong.stderr and "declares: bearer" in wrong.stderr, wrong.report
+    assert "wants a credential" in undeclared.stderr and "declares no scheme" in undeclared.stderr, undeclared.report
+
+
+def test_a_scheme_the_card_requires_without_a_credential_is_named_before_sending(cli, agent):
+    agent.clear_headers()
+    line = one_line_error(cli.run("send", agent.agent("secure"), "hi"))
+    assert "'bearer' (HTTP bearer)" in line and "--auth" in line and "--password" in line, line
+    assert [(h["method"], h["path"]) for h in agent.headers()] == [("GET", "/secure/.well-known/agent-card.json")]
 
 
 def test_chat_handles_help_new_and_quit_itself(cli, agent):

@@ -56,7 +56,7 @@ def test_nothing_listening_is_a_card_resolution_error():
 
 
 def test_http_errors_are_a2a_client_errors(agent):
-    with A2AClient(agent.agent("secure")) as client:  # no credentials: 401
+    with A2AClient(agent.agent("guarded")) as client:  # no credentials, and the card does not ask: 401
         with pytest.raises(A2AClientError) as info:
             client.send_task("hello")
     assert "401" in str(info.value)

@@ -109,3 +109,29 @@ async def grpc_client(url: str, streaming: bool = False):
         yield client
     finally:
         await client.close()
+
+
+class OwnerCalls:
+    """JSON-RPC 1.0 calls to one bridge as the owner of ``token`` (a bearer token)."""
+
+    def __init__(self, bridge, token: str) -> None:
+        self.bridge = bridge
+        self.url = bridge.url + "/"
+        self.headers = {**HEADERS, "Authorization": f"Bearer {token}"}
+
+    def call(self, method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        response = httpx.post(self.url, json=body, headers=self.headers, timeout=60)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def task(self, method: str, params: dict) -> dict:
+        reply = self.call(method, params)
+        assert "result" in reply, reply
+        return reply["result"].get("task", reply["result"])
+
+    def error(self, method: str, params: dict) -> dict:
+        reply = self.call(method, params)
+        assert "error" in reply, reply
+        return reply["error"]
+

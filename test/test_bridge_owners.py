@@ -10,36 +10,20 @@ default persona and on a relay persona (this package's plugin as the handler).
 from __future__ import annotations
 
 import json
-import uuid
 
 import httpx
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import message
+from bridge_rpc import OwnerCalls, message
 from waiting import wait_until
 
 TOKEN_A, TOKEN_B = "owner-a-Rr8Kp4w", "owner-b-Bq6Hv3n"
 TOKENS = {"OVOS_A2A_TOKENS": f"{TOKEN_A},{TOKEN_B}"}
 
 
-class Caller:
+class Caller(OwnerCalls):
     """JSON-RPC 1.0 calls to a bridge as one owner."""
-
-    def __init__(self, bridge: BridgeProcess, token: str) -> None:
-        self.url = bridge.url + "/"
-        self.headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
-
-    def call(self, method: str, params: dict) -> dict:
-        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        response = httpx.post(self.url, json=body, headers=self.headers, timeout=60)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def task(self, method: str, params: dict) -> dict:
-        reply = self.call(method, params)
-        assert "result" in reply, reply
-        return reply["result"].get("task", reply["result"])
 
     def say(self, text: str, blocking: bool = True, **ids) -> dict:
         params = {"message": message(text, **ids)}
@@ -48,9 +32,7 @@ class Caller:
         return self.task("SendMessage", params)
 
     def error_code(self, method: str, params: dict) -> int:
-        reply = self.call(method, params)
-        assert "error" in reply, reply
-        return reply["error"]["code"]
+        return self.error(method, params)["code"]
 
     def subscribe_error(self, task_id: str) -> int:
         body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}

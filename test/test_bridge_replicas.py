@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import health, message
+from bridge_rpc import OwnerCalls, health, message
 from waiting import wait_until
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
@@ -36,29 +36,11 @@ def replica(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
                               "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}", **env})
 
 
-class Caller:
+class Caller(OwnerCalls):
     """JSON-RPC 1.0 calls to one replica as one owner."""
 
     def __init__(self, bridge: BridgeProcess, token: str = TOKEN_X) -> None:
-        self.bridge = bridge
-        self.url = bridge.url + "/"
-        self.headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
-
-    def call(self, method: str, params: dict) -> dict:
-        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        response = httpx.post(self.url, json=body, headers=self.headers, timeout=60)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def task(self, method: str, params: dict) -> dict:
-        reply = self.call(method, params)
-        assert "result" in reply, reply
-        return reply["result"].get("task", reply["result"])
-
-    def error(self, method: str, params: dict) -> dict:
-        reply = self.call(method, params)
-        assert "error" in reply, reply
-        return reply["error"]
+        super().__init__(bridge, token)
 
     def send(self, msg: dict, blocking: bool = True) -> dict:
         params = {"message": msg}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import re
 import subprocess
@@ -77,6 +78,8 @@ def main() -> None:
     parser.add_argument("--db", required=True, help="a PostgreSQL URL (postgresql+asyncpg://…)")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                                       "replicas.json"), help="where the figures are written")
     options = parser.parse_args()
     results = {}
     for label, db, replicas in (("sqlite x1", None, 1), ("postgresql x1", options.db, 1),
@@ -95,6 +98,12 @@ def main() -> None:
     base = results["sqlite x1"]["rps"]
     print("throughput relative to one SQLite process: " +
           ", ".join(f"{label} {r['rps'] / base:.2f}" for label, r in results.items()))
+    with open(options.json, "w") as out:
+        json.dump({"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… "
+                              f"--seconds {options.seconds:g} --concurrency {options.concurrency}",
+                   "results": results, "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()}},
+                  out, indent=2)
+        out.write("\n")
 
 
 if __name__ == "__main__":

@@ -50,12 +50,15 @@ class Conversation:
 
     ``task_id``: the task that waits for this user (input-required, auth-required): the next
     message continues it. ``pending_task_id``: a task still working when its turn's deadline
-    passed: its answer is delivered before the session's next one.
+    passed: its answer is delivered before the session's next one. ``pending_message_id``: a
+    message sent in a blocking exchange whose deadline passed before the agent named its task
+    (the task is looked up by it). ``context_id`` is ``""`` until the agent names one.
     """
 
     context_id: str
     task_id: str | None = None
     pending_task_id: str | None = None
+    pending_message_id: str | None = None
 
 
 class ConversationStore:
@@ -109,9 +112,11 @@ class ConversationStore:
             if context_id in agent.get("refused", ()):
                 LOG.info("not adopting context %s: the agent refused it before", context_id)
                 return
-            pending = agent["sessions"].get(session_id, {}).get("pending")
+            earlier = agent["sessions"].get(session_id, {})
             agent["sessions"][session_id] = {"context_id": context_id, "task_id": task_id or None,
-                                             "pending": pending, "used": time.time()}
+                                             "pending": earlier.get("pending"),
+                                             "pending_message": earlier.get("pending_message"),
+                                             "used": time.time()}
 
     def take_pending(self, agent_key: str, session_id: str, task_id: str) -> bool:
         """Unbind the session's pending task if it is still ``task_id``; whether it was (so
@@ -120,19 +125,23 @@ class ConversationStore:
             entry = data.get(agent_key, {}).get("sessions", {}).get(session_id)
             if not entry or entry.get("pending") != task_id:
                 return False
-            entry["pending"] = None
+            entry["pending"] = entry["pending_message"] = None
             return True
 
-    def set_pending(self, agent_key: str, session_id: str, context_id: str, task_id: str | None) -> None:
-        """Bind (or, with ``None``, unbind) the task that outlived the session's last turn."""
+    def set_pending(self, agent_key: str, session_id: str, context_id: str, task_id: str | None,
+                    message_id: str | None = None) -> None:
+        """Bind the task that outlived the session's last turn (or, while its id is unknown,
+        the message that started it); ``None`` for both unbinds."""
         with self._transaction() as data:
             agent = data.setdefault(agent_key, {"sessions": {}, "refused": []})
             entry = agent["sessions"].get(session_id)
             if entry is None:
-                if task_id is None or not context_id:
+                if task_id is None and message_id is None:
                     return
-                entry = agent["sessions"][session_id] = {"context_id": context_id, "task_id": None}
-            entry["pending"] = task_id
+                entry = agent["sessions"][session_id] = {"context_id": context_id or "", "task_id": None}
+            elif context_id and not entry["context_id"]:
+                entry["context_id"] = context_id
+            entry["pending"], entry["pending_message"] = task_id, message_id
             entry["used"] = time.time()
 
     def forget_task(self, agent_key: str, session_id: str) -> None:
@@ -280,7 +289,8 @@ class ConversationStore:
 
 
 def _conversation(entry: dict) -> Conversation:
-    return Conversation(entry["context_id"], entry.get("task_id") or None, entry.get("pending") or None)
+    return Conversation(entry["context_id"], entry.get("task_id") or None, entry.get("pending") or None,
+                        entry.get("pending_message") or None)
 
 
 def _validated(agents: dict) -> dict:
@@ -289,12 +299,13 @@ def _validated(agents: dict) -> dict:
     for key, agent in agents.items():
         sessions = {}
         for sid, e in (agent.get("sessions") or {}).items():
-            if isinstance(e, dict) and isinstance(e.get("context_id"), str) and e["context_id"]:
-                task, pending = e.get("task_id"), e.get("pending")
-                sessions[str(sid)] = {"context_id": e["context_id"],
-                                      "task_id": task if isinstance(task, str) and task else None,
-                                      "pending": pending if isinstance(pending, str) and pending else None,
-                                      "used": float(e.get("used", 0))}
+            if not isinstance(e, dict) or not isinstance(e.get("context_id"), str):
+                continue
+            task, pending, message = (v if isinstance(v, str) and v else None
+                                      for v in (e.get("task_id"), e.get("pending"), e.get("pending_message")))
+            if e["context_id"] or pending or message:  # no context yet only while an answer is pending
+                sessions[str(sid)] = {"context_id": e["context_id"], "task_id": task, "pending": pending,
+                                      "pending_message": message, "used": float(e.get("used", 0))}
         refused = [c for c in (agent.get("refused") or []) if isinstance(c, str)][-MAX_REFUSED:]
         clean[str(key)] = {"sessions": sessions, "refused": refused}
     return clean

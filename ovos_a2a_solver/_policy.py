@@ -38,7 +38,9 @@ class StillWorkingError(A2AClientTimeoutError):
     """The turn's deadline passed while the agent's task was still working.
 
     The task is not canceled: it stays bound to the session, and its answer is delivered
-    before the session's next one. ``task_id`` and ``context_id`` name it.
+    before the session's next one. ``task_id`` and ``context_id`` name it (``task_id`` is
+    ``""`` when a blocking exchange ended before the agent named its task: it is then
+    looked up by the message that started it).
     """
 
     def __init__(self, message: str, task_id: str, context_id: str = "") -> None:

@@ -76,6 +76,8 @@ CANCEL_TIMEOUT = 5.0
 FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
 #: Longest pause between reads of a task that outlived its turn, while its answer is awaited.
 PENDING_POLL_MAX = 15.0
+#: The caller's newest tasks searched for the one a pending message started.
+TASKS_SEARCHED = 50
 
 
 @dataclass(eq=False)
@@ -278,11 +280,13 @@ class _BaseClient:
         self._running.add(running)
         deadline = asyncio.get_running_loop().time() + self.timeout
         try:
+            sent = False
             async with timeout(self.timeout):
                 resent_for_interface, retries = False, 0
                 while True:
                     try:
                         client = await connection.client(streaming)
+                        sent = True  # from here on the agent may be working on the message
                         async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
                             async for event in events:
                                 for revision in answer.feed(event):
@@ -325,6 +329,13 @@ class _BaseClient:
                                         f"working on task {answer.task_id}", answer.task_id, context_id) from None
             error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
             self._breaker.failed(error)
+            if sent and not answer.events and session_id is not None:
+                # the agent has the message but has not said which task it is (a blocking exchange):
+                # bind the message, whose task is looked up later
+                self.conversations.set_pending(self.conversation_key, session_id, conv.context_id if conv else "",
+                                               None, message.message_id)
+                raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it may still "
+                                        f"be working on the message", "", conv.context_id if conv else "") from None
             raise error from None
         except (GeneratorExit, asyncio.CancelledError):
             self._running.discard(running)
@@ -440,9 +451,12 @@ class _BaseClient:
         ended without an answer, or that the agent no longer knows, is let go.
         """
         conv = self.conversation(session_id) if session_id is not None else None
-        if conv is None or not conv.pending_task_id:
+        if conv is None or not (conv.pending_task_id or conv.pending_message_id):
             return None
-        task_id, key = conv.pending_task_id, self.conversation_key
+        key = self.conversation_key
+        task_id = conv.pending_task_id or await self._task_of_message(session_id, conv)
+        if task_id is None:
+            return None
         try:
             task = await self._deadline(self._call("get_task", GetTaskRequest(id=task_id)))
         except TaskNotFoundError:
@@ -463,15 +477,36 @@ class _BaseClient:
             self.conversations.remember(key, session_id, task.context_id or conv.context_id, task.id)
         return earlier
 
+    async def _task_of_message(self, session_id: str, conv: Conversation) -> str | None:
+        """The id of the task that the session's pending message started, found among the
+        caller's newest tasks (ListTasks, A2A 1.0) by the message in its history, and bound
+        in its place; ``None`` (the message let go) when it cannot be found."""
+        message_id, key = conv.pending_message_id, self.conversation_key
+        try:
+            listed = await self._deadline(self._call("list_tasks", self._list_request(
+                conv.context_id, None, TASKS_SEARCHED, "")))
+        except (A2AError, NotImplementedError) as exc:
+            LOG.info("cannot look up the task of message %s at %s: %s", message_id, self.base_url, exc)
+            listed = None
+        for task in listed.tasks if listed is not None else ():
+            if any(m.message_id == message_id for m in task.history):
+                self.conversations.set_pending(key, session_id, task.context_id, task.id)
+                return task.id
+        if listed is not None:
+            LOG.info("%s has no task for message %s, which outlived its turn", self.base_url, message_id)
+        self.conversations.set_pending(key, session_id, conv.context_id, None)
+        return None
+
     async def _answer_when_ready(self, session_id: str, task_id: str, within: float) -> str | None:
         """Wait (reading the task, less and less often) until the session's pending task
-        ``task_id`` settles; take its answer. ``None`` if it ended without one, was delivered
-        another way (the session's next utterance), or is not ready ``within`` seconds."""
+        (``task_id``, or any) settles; take its answer. ``None`` if it ended without one, was
+        delivered another way (the session's next utterance), or is not ready ``within`` seconds."""
         loop = asyncio.get_running_loop()
         end, delay = loop.time() + within, FOLLOW_POLL_MIN
         while loop.time() < end:
             conv = self.conversation(session_id)
-            if conv is None or conv.pending_task_id != task_id:
+            if conv is None or not (conv.pending_task_id or conv.pending_message_id) \
+                    or (task_id and conv.pending_task_id != task_id):
                 return None
             earlier = await self._earlier_answer(session_id)
             if earlier is not None:
@@ -596,9 +631,9 @@ class AsyncA2AClient(_BaseClient):
         """Send ``text``; each sentence or line of the answer as soon as it is complete."""
         return self._sentences(self._checked_text(text), session_id, on_update, lang)
 
-    async def answer_when_ready(self, session_id: str, task_id: str, within: float = 3600) -> str | None:
-        """The answer of ``task_id``, which outlived a turn of ``session_id``
-        (:class:`StillWorkingError`), once the agent settles it; it is then no longer
+    async def answer_when_ready(self, session_id: str, task_id: str = "", within: float = 3600) -> str | None:
+        """The answer of the task that outlived a turn of ``session_id`` (:class:`StillWorkingError`;
+        ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds."""
         return await self._answer_when_ready(session_id, task_id, within)
@@ -684,9 +719,9 @@ class A2AClient(_BaseClient):
         text = self._checked_text(text)
         return BACKGROUND.iterate(lambda: self._sentences(text, session_id, on_update, lang))
 
-    def answer_when_ready(self, session_id: str, task_id: str, within: float = 3600) -> str | None:
-        """The answer of ``task_id``, which outlived a turn of ``session_id``
-        (:class:`StillWorkingError`), once the agent settles it; it is then no longer
+    def answer_when_ready(self, session_id: str, task_id: str = "", within: float = 3600) -> str | None:
+        """The answer of the task that outlived a turn of ``session_id`` (:class:`StillWorkingError`;
+        ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds. Blocks."""
         return BACKGROUND.run(self._answer_when_ready(session_id, task_id, within))

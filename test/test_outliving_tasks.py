@@ -158,3 +158,35 @@ def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_pat
     context = engine.client.conversation("hall").context_id
     assert engine.continue_chat(user("hi"), session_id="hall").content == f"echo[{context}]: sleep:1\necho[{context}]: hi"
     assert not [s for s in spoken if s[1].get("session", {}).get("session_id") == "hall"]
+
+
+@pytest.mark.parametrize("turn", ["first", "later"])
+def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path, turn):
+    engine = engine_for(agent, "echo", tmp_path, streaming=False, announce=False)
+    if turn == "later":
+        engine.continue_chat(user("hello"), session_id="s")
+    assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
+    message_id = engine.client.conversation("s").pending_message_id
+    assert message_id
+
+    def completed_task_of_the_message():
+        return [t for t in engine.client.list_tasks().tasks
+                if t.status.state == 3 and any(m.message_id == message_id for m in t.history)]
+
+    wait_until(completed_task_of_the_message, "the agent to complete the message's task")
+    answer = engine.continue_chat(user("next"), session_id="s").content
+    earlier, now = answer.split("\n")
+    assert earlier.endswith(": sleep:2") and now.endswith(": next"), answer
+    conversation = engine.client.conversation("s")
+    assert conversation.pending_task_id is None and conversation.pending_message_id is None
+    assert earlier.split(":")[0] == now.split(":")[0]  # one conversation: echo[ctx]
+
+
+def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, streaming=False, messagebus=bus)
+    assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch"],
+                      "the answer to be said on the messagebus")
+    assert said[0][0]["utterance"].endswith(": sleep:2")
+    engine.shutdown()

@@ -45,6 +45,7 @@ Streaming shapes (about 30 ms between events):
   stream-repeat    appended chunks, then a final Task snapshot repeating them
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stall            working, then sleeps 600 s (cancellable)
+  push             echo, with push notifications by the a2a-sdk's own config store and sender
   cut              three chunks 0.3 s apart, then completed; a SendStreamingMessage
                    response is cut (connection dropped) after the first; the task goes on
   drip             a chunk "drop N. " every 0.2 s for a minute
@@ -123,6 +124,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import grpc
+import httpx
 
 from google.protobuf.json_format import MessageToDict
 import uvicorn
@@ -147,7 +149,8 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (BasePushNotificationSender, InMemoryPushNotificationConfigStore, InMemoryTaskStore,
+                              TaskUpdater)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -682,6 +685,7 @@ class AgentSpec:
     target_url: str | None = None  # foreign / redirect
     upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
     signing: str | None = None  # valid | tampered | unknown-key | foreign-jku
+    push: bool = False  # push notifications, with the a2a-sdk's own config store and sender
 
 
 def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
@@ -709,6 +713,7 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
+        AgentSpec('push', 'Echo with push notifications (the SDK\'s own store and sender).', echo, push=True),
         AgentSpec('cut', 'Streams three chunks; the stream breaks after the first, the task goes on.', cut,
                   bindings=(JSONRPC_1,)),
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
@@ -785,7 +790,7 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
     card = AgentCard(
         name=spec.name, description=spec.description, version='1.0.0',
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=spec.push),
         default_input_modes=['text/plain'], default_output_modes=['text/plain'],
         skills=[skill],
     )
@@ -1190,8 +1195,13 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         handler = None
         if spec.script is not None:
             store = InMemoryTaskStore()
+            push = {}
+            if spec.push:
+                configs = InMemoryPushNotificationConfigStore()
+                push = {'push_config_store': configs,
+                        'push_sender': BasePushNotificationSender(httpx.AsyncClient(timeout=15), configs)}
             inner = DefaultRequestHandler(agent_executor=ScriptedExecutor(spec.script, spec.cancelable), task_store=store,
-                                          agent_card=card)
+                                          agent_card=card, **push)
             handler = ObservedHandler(spec.name, inner, store, obs, spec.refuse_unknown_contexts)
             obs.handlers[spec.name] = handler
             if GRPC in spec.bindings:

@@ -503,7 +503,7 @@ class _BaseClient:
         delivered another way (the session's next utterance), or is not ready ``within`` seconds."""
         loop = asyncio.get_running_loop()
         end, delay = loop.time() + within, FOLLOW_POLL_MIN
-        while loop.time() < end:
+        while loop.time() < end and not self._closed:
             conv = self.conversation(session_id)
             if conv is None or not (conv.pending_task_id or conv.pending_message_id) \
                     or (task_id and conv.pending_task_id != task_id):
@@ -527,16 +527,27 @@ class _BaseClient:
                 pass
         return earlier.text + ARTIFACT_SEPARATOR + answer.final_text() if earlier else answer.final_text()
 
+    async def _answer_revisions(self, text: str, session_id: str | None,
+                                on_update: Callable[[TaskUpdate], None] | None,
+                                lang: str | None) -> AsyncIterator[Revision]:
+        """The revisions of an earlier answer that is now ready (see :meth:`_earlier_answer`),
+        then of this message's answer, streamed whenever the card offers streaming. When the
+        earlier task asks a question, only that: the user answers it next."""
+        earlier = await self._earlier_answer(session_id)
+        if earlier is not None:
+            for revision in earlier.revisions:
+                yield revision
+            if earlier.waiting:
+                return
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+            async for revision in revisions:
+                yield revision
+
     async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                       lang: str | None = None) -> AsyncIterator[str]:
         """The answer's text as it arrives (streamed whenever the card offers streaming)."""
-        earlier = await self._earlier_answer(session_id)
-        if earlier is not None:
-            yield earlier.text if earlier.waiting else earlier.text + ARTIFACT_SEPARATOR
-            if earlier.waiting:
-                return
         pieces = TextPieces()
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+        async with aclosing(self._answer_revisions(text, session_id, on_update, lang)) as revisions:
             async for revision in revisions:
                 for piece in pieces.add(revision):
                     yield piece
@@ -544,16 +555,10 @@ class _BaseClient:
     async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                          lang: str | None = None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete."""
-        from ovos_a2a_solver._sentences import SentenceSpeaker, speak
+        from ovos_a2a_solver._sentences import SentenceSpeaker
 
-        earlier = await self._earlier_answer(session_id)
-        if earlier is not None:
-            for sentence in speak(earlier.revisions):
-                yield sentence
-            if earlier.waiting:
-                return
         speaker = SentenceSpeaker()
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+        async with aclosing(self._answer_revisions(text, session_id, on_update, lang)) as revisions:
             async for revision in revisions:
                 for sentence in speaker.add(revision):
                     yield sentence
@@ -589,7 +594,9 @@ class _EarlierAnswer:
 
     def __init__(self, task) -> None:
         assembler = AnswerAssembler()
-        self.revisions = assembler.feed(StreamResponse(task=task)) + assembler.finish()
+        # its pieces keyed apart from the next answer's, which may reuse the same artifact ids
+        self.revisions = [Revision(f"earlier:{r.key}", r.text, r.append, r.last)
+                          for r in assembler.feed(StreamResponse(task=task)) + assembler.finish()]
         self.text = assembler.final_text()
         self.waiting = task.status.state in WAITING_FOR_USER
 

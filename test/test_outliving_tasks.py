@@ -190,3 +190,18 @@ def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_pa
                       "the answer to be said on the messagebus")
     assert said[0][0]["utterance"].endswith(": sleep:2")
     engine.shutdown()
+
+
+def test_waiting_for_an_answer_ends_when_the_client_closes(agent, tmp_path):
+    import threading
+
+    engine = engine_for(agent, "echo", tmp_path, announce=False)
+    client = engine.client
+    with pytest.raises(StillWorkingError) as caught:
+        client.send_task("sleep:30", session_id="s")
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(client.answer_when_ready("s", caught.value.task_id)))
+    waiter.start()
+    client.close()
+    wait_until(lambda: not waiter.is_alive(), "answer_when_ready to return once the client is closed")
+    assert result == [None]

@@ -3,7 +3,7 @@
 and ``ovos-persona-server --a2a-base-url``, all on loopback, interleaved.
 
     python bench/bench_bridge.py [--seconds 10] [--concurrency 16] [--json bench/results/bridge.json] [--quick]
-                                 [--only send|streams|store] [--keep]
+                                 [--only send|send-wrk|send-workers|streams|store] [--pin] [--keep]
 
 Every server answers with the same trivial backend: an OVOS persona whose only handler is
 ``ovos-solver-failure-plugin`` (one short line), written to a temporary directory.
@@ -20,6 +20,11 @@ Every server answers with the same trivial backend: an OVOS persona whose only h
    Beforehand, sequential keep-alive GETs (card) and POSTs (SendMessage) check that no server is
    handicapped by the delayed-ACK stall (~40 ms per response without TCP_NODELAY). A short extra
    run shows the bridge as configured by default (``--max-concurrent 8``) under the same load.
+1b. ``--only send-wrk``: the same load from wrk (C, two threads; ``--pin``: servers on CPU 1,
+   wrk on CPU 0), against the bridge and the bare server, each with the persona and with an echo,
+   and ovos-persona-server.
+1c. ``--only send-workers``: wrk against ``serve --workers 2``, one bridge process and
+   ovos-persona-server, the same persona, nothing pinned (server CPU includes the workers).
 2. 500 concurrent open SSE streams on the bridge (``--backend echo --heartbeat 1
    --max-concurrent 1000``, each ``sleep:15``): RSS and threads idle and at peak, time to the
    first event, heartbeat punctuality (gaps between successive heartbeat updates minus
@@ -101,13 +106,21 @@ def proc_status(pid: int) -> dict:
 
 
 def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by a process."""
+    """CPU seconds (user + system) used so far by a process and its live children (the
+    workers of ``serve --workers``)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return float("nan")
+    children = []
+    for thread in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            children += [int(child) for child in thread.read_text().split()]
+        except OSError:
+            pass
+    return own + sum(proc_cpu(child) for child in children)
 
 
 def machine_busy() -> float:
@@ -608,6 +621,33 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
     return data
 
 
+def wrk_rounds(args, workdir: Path, servers: list, result: dict) -> dict:
+    """Start ``servers``, then ``args.rounds`` rounds of :func:`wrk_round` against each, the
+    order alternating; their rounds and medians go into ``result["servers"]``."""
+    result["servers"] = {}
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            for future in [pool.submit(s.start) for s in servers]:
+                future.result()
+        if args.pin:
+            for s in servers:
+                subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
+        for r in range(args.rounds):
+            for s in (servers if r % 2 == 0 else servers[::-1]):
+                res = wrk_round(s.rpc_url, s.pid, args.concurrency, args.seconds, workdir, args.pin)
+                result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
+                print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
+                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
+                      f"{res['server_cpu_ms_per_ok'] or 0:.2f} ms/req", flush=True)
+    finally:
+        for s in servers:
+            s.stop()
+    for entry in result["servers"].values():
+        entry["median_rps"] = statistics.median(x["rps"] for x in entry["rounds"])
+        entry["median_p99_ms"] = statistics.median(x["p99_ms"] for x in entry["rounds"])
+    return {k: v["median_rps"] for k, v in result["servers"].items()}
+
+
 def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
     """SendMessage throughput with wrk as the load (see ``wrk_round``), servers side by side."""
     print(f"\n== 1b. SendMessage throughput with wrk: {args.concurrency} connections, {args.rounds} rounds x "
@@ -622,31 +662,36 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
         PersonaServerProc(workdir, "persona_server", persona),
     ]
     result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
-                    "pinned": args.pin, "servers": {}}
-    try:
-        with ThreadPoolExecutor(len(servers)) as pool:
-            for future in [pool.submit(s.start) for s in servers]:
-                future.result()
-        if args.pin:
-            for s in servers:
-                subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
-        for r in range(args.rounds):
-            for s in (servers if r % 2 == 0 else servers[::-1]):
-                res = wrk_round(s.rpc_url, s.pid, args.concurrency, args.seconds, workdir, args.pin)
-                result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
-                print(f"  round {r} {s.name:15s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
-                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
-                      f"{res['server_cpu_ms_per_ok'] or 0:.2f} ms/req", flush=True)
-    finally:
-        for s in servers:
-            s.stop()
-    for entry in result["servers"].values():
-        entry["median_rps"] = statistics.median(x["rps"] for x in entry["rounds"])
-        entry["median_p99_ms"] = statistics.median(x["p99_ms"] for x in entry["rounds"])
-    rps = {k: v["median_rps"] for k, v in result["servers"].items()}
+                    "pinned": args.pin}
+    rps = wrk_rounds(args, workdir, servers, result)
     result["ratios"] = {"bridge/persona_server": round(rps["bridge"] / rps["persona_server"], 3),
                         "bridge/bare_sdk (same persona)": round(rps["bridge"] / rps["bare_sdk"], 3),
                         "bridge_echo/bare_sdk_echo": round(rps["bridge_echo"] / rps["bare_sdk_echo"], 3)}
+    print(f"  ratios {result['ratios']}", flush=True)
+    return result
+
+
+def bench_send_workers(args, workdir: Path, persona: Path) -> dict:
+    """``serve --workers 2`` beside one bridge process and ovos-persona-server, the same
+    persona, wrk as the load. Nothing is pinned: each server may use both cores (the
+    persona server, one process, uses one), and wrk shares them with it."""
+    print(f"\n== 1c. SendMessage throughput of 2 workers, with wrk: {args.concurrency} connections, "
+          f"{args.rounds} rounds x {args.seconds:g} s, nothing pinned", flush=True)
+    limit = ["--max-concurrent", str(max(args.concurrency, 8))]
+    servers = [
+        BridgeProcess(workdir, "bridge_2_workers", ["--persona", str(persona), "--workers", "2", *limit,
+                                                    "--state-dir", str(workdir / "state-workers")]),
+        BridgeProcess(workdir, "bridge", ["--persona", str(persona), *limit,
+                                          "--state-dir", str(workdir / "state-one")]),
+        PersonaServerProc(workdir, "persona_server", persona),
+    ]
+    args.pin = False
+    result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
+                    "pinned": False}
+    rps = wrk_rounds(args, workdir, servers, result)
+    result["ratios"] = {"bridge_2_workers/persona_server": round(rps["bridge_2_workers"] / rps["persona_server"], 3),
+                        "bridge_2_workers/bridge": round(rps["bridge_2_workers"] / rps["bridge"], 3),
+                        "bridge/persona_server": round(rps["bridge"] / rps["persona_server"], 3)}
     print(f"  ratios {result['ratios']}", flush=True)
     return result
 
@@ -1248,8 +1293,9 @@ def main() -> None:
     parser.add_argument("--json", default="")
     parser.add_argument("--quick", action="store_true", help="shorter rounds and streams (under ~90 s)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (server logs)")
-    parser.add_argument("--only", choices=["send", "send-wrk", "streams", "store"], action="append",
-                        help="run only these parts (repeatable); send-wrk: the load from wrk instead of Python")
+    parser.add_argument("--only", choices=["send", "send-wrk", "send-workers", "streams", "store"], action="append",
+                        help="run only these parts (repeatable); send-wrk: the load from wrk instead of Python; "
+                             "send-workers: 2 workers beside one process and ovos-persona-server, with wrk")
     parser.add_argument("--pin", action="store_true",
                         help="send-wrk: each server on CPU 1, wrk on CPU 0 (needs taskset)")
     args = parser.parse_args()
@@ -1279,6 +1325,7 @@ def main() -> None:
     try:
         for part, run in (("send", lambda: bench_send(args, workdir, persona)),
                           ("send-wrk", lambda: bench_send_wrk(args, workdir, persona)),
+                          ("send-workers", lambda: bench_send_workers(args, workdir, persona)),
                           ("streams", lambda: bench_streams(args, workdir)),
                           ("store", lambda: bench_store(args, workdir, persona))):
             if part in parts:

@@ -135,3 +135,63 @@ class OwnerCalls:
         assert "error" in reply, reply
         return reply["error"]
 
+
+PIN_TRIES = 200  # connections opened, at most, to reach one chosen worker
+
+
+class Worker(OwnerCalls):
+    """JSON-RPC 1.0 calls to one chosen worker of a bridge with ``--workers``, as one owner.
+
+    The kernel spreads connections over the workers; this keeps a keep-alive connection
+    that ``/health`` (asked on that same connection, before every call) says worker
+    ``number`` serves, opening new ones until one does."""
+
+    def __init__(self, bridge, number: int, token: str) -> None:
+        super().__init__(bridge, token)
+        self.number = number
+        self.client: httpx.Client | None = None
+
+    def _pinned(self) -> httpx.Client:
+        """A client whose keep-alive connection is served by this worker (checked now)."""
+        for _ in range(PIN_TRIES):
+            if self.client is None:
+                self.client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=1))
+            if self.client.get(self.bridge.root + "/health").json().get("worker") == self.number:
+                return self.client
+            self.client.close()
+            self.client = None
+        raise AssertionError(f"no connection reached worker {self.number} in {PIN_TRIES} tries")
+
+    def call(self, method: str, params: dict) -> dict:
+        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        response = self._pinned().post(self.url, json=body, headers=self.headers)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def send(self, msg: dict, blocking: bool = True) -> dict:
+        params = {"message": msg}
+        if not blocking:
+            params["configuration"] = {"returnImmediately": True}
+        return self.task("SendMessage", params)
+
+    def get(self, task_id: str) -> dict:
+        return self.task("GetTask", {"id": task_id})
+
+    def subscribe(self, task_id: str) -> list[dict]:
+        """SubscribeToTask on this worker: every event's ``result`` (or error) until the end."""
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        events = []
+        with self._pinned().stream("POST", self.url, json=body,
+                                   headers={**self.headers, "Accept": "text/event-stream"}) as response:
+            for line in response.iter_lines():
+                data = json.loads(line[5:]) if line.startswith("data:") else (json.loads(line) if line else None)
+                if data is not None:
+                    events.append(data.get("result") or {"error": data.get("error")})
+        return events
+
+    def running(self) -> int:
+        return self._pinned().get(self.bridge.root + "/health").json()["running"]
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()

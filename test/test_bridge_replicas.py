@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from bridge_process import BridgeProcess
-from bridge_rpc import OwnerCalls, health, message
+from bridge_rpc import OwnerCalls, Worker, health, message
 from waiting import wait_until
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
@@ -180,6 +180,23 @@ def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expire
         doomed_process.kill9()
     assert "lease expired" in status_text(failed), failed
     assert took <= LEASE + 4, f"failed {took:.1f} s after the kill; the lease is {LEASE:g} s"
+
+
+def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(call_log):
+    with replica("w", "--workers", "2", call_log=call_log) as both:
+        one, two = Worker(both, 1, TOKEN_X), Worker(both, 2, TOKEN_X)
+        try:
+            streamed = one.send(message("slow:0.3"), blocking=False)
+            events = two.subscribe(streamed["id"])
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
+            task = one.send(message("slow:1"), blocking=False)
+            wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+            assert state(two.task("CancelTask", {"id": task["id"]})) == "TASK_STATE_CANCELED"
+            wait_until(one.running, "worker 1's turn to end", until=lambda running: running == 0)
+            assert Worker(both, 2, TOKEN_Y).error("GetTask", {"id": task["id"]})["code"] == TASK_NOT_FOUND
+        finally:
+            one.close()
+            two.close()
 
 
 def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():

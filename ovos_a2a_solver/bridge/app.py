@@ -10,9 +10,12 @@ Routes (``/a2a`` is the path of ``base_url``):
 * ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
 * ``GET /health``: ``{"ok": true, ...}``
 
-With SQLite the bridge is one process. With PostgreSQL it may be several (replicas) behind
-one URL, without sticky routing: the SDK's cluster components share tasks and their live
-events, and ``replicas`` carries cancels between them and watches their leases.
+With SQLite the bridge is one process, or several workers of one command (``--workers``)
+sharing the file and the listening socket: ``siblings`` carries cancels and live events
+between them. With PostgreSQL it may be several processes (replicas, or workers: each
+worker is a replica) behind one URL, without sticky routing: the SDK's cluster components
+share tasks and their live events, and ``replicas`` carries cancels between them and
+watches their leases.
 """
 from __future__ import annotations
 
@@ -36,12 +39,13 @@ from ovos_a2a_solver.bridge.agent_card import CardEndpoint, build_card, read_car
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.executor import PersonaExecutor
-from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds
+from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds, fail_operations
 from ovos_a2a_solver.bridge.operations import OperationLog
 from ovos_a2a_solver.bridge.push import PushConfigStore, WebhookGuard, WebhookSender
 from ovos_a2a_solver.bridge.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
-from ovos_a2a_solver.bridge.store import BufferedTaskStore, owner_scope
+from ovos_a2a_solver.bridge.siblings import Siblings
+from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, BufferedTaskStore, owner_scope
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
@@ -74,15 +78,35 @@ def open_stores(url: str):
     return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
 
 
+async def fail_earlier_runs(settings: BridgeSettings) -> int:
+    """Fail the tasks every earlier run on this SQLite file left unfinished; return how
+    many. The parent of ``serve --workers N`` calls it before any worker starts: a worker
+    fails only its own earlier runs' work (its siblings' is theirs)."""
+    db, store = open_stores(settings.database_url)
+    try:
+        await store.initialize()
+        log = OperationLog(db, settings.replica, single_process=True)
+        await log.initialize()
+        count = await fail_operations(LegacyTaskStoreAdapter(store), log, await log.interrupted(),
+                                      INTERRUPTED_BY_RESTART)
+        await log.flush()
+        return count
+    finally:
+        await db.aclose()
+
+
 class Bridge:
     """Everything one bridge process serves; ``app`` is the ASGI application.
 
     ``signing_key`` is the key read from ``settings.card_signing_key`` (read here when not
-    given); the card is signed with it once, here.
+    given); the card is signed with it once, here. ``worker`` is this process's number
+    among the workers of one ``serve --workers N`` (1..N), ``None`` when it serves alone.
     """
 
-    def __init__(self, settings: BridgeSettings, backend: Backend, signing_key: "CardKey | None" = None) -> None:
+    def __init__(self, settings: BridgeSettings, backend: Backend, signing_key: "CardKey | None" = None,
+                 worker: int | None = None) -> None:
         self.settings = settings
+        self.worker = worker
         self.backend = backend
         self.signing_key = signing_key if signing_key is not None else read_card_signing_key(settings)
         self.card = build_card(settings, backend)
@@ -90,7 +114,9 @@ class Bridge:
             self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
         self.db, self.database_store = open_stores(settings.database_url)
         shared = isinstance(self.db, SqlAlchemyDatabase)
-        self.operations = OperationLog(self.db, settings.replica, single_process=not shared)
+        # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
+        # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
+        self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
         if shared:  # every save versioned and logged at once, for the other replicas
             from a2a.server.cluster import DatabaseTaskEventStream
 
@@ -101,7 +127,8 @@ class Bridge:
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
-            self.event_stream = self.replicas = None
+            self.event_stream = None
+            self.replicas = Siblings(self.operations) if worker is not None else None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
@@ -109,10 +136,13 @@ class Bridge:
         guard = WebhookGuard(settings.push_allow)
         self.push_sender = WebhookSender(self.push_configs, guard)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
-        # released (it stays in the store, and a follow-up brings it back)
+        # released (it stays in the store, and a follow-up brings it back). Sibling workers on
+        # SQLite release it at once (10 ms): the follow-up may reach another worker, and the task parked
+        # here would not see what that one wrote.
+        parked = 0.01 if isinstance(self.replicas, Siblings) else 600
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=sdk_store,
                                                  event_stream=self.event_stream,
-                                                 agent_card=self.card, interrupted_task_timeout=600,
+                                                 agent_card=self.card, interrupted_task_timeout=parked,
                                                  request_context_builder=ChosenTaskIds(),
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
@@ -163,7 +193,9 @@ class Bridge:
         await self.operations.initialize()
         await self.push_configs.initialize()
         await self.handler.recover_interrupted()
-        if self.replicas is not None:
+        if isinstance(self.replicas, Siblings):
+            await self.replicas.start(self.handler.cancel_here, self.handler.follow_here)
+        elif self.replicas is not None:
             await self.event_stream.initialize()
             await self.replicas.start(self.handler.cancel_here, self.handler.fail_lost)
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
@@ -228,5 +260,6 @@ class Bridge:
         ok = store == "ok" and self.draining is None
         return JSONResponse({"ok": ok, "version": __version__, "store": store, "persona": self.card.name,
                              "running": self.tracker.running, "accepting": self.tracker.accepting,
-                             "backend": self.executor.breaker.report()},
+                             "backend": self.executor.breaker.report(),
+                             **({"worker": self.worker} if self.worker is not None else {})},
                             status_code=200 if ok else 503)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = BridgeSettings.load(vars(args))
         log_messages(settings.log_messages)
-        serve(settings, ready=lambda s, bridge: print("\n".join(banner(s, bridge.card.name)), flush=True),
+        serve(settings, ready=lambda s, name, workers: print("\n".join(banner(s, name, workers)), flush=True),
               verbose=args.debug)
     except (StartError, SettingsError) as exc:
         if args.debug:

@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import os
 import socket
+import sys
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -118,6 +119,9 @@ class BridgeSettings:
                                          "end 'failed'")
     max_concurrent: int = setting(8, kind=int, bounds=(1, 1000),
                                   help="messages worked on at once before 'busy'")
+    workers: int = setting(1, kind=int, bounds=(1, 64),
+                           help="processes serving the same port and store, each with its own persona (on "
+                                "SQLite: Linux only); a worker that dies is started again")
     max_body: int = setting(1024 * 1024, kind=int, bounds=(1024, 64 * 1024 * 1024), flag=False,
                             help="largest request body, bytes")
     max_parts: int = setting(100, kind=int, bounds=(1, 10000), flag=False, help="parts one message may have")
@@ -138,7 +142,7 @@ class BridgeSettings:
                                     help="also serve gRPC on this port (0: any free port; needs the grpc extra; "
                                          "not with credentials)")
     replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
-                           help="this process's name in a shared database")
+                           help="this process's name in a shared database (a worker's: NAME#N)")
     replica_lease: float = setting(15.0, kind=float, bounds=(1, 600), flag=False,
                                    help="with PostgreSQL: seconds a replica's lease lasts unrenewed (it renews every "
                                         "third of it); past it, another replica fails the tasks it was working on")
@@ -155,6 +159,10 @@ class BridgeSettings:
             check_base_url(self.base_url)
         if self.db is not None:
             check_database_url(self.db)
+        if self.workers > 1 and not self.db and not sys.platform.startswith("linux"):
+            raise SettingsError(f"{names_of('workers')} {self.workers} on SQLite needs Linux (the workers reach "
+                                f"each other on abstract Unix sockets); use PostgreSQL ({names_of('db')}) or "
+                                f"one worker")
 
     @property
     def public_url(self) -> str:

@@ -40,8 +40,9 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.operations import Operation
+from ovos_a2a_solver.bridge.operations import Operation, OperationLog
 from ovos_a2a_solver.bridge.replicas import CancelNotAnswered, ReplicaGroup
+from ovos_a2a_solver.bridge.siblings import Siblings
 from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
                                           owner_scope, read_task, settle_stored_task)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
@@ -92,13 +93,15 @@ class BridgeRequestHandler(RequestHandler):
 
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
                  task_store: VersionedTaskStore, settings: BridgeSettings,
-                 replicas: ReplicaGroup | None = None) -> None:
+                 replicas: "ReplicaGroup | Siblings | None" = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
-        self.replicas = replicas  # the other replicas on a shared database; None when alone (SQLite)
+        # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
+        # file); None when alone
+        self.replicas = replicas
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -262,7 +265,8 @@ class BridgeRequestHandler(RequestHandler):
             raise TaskNotCancelableError(
                 message=f"Task {operation.task_id} is worked on by another bridge process ({operation.replica}), "
                         f"which did not answer the cancel within {wait:g} s; the task goes on (should that "
-                        f"process be gone, the task fails once its lease expires).") from None
+                        f"process be gone, the task fails once the bridge notices: a replica's lease expires, "
+                        f"a worker restarts).") from None
         if refusal is not None:
             raise TaskNotCancelableError(message=refusal)
         task = await read_task(self.task_store, operation.task_id, context)
@@ -310,13 +314,7 @@ class BridgeRequestHandler(RequestHandler):
         return await self._fail_unfinished(operations, INTERRUPTED_BY_LOST_REPLICA)
 
     async def _fail_unfinished(self, operations: list[Operation], reason: str) -> int:
-        count = 0
-        for operation in operations:
-            task = await settle_stored_task(self.task_store, operation.task_id, call_context_for(operation.owner),
-                                            TaskState.TASK_STATE_FAILED, reason)
-            count += task is not None
-            await self.tracker.log.finish(operation.key)
-        return count
+        return await fail_operations(self.task_store, self.tracker.log, operations, reason)
 
     # ---- everything else: the SDK's own ----------------------------------------------------
 
@@ -328,7 +326,22 @@ class BridgeRequestHandler(RequestHandler):
         return await self.inner.on_list_tasks(params, context)
 
     async def on_subscribe_to_task(self, params, context):
+        if self.replicas is not None and self.replicas.relays_streams:
+            elsewhere = await self.tracker.log.running_for_task(params.id)
+            if elsewhere is not None and not self.tracker.log.is_mine(elsewhere):
+                if await read_task(self.task_store, params.id, context) is None:
+                    raise TaskNotFoundError(message=f"Task {params.id} not found")
+                async for event in self.replicas.follow(elsewhere):
+                    yield event
+                return
         async for event in self.inner.on_subscribe_to_task(params, context):
+            yield event
+
+    async def follow_here(self, task_id: str, owner: str) -> AsyncGenerator:
+        """Another worker relays a subscription to a task whose turn runs here (it checked
+        that the caller is the owner)."""
+        async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id),
+                                                           call_context_for(owner)):
             yield event
 
     async def on_create_task_push_notification_config(self, params, context):
@@ -345,6 +358,19 @@ class BridgeRequestHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params, context):
         return await self.inner.on_get_extended_agent_card(params, context)
+
+
+async def fail_operations(task_store: VersionedTaskStore, log: OperationLog, operations: list[Operation],
+                          reason: str) -> int:
+    """Fail the tasks of ``operations`` whose work was lost (``reason`` is what they say),
+    and mark the operations finished; return how many tasks were failed."""
+    count = 0
+    for operation in operations:
+        task = await settle_stored_task(task_store, operation.task_id, call_context_for(operation.owner),
+                                        TaskState.TASK_STATE_FAILED, reason)
+        count += task is not None
+        await log.finish(operation.key)
+    return count
 
 
 def _settles(event) -> bool:

@@ -71,6 +71,8 @@ class CancelNotAnswered(Exception):
 class ReplicaGroup:
     """This replica's membership: its lease, the others' leases, and cancel requests between them."""
 
+    relays_streams = False  # the SDK's shared event log carries every replica's events
+
     def __init__(self, db, operations: OperationLog, lease: float) -> None:
         self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
         self.operations = operations

@@ -208,14 +208,16 @@ def load_backend(settings: BridgeSettings):
     return PersonaBackend.from_file(settings.persona)
 
 
-def banner(settings: BridgeSettings, name: str) -> list[str]:
-    """What the command prints once it serves. The first line is parsed by tools (tests,
-    the demo) and keeps its form: ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``."""
+def banner(settings: BridgeSettings, name: str, workers: tuple[int, ...] = ()) -> list[str]:
+    """What the command prints once it serves (``workers``: their process ids, in order).
+    The first line is parsed by tools (tests, the demo) and keeps its form:
+    ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``."""
     grpc = f", gRPC on port {settings.grpc_port}" if settings.grpc_port is not None else ""
-    return [f'ovos-a2a: serving "{name}" at {settings.public_url} (card {settings.card_url})',
-            f"  listening on {settings.host} port {settings.port}{grpc}",
-            f"  tasks kept in {settings.store}",
-            "  Ctrl-C to stop"]
+    lines = [f'ovos-a2a: serving "{name}" at {settings.public_url} (card {settings.card_url})',
+             f"  listening on {settings.host} port {settings.port}{grpc}"]
+    if workers:
+        lines.append(f"  {len(workers)} workers, process ids {' '.join(map(str, workers))}")
+    return lines + [f"  tasks kept in {settings.store}", "  Ctrl-C to stop"]
 
 
 def _uvicorn_server(config, bridge):
@@ -250,12 +252,13 @@ def _uvicorn_server(config, bridge):
 
 
 def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool = False) -> None:
-    """Serve until SIGINT/SIGTERM. ``ready(settings, bridge)`` is called once the port
-    accepts, with the ports really bound. Raises :class:`StartError` or
+    """Serve until SIGINT/SIGTERM. ``ready(settings, name, workers)`` is called once the
+    port accepts (with ``--workers``: once every worker does), with the ports really bound,
+    the agent's name and the workers' process ids (none when alone). Raises :class:`StartError` or
     :class:`~ovos_a2a_solver.bridge.config.SettingsError` if it cannot start; ``verbose``
     lets uvicorn's own report of a failed start through (a traceback)."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
         from ovos_a2a_solver.bridge.agent_card import read_card_signing_key
         from ovos_a2a_solver.bridge.app import Bridge
@@ -269,10 +272,23 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
         check_database(settings.database_url)
         LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
+        if settings.workers > 1:
+            from ovos_a2a_solver.bridge.workers import supervise
+
+            supervise(settings, sock, signing_key, ready, verbose)
+            return
         bridge = Bridge(settings, load_backend(settings), signing_key)
     except BaseException:
         sock.close()
         raise
+    run_bridge(bridge, sock, ready, verbose)
+
+
+def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbose: bool = False) -> None:
+    """Serve ``bridge`` on the listening ``sock`` until SIGINT/SIGTERM (see :func:`serve`)."""
+    import uvicorn
+
+    settings = bridge.settings
     # the bridge ends its own requests within shutdown_grace (+ the time to write their end)
     config = uvicorn.Config(bridge.app, log_level="warning", log_config=None, access_log=False,
                             timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on")
@@ -286,7 +302,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
             await asyncio.sleep(0.02)
         trap.release()
         if server.started and ready is not None:
-            ready(settings, bridge)
+            ready(settings, bridge.card.name, ())
         await serving
 
     asyncio.run(run())

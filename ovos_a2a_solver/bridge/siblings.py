@@ -1,0 +1,216 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Workers of one bridge on one SQLite file (``--workers N``): what one asks another.
+
+The workers share the listening socket, so any of them may receive a request about a
+task another one is working on. The task itself is in the shared SQLite file, and so is
+the operation that says which run (boot id) works on it (see ``operations``). Two
+requests need the run itself:
+
+* **cancel**: only the run holding the persona turn can stop it honestly (see
+  ``handler``); it answers with ``None`` once stopped, or the reason it could not;
+* **subscribe**: the live events exist only in that run's memory; it relays them.
+
+Each run listens on a Unix socket of its own in Linux's abstract namespace, named after
+its boot id (nothing on disk to clean up after a ``kill -9``), and serves only processes
+of the same user (checked with ``SO_PEERCRED``). A request is one JSON line; a cancel gets
+one line back, a subscription a line per event (the ``StreamResponse`` in protobuf bytes,
+base64) and a last line saying how it ended. This is a direct request to one process, as
+a PostgreSQL ``NOTIFY`` addressed to one boot id is between replicas (``replicas``):
+nothing is queued, and a run that is gone refuses the connection at once.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import socket
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from a2a.types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+from a2a.utils import errors as a2a_errors
+
+from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.replicas import CancelNotAnswered
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+NAMESPACE = "ovos-a2a-bridge"  # abstract socket names: "\0ovos-a2a-bridge/<boot>"
+LINE_LIMIT = 64 * 1024 * 1024  # one relayed event (a whole task) may be large
+
+#: stops the turn of a task on this run for its owner: ``None`` once stopped, else why not
+StopHere = Callable[[str, str], Awaitable["str | None"]]
+#: the live events of a task on this run, as its owner sees them
+FollowHere = Callable[[str, str], AsyncIterator]
+
+
+def address(boot: str) -> str:
+    """The abstract Unix socket name of the run ``boot``."""
+    return f"\0{NAMESPACE}/{boot}"
+
+
+def _wrap(event) -> StreamResponse:
+    if isinstance(event, Task):
+        return StreamResponse(task=event)
+    if isinstance(event, Message):
+        return StreamResponse(message=event)
+    if isinstance(event, TaskStatusUpdateEvent):
+        return StreamResponse(status_update=event)
+    if isinstance(event, TaskArtifactUpdateEvent):
+        return StreamResponse(artifact_update=event)
+    raise TypeError(f"not an A2A event: {type(event).__name__}")
+
+
+def _unwrap(response: StreamResponse):
+    return getattr(response, response.WhichOneof("payload"))
+
+
+def _line(note: dict) -> bytes:
+    return json.dumps(note, separators=(",", ":")).encode() + b"\n"
+
+
+def _error(kind: str, message: str) -> Exception:
+    """The A2A error a relayed subscription ended with, as the SDK's own class."""
+    cls = getattr(a2a_errors, kind, None)
+    if isinstance(cls, type) and issubclass(cls, a2a_errors.A2AError):
+        return cls(message=message)
+    return a2a_errors.InternalError(message=message)
+
+
+class Siblings:
+    """This worker's end: it answers its siblings' requests and makes its own."""
+
+    relays_streams = True  # a subscription to a sibling's task is relayed here (see ``handler``)
+
+    def __init__(self, operations: OperationLog) -> None:
+        self.operations = operations
+        self._server: asyncio.AbstractServer | None = None
+        self._stop_here: StopHere | None = None
+        self._follow_here: FollowHere | None = None
+        self._connections: set[asyncio.Task] = set()
+
+    @property
+    def boot(self) -> str:
+        return self.operations.boot
+
+    async def start(self, stop_here: StopHere, follow_here: FollowHere) -> None:
+        """Listen for the siblings' requests."""
+        self._stop_here, self._follow_here = stop_here, follow_here
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(address(self.boot))
+            sock.listen(64)
+            sock.setblocking(False)
+            self._server = await asyncio.start_unix_server(self._serve, sock=sock, limit=LINE_LIMIT)
+        except BaseException:
+            sock.close()
+            raise
+
+    async def stop(self) -> None:
+        """Stop listening; end the relays in progress."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for job in list(self._connections):
+            job.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+
+    # ---- answering -------------------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        job = asyncio.current_task()
+        self._connections.add(job)
+        try:
+            if not _same_user(writer.get_extra_info("socket")):
+                return
+            note = json.loads(await reader.readline() or b"{}")
+            if note.get("kind") == "cancel":
+                try:
+                    refusal = await self._stop_here(note["task"], note["owner"])
+                except Exception as exc:  # never leave the asking worker waiting for nothing
+                    refusal = f"the worker on it failed to stop it: {type(exc).__name__}"
+                writer.write(_line({"refusal": refusal}))
+            elif note.get("kind") == "follow":
+                await self._relay(note, writer)
+            await writer.drain()
+        except (ConnectionError, ValueError, KeyError, asyncio.IncompleteReadError) as exc:
+            LOG.debug("a sibling's request ended early: %r", exc)
+        finally:
+            self._connections.discard(job)
+            writer.close()
+
+    async def _relay(self, note: dict, writer: asyncio.StreamWriter) -> None:
+        events = self._follow_here(note["task"], note["owner"])
+        try:
+            async for event in events:
+                data = base64.b64encode(_wrap(event).SerializeToString()).decode()
+                writer.write(_line({"event": data}))
+                await writer.drain()
+            writer.write(_line({"end": True}))
+        except a2a_errors.A2AError as exc:
+            writer.write(_line({"error": type(exc).__name__, "message": exc.message or ""}))
+        finally:
+            await events.aclose()
+
+    # ---- asking ----------------------------------------------------------------------------------
+
+    async def ask_to_cancel(self, operation: Operation, timeout: float) -> str | None:
+        """Ask the run doing ``operation`` to stop its task's turn; ``None`` once it stopped
+        (and recorded ``canceled``), else the reason it could not. Raises
+        :class:`CancelNotAnswered` when it is gone or silent for ``timeout`` seconds."""
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await self._open(operation)
+                try:
+                    writer.write(_line({"kind": "cancel", "task": operation.task_id, "owner": operation.owner}))
+                    await writer.drain()
+                    answer = json.loads(await reader.readline() or b"{}")
+                finally:
+                    writer.close()
+        except (OSError, ValueError, asyncio.TimeoutError):
+            raise CancelNotAnswered(operation.replica) from None
+        if "refusal" not in answer:
+            raise CancelNotAnswered(operation.replica)
+        return answer["refusal"]
+
+    async def follow(self, operation: Operation) -> AsyncIterator:
+        """The live events of ``operation``'s task, relayed by the run doing it, until the
+        task settles there. Raises the A2A error that run answered, or TaskNotFoundError
+        when it is gone (its work is failed when it restarts)."""
+        try:
+            reader, writer = await self._open(operation)
+        except OSError:
+            raise a2a_errors.TaskNotFoundError(
+                message=f"Task {operation.task_id}: the worker running it is gone; it fails once that worker "
+                        f"restarts") from None
+        try:
+            writer.write(_line({"kind": "follow", "task": operation.task_id, "owner": operation.owner}))
+            await writer.drain()
+            while True:
+                line = await reader.readline()
+                if not line:
+                    raise a2a_errors.InternalError(message="the worker running this task stopped relaying it")
+                note = json.loads(line)
+                if "event" in note:
+                    yield _unwrap(StreamResponse.FromString(base64.b64decode(note["event"])))
+                elif "error" in note:
+                    raise _error(note["error"], note.get("message", ""))
+                else:
+                    return
+        finally:
+            writer.close()
+
+    async def _open(self, operation: Operation):
+        return await asyncio.open_unix_connection(address(operation.boot), limit=LINE_LIMIT)
+
+
+def _same_user(sock: socket.socket | None) -> bool:
+    """Whether the peer of a Unix socket runs as this process's user."""
+    if sock is None:
+        return False
+    credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return uid == os.getuid()

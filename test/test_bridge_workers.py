@@ -308,3 +308,28 @@ def test_grpc_answers_through_the_workers_shared_port():
 
     with BridgeProcess("--workers", "2", "--grpc-port", "0") as running:
         assert asyncio.run(ask(running.url, 6)) == [f"echo: grpc {i}" for i in range(6)]
+
+
+def test_connections_are_spread_over_the_workers(bridge):
+    """Keep-alive connections opened at once: on one shared socket the first worker to wake
+    would take them all."""
+    import asyncio
+
+    async def burst() -> list[int]:
+        clients = [httpx.AsyncClient(timeout=30) for _ in range(16)]
+        try:
+            replies = await asyncio.gather(*(client.get(bridge.root + "/health") for client in clients))
+            return [reply.json()["worker"] for reply in replies]
+        finally:
+            await asyncio.gather(*(client.aclose() for client in clients))
+
+    served = asyncio.run(burst())
+    assert set(served) == {1, 2}, served
+    assert min(served.count(1), served.count(2)) >= 2, served
+
+
+def test_a_second_bridge_with_workers_cannot_take_the_same_port(bridge):
+    with pytest.raises(Exception) as refused:
+        BridgeProcess("--workers", "2", port=bridge.port)
+    assert refused.value.returncode == 1, refused.value.stderr
+    assert f"port {bridge.port} on 127.0.0.1 is already in use" in refused.value.stderr

@@ -94,13 +94,17 @@ class StartupTrap(logging.Filter):
 
 # ---- checks and binding --------------------------------------------------------------------------
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, shared: bool = False) -> socket.socket:
     """A listening TCP socket; ``proto`` is set so that asyncio turns on TCP_NODELAY
-    (without it every keep-alive response waits ~40 ms for a delayed ACK). Raises OSError."""
+    (without it every keep-alive response waits ~40 ms for a delayed ACK). ``shared``
+    (``SO_REUSEPORT``): other such sockets of this user may bind the same port, and the
+    kernel spreads new connections over them (one per worker). Raises OSError."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         sock.listen(2048)
     except BaseException:
@@ -109,11 +113,12 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def listen(host: str, port: int, setting: str, status: int = 1, what: str = "port") -> socket.socket:
+def listen(host: str, port: int, setting: str, status: int = 1, what: str = "port",
+           shared: bool = False) -> socket.socket:
     """:func:`bind`, or a :class:`StartError` with ``status`` naming the host, the port
     (``what``: "port", "gRPC port") and ``setting`` (the flag that changes it)."""
     try:
-        return bind(host, port)
+        return bind(host, port, shared)
     except socket.gaierror as exc:
         raise StartError(f"cannot listen on {host}: unknown host ({exc.strerror}); check --host", 2) from None
     except OSError as exc:

@@ -2,11 +2,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """``serve --workers N``: N bridge processes on one listening socket and one store.
 
-The parent binds the socket and checks the settings (see ``server.serve``); on SQLite it
-then fails the work every earlier run left unfinished, before any worker starts. Then it
-forks the workers. Each builds its own persona and :class:`~ovos_a2a_solver.bridge.app.Bridge`
-and accepts connections on the inherited socket, as worker ``1..N`` under the replica name
-``NAME#N``. The kernel spreads the connections; nothing is sticky:
+The parent binds the port and checks the settings (see ``server.serve``); on SQLite it
+then fails the work every earlier run left unfinished, before any worker starts. It binds
+one listening socket per worker on that port (``SO_REUSEPORT``), and forks the workers.
+Each builds its own persona and :class:`~ovos_a2a_solver.bridge.app.Bridge` and accepts
+connections on its socket, as worker ``1..N`` under the replica name ``NAME#N``. The
+kernel spreads new connections evenly over the sockets. (On one shared socket, the first
+worker to wake takes a whole burst of connections, and keeps them: keep-alive clients
+would all be served by one worker.) The parent keeps every socket open, so connections
+that reach a worker while it is being started again wait for it. Nothing is sticky:
 
 * on PostgreSQL each worker is a replica (see ``replicas``);
 * on SQLite the workers share the file (WAL), and ask each other for what only the one
@@ -44,7 +48,8 @@ PR_SET_PDEATHSIG = 1
 
 def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready: Callable | None,
               verbose: bool) -> None:
-    """Start ``settings.workers`` workers on ``sock``, call ``ready(settings, name, pids)``
+    """Start ``settings.workers`` workers on ``settings.port`` (``sock`` is bound to it,
+    alone: the proof that it is free), call ``ready(settings, name, pids)``
     once all serve, keep them running until SIGINT/SIGTERM, then stop them. Raises
     ``StartError`` when a worker cannot start, or keeps dying."""
     from ovos_a2a_solver.bridge.server import StartError
@@ -55,23 +60,35 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
         failed = asyncio.run(fail_earlier_runs(settings))
         if failed:
             LOG.warning("%d task(s) were interrupted by a restart and are now failed", failed)
-    group = _Workers(settings, sock, signing_key, verbose)
+    from ovos_a2a_solver.bridge.config import names_of
+    from ovos_a2a_solver.bridge.server import listen
+
+    # ``sock`` (bound alone) proved the port free: nobody, not even another bridge's workers
+    # (SO_REUSEPORT lets any process of the same user join), listens on it
+    sock.close()
+    sockets: list[socket.socket] = []
     try:
-        name = group.start()
-        if ready is not None:
-            ready(settings, name, group.process_ids())
-        failure = group.watch()
+        for _ in range(settings.workers):
+            sockets.append(listen(settings.host, settings.port, names_of("port"), shared=True))
+        group = _Workers(settings, sockets, signing_key, verbose)
+        try:
+            name = group.start()
+            if ready is not None:
+                ready(settings, name, group.process_ids())
+            failure = group.watch()
+        finally:
+            group.stop()
     finally:
-        group.stop()
-        sock.close()
+        for each in sockets:
+            each.close()
     if failure is not None:
         raise StartError(failure)
 
 
 class _Workers:
-    def __init__(self, settings: BridgeSettings, sock: socket.socket, signing_key, verbose: bool) -> None:
+    def __init__(self, settings: BridgeSettings, sockets: list[socket.socket], signing_key, verbose: bool) -> None:
         self.settings = settings
-        self.sock = sock
+        self.sockets = sockets                  # worker N accepts on sockets[N - 1]
         self.signing_key = signing_key
         self.verbose = verbose
         self.pids: dict[int, int] = {}          # pid -> worker number
@@ -125,13 +142,16 @@ class _Workers:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         os.close(self._reports)
+        for n, other in enumerate(self.sockets, 1):
+            if n != number:
+                other.close()
         _die_with(parent)
         settings = dataclasses.replace(self.settings, replica=f"{self.settings.replica}#{number}")
         try:
             from ovos_a2a_solver.bridge.app import Bridge
 
             bridge = Bridge(settings, load_backend(settings), self.signing_key, worker=number)
-            run_bridge(bridge, self.sock, lambda _s, name, _w: self._report({"kind": "ready", "worker": number,
+            run_bridge(bridge, self.sockets[number - 1], lambda _s, name, _w: self._report({"kind": "ready", "worker": number,
                                                                             "name": name}), self.verbose)
         except Exception as exc:  # one line, as the command reports a failed start (a traceback with --debug)
             if self.verbose:

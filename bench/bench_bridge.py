@@ -573,6 +573,8 @@ async def closed_loop(url: str, pid: int, concurrency: int, seconds: float, warm
 
 WRK_SCRIPT = r"""
 -- SendMessage with a fresh messageId per request; counts COMPLETED answers per thread.
+-- The ids carry RUN, unique per wrk run: Lua's math.random repeats its sequence in every
+-- run, and a messageId sent again is a replay for the bridge (no persona turn), not work.
 local threads, counter = {}, 0
 function setup(thread)
   counter = counter + 1
@@ -583,7 +585,7 @@ function init(args) n, ok, bad = 0, 0, 0 end
 function request()
   n = n + 1
   local body = '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":' ..
-    '{"messageId":"wrk-' .. tid .. '-' .. n .. '-' .. math.random(1, 1000000000) ..
+    '{"messageId":"wrk-RUN-' .. tid .. '-' .. n ..
     '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
   return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}, body)
 end
@@ -605,7 +607,7 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
     With ``pin``, wrk runs on CPU 0 and the server was pinned to CPU 1, so the load generator
     does not compete with the server for its core."""
     script = workdir / "send.lua"
-    script.write_text(WRK_SCRIPT)
+    script.write_text(WRK_SCRIPT.replace("RUN", uuid.uuid4().hex))
     command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url]
     if pin:
         command = ["taskset", "-c", "0", *command]

@@ -355,3 +355,19 @@ def test_the_conversation_store_defaults_are_the_plugin_defaults():
 def test_the_default_store_names_the_driver_it_runs_on(tmp_path):
     url = BridgeSettings(state_dir=str(tmp_path)).database_url
     assert url == f"sqlite+pysqlite:///{tmp_path / 'bridge.sqlite3'}"
+
+
+@pytest.mark.parametrize("operator_says, traced", [(None, False), ("true", True), ("false", False)])
+def test_the_sdks_tracing_is_off_unless_the_operator_turns_it_on(operator_says, traced):
+    """The a2a-sdk's spans cost about a fifth of the throughput with no tracer configured."""
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"}
+    if operator_says is not None:
+        env["OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"] = operator_says
+    probe = ("from ovos_a2a_solver.bridge.server import sdk_tracing_off_by_default\n"
+             "sdk_tracing_off_by_default()\n"
+             "import a2a.utils.telemetry as telemetry\n"
+             "print(telemetry.otel_installed, telemetry.otel_enabled)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    installed, enabled = out.split()
+    assert installed == "True", "opentelemetry-api is not installed: this test proves nothing"
+    assert enabled == str(traced)

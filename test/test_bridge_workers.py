@@ -182,6 +182,28 @@ def test_a_task_waiting_for_input_on_one_worker_continues_on_the_other_and_back(
     assert history == ["ask:which colour?", "ask:and which size?", "blue, large"], history
 
 
+@pytest.mark.parametrize("follow_up_on", [1, 2], ids=["follow-up-on-the-other-worker", "follow-up-on-the-same"])
+def test_a_subscriber_to_a_task_waiting_for_input_sees_it_end_wherever_the_follow_up_lands(one_two, follow_up_on):
+    import threading
+
+    one, two = one_two
+    asked = one.send(message("ask:which colour?"))
+    assert state(asked) == "TASK_STATE_INPUT_REQUIRED", asked
+    answerer = Worker(one.bridge, follow_up_on)
+    try:
+        follow_up = threading.Timer(0.8, lambda: answerer.send(
+            message("slow:0.2", task_id=asked["id"], context_id=asked["contextId"])))
+        follow_up.start()
+        events = two.subscribe(asked["id"])  # returns once the stream ends
+        follow_up.join()
+    finally:
+        answerer.close()
+    assert events[0]["task"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", events
+    assert sum("task" in e for e in events) == 1, events
+    assert [e for e in events if "artifactUpdate" in e], events  # the follow-up's sentences, live
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
+
+
 def test_another_owner_finds_nothing_of_a_task_through_either_worker(bridge):
     owner = Worker(bridge, 1, TOKEN_X)
     strangers = [Worker(bridge, n, TOKEN_Y) for n in (1, 2)]

@@ -327,19 +327,55 @@ class BridgeRequestHandler(RequestHandler):
 
     async def on_subscribe_to_task(self, params, context):
         if self.replicas is not None and self.replicas.relays_streams:
-            elsewhere = await self.tracker.log.running_for_task(params.id)
-            if elsewhere is not None and not self.tracker.log.is_mine(elsewhere):
-                if await read_task(self.task_store, params.id, context) is None:
-                    raise TaskNotFoundError(message=f"Task {params.id} not found")
-                async for event in self.replicas.follow(elsewhere):
-                    yield event
-                return
+            async for event in self._subscribe_among_workers(params.id, context):
+                yield event
+            return
         async for event in self.inner.on_subscribe_to_task(params, context):
             yield event
 
+    async def _subscribe_among_workers(self, task_id: str, context: ServerCallContext) -> AsyncGenerator:
+        """SubscribeToTask when sibling workers share the store: the live events come from the
+        worker running the task's turn, here (the SDK's own subscription) or on a sibling
+        (relayed). A task waiting for input runs nowhere: the subscriber gets it as it stands,
+        then the events of whichever worker takes the follow-up, until the task settles."""
+        task = await read_task(self.task_store, task_id, context)
+        if task is None:
+            raise TaskNotFoundError(message=f"Task {task_id} not found")
+        if task.status.state in TERMINAL:
+            raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: "
+                                                    f"{state_name(task.status.state)}")
+        yielded_task = False
+        while True:
+            operation = await self.tracker.log.running_for_task(task_id)
+            if operation is not None:
+                events = (self.follow_here(task_id, operation.owner) if self.tracker.log.is_mine(operation)
+                          else self.replicas.follow(operation))
+                first = True
+                async for event in events:
+                    snapshot, first = first and isinstance(event, Task), False
+                    if snapshot and yielded_task:
+                        continue  # the task as it stands was sent already
+                    yield event
+                    yielded_task = True
+                    if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
+                        return
+            elif not yielded_task:
+                yield task  # A2A: a subscription's first event is the task
+                yielded_task = True
+            await asyncio.sleep(POLL_SECONDS)
+            current = await read_task(self.task_store, task_id, context)
+            if current is None or current.status.state in TERMINAL:  # ended meanwhile (a cancel, say)
+                if current is not None:
+                    yield current
+                return
+
     async def follow_here(self, task_id: str, owner: str) -> AsyncGenerator:
-        """Another worker relays a subscription to a task whose turn runs here (it checked
-        that the caller is the owner)."""
+        """The live events of a task whose turn runs here, for a subscriber on this worker or
+        one a sibling relays (either checked that the caller is the owner); nothing when its
+        turn no longer runs here (the subscriber looks again)."""
+        operation = await self.tracker.log.running_for_task(task_id)
+        if operation is None or not self.tracker.log.is_mine(operation):
+            return
         async for event in self.inner.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id),
                                                            call_context_for(owner)):
             yield event

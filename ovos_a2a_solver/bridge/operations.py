@@ -200,11 +200,12 @@ class OperationLog:
         return [_operation(r) for r in rows]
 
     async def running_for_task(self, task_id: str) -> Operation | None:
-        """The operation still working on ``task_id``, if any (in any process)."""
+        """The operation still working on ``task_id``, if any (in any process; one that
+        finished here and is not written yet is not)."""
         rows = await self.db.fetch(
             "SELECT * FROM a2a_bridge_operations WHERE task_id = :task AND state = :state "
             "ORDER BY created DESC LIMIT 1", {"task": task_id, "state": RUNNING})
-        return _operation(rows[0]) if rows else None
+        return _operation(rows[0]) if rows and rows[0]["key"] not in self._finished else None
 
     def is_mine(self, operation: Operation) -> bool:
         """Whether this process is the one doing ``operation``'s work."""

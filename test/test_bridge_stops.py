@@ -175,3 +175,15 @@ def test_a_task_waiting_for_input_survives_any_stop_and_continues(tmp_path, stop
         assert state(task_of(get_task(second.url, waiting["id"]))) == "TASK_STATE_INPUT_REQUIRED"
         done = task_of(send(second.url, message("Lisbon", task_id=waiting["id"], context_id=waiting["contextId"])))
         assert state(done) == "TASK_STATE_COMPLETED" and answer(done).endswith("echo: Lisbon")
+
+
+def test_a_follow_up_naming_only_its_task_continues_it_after_a_restart(tmp_path):
+    """A2A lets a follow-up name its task without its contextId; the SDK generated a new
+    context for it, and refused its own events, once the task was no longer in memory."""
+    state_dir = tmp_path / "state"
+    with BridgeProcess(state_dir=state_dir) as first:
+        waiting = task_of(send(first.url, message("ask:which city?")))
+    with BridgeProcess(state_dir=state_dir) as second:
+        done = task_of(send(second.url, message("Porto", task_id=waiting["id"])))
+    assert state(done) == "TASK_STATE_COMPLETED" and answer(done).endswith("echo: Porto"), done
+    assert done["contextId"] == waiting["contextId"]

@@ -170,13 +170,14 @@ def test_a_message_delivered_again_to_the_other_worker_rejoins_the_first_deliver
 
 
 def test_a_task_waiting_for_input_on_one_worker_continues_on_the_other_and_back(one_two):
+    """Back on worker 1 with its taskId alone: its context comes from the stored task."""
     one, two = one_two
     asked = one.send(message("ask:which colour?"))
     assert state(asked) == "TASK_STATE_INPUT_REQUIRED", asked
     follow = message("ask:and which size?", task_id=asked["id"], context_id=asked["contextId"])
     again = two.send(follow)
     assert again["id"] == asked["id"] and state(again) == "TASK_STATE_INPUT_REQUIRED", again
-    last = one.send(message("blue, large", task_id=asked["id"], context_id=asked["contextId"]))
+    last = one.send(message("blue, large", task_id=asked["id"]))  # A2A: the taskId alone is enough
     assert state(last) == "TASK_STATE_COMPLETED" and said(last) == "echo: blue, large", last
     history = [p["text"] for m in two.get(asked["id"])["history"] for p in m["parts"] if m["role"] == "ROLE_USER"]
     assert history == ["ask:which colour?", "ask:and which size?", "blue, large"], history

@@ -143,7 +143,7 @@ class Bridge:
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=sdk_store,
                                                  event_stream=self.event_stream,
                                                  agent_card=self.card, interrupted_task_timeout=parked,
-                                                 request_context_builder=ChosenTaskIds(),
+                                                 request_context_builder=ChosenTaskIds(self.task_store),
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,

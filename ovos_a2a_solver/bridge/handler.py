@@ -76,14 +76,21 @@ def call_context_for(owner: str) -> ServerCallContext:
 
 
 class ChosenTaskIds(RequestContextBuilder):
-    """Gives a new task the id the request handler chose (and claimed) for it."""
+    """Gives a new task the id the request handler chose (and claimed) for it, and a
+    follow-up that names its task but no contextId the task's context: the SDK would
+    generate a new context, and then refuse its own events for not matching the stored
+    task's (unless the task happened to be still parked in its memory)."""
 
-    def __init__(self) -> None:
+    def __init__(self, task_store: VersionedTaskStore) -> None:
         self._inner = SimpleRequestContextBuilder()
+        self._task_store = task_store
 
     async def build(self, context: ServerCallContext, params=None, task_id=None, context_id=None, task=None):
         admission = Admission.of(context)
         chosen = admission.task_id if admission is not None else None
+        if task_id and not context_id:
+            stored = task or await read_task(self._task_store, task_id, context)
+            context_id = stored.context_id if stored is not None else None
         return await self._inner.build(context=context, params=params, task_id=task_id or chosen,
                                        context_id=context_id, task=task)
 

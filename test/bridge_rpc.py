@@ -119,11 +119,37 @@ class OwnerCalls:
         self.url = bridge.url + "/"
         self.headers = {**HEADERS, "Authorization": f"Bearer {token}"}
 
+    def _http(self):
+        """What sends the requests: ``httpx`` itself (a connection each), or a client."""
+        return httpx
+
     def call(self, method: str, params: dict) -> dict:
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        response = httpx.post(self.url, json=body, headers=self.headers, timeout=60)
+        response = self._http().post(self.url, json=body, headers=self.headers, timeout=60)
         assert response.status_code == 200, response.text
         return response.json()
+
+    def send(self, msg: dict, blocking: bool = True) -> dict:
+        params = {"message": msg}
+        if not blocking:
+            params["configuration"] = {"returnImmediately": True}
+        return self.task("SendMessage", params)
+
+    def get(self, task_id: str) -> dict:
+        return self.task("GetTask", {"id": task_id})
+
+    def subscribe(self, task_id: str) -> list[dict]:
+        """SubscribeToTask: every event's ``result`` until the stream ends (an error refused
+        before the stream began is a plain JSON-RPC response)."""
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
+        events = []
+        with self._http().stream("POST", self.url, json=body, timeout=60,
+                                 headers={**self.headers, "Accept": "text/event-stream"}) as response:
+            for line in response.iter_lines():
+                data = json.loads(line[5:]) if line.startswith("data:") else (json.loads(line) if line else None)
+                if data is not None:
+                    events.append(data.get("result") or {"error": data.get("error")})
+        return events
 
     def task(self, method: str, params: dict) -> dict:
         reply = self.call(method, params)
@@ -162,32 +188,8 @@ class Worker(OwnerCalls):
             self.client = None
         raise AssertionError(f"no connection reached worker {self.number} in {PIN_TRIES} tries")
 
-    def call(self, method: str, params: dict) -> dict:
-        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        response = self._pinned().post(self.url, json=body, headers=self.headers)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    def send(self, msg: dict, blocking: bool = True) -> dict:
-        params = {"message": msg}
-        if not blocking:
-            params["configuration"] = {"returnImmediately": True}
-        return self.task("SendMessage", params)
-
-    def get(self, task_id: str) -> dict:
-        return self.task("GetTask", {"id": task_id})
-
-    def subscribe(self, task_id: str) -> list[dict]:
-        """SubscribeToTask on this worker: every event's ``result`` (or error) until the end."""
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
-        events = []
-        with self._pinned().stream("POST", self.url, json=body,
-                                   headers={**self.headers, "Accept": "text/event-stream"}) as response:
-            for line in response.iter_lines():
-                data = json.loads(line[5:]) if line.startswith("data:") else (json.loads(line) if line else None)
-                if data is not None:
-                    events.append(data.get("result") or {"error": data.get("error")})
-        return events
+    def _http(self) -> httpx.Client:
+        return self._pinned()
 
     def running(self) -> int:
         return self._pinned().get(self.bridge.root + "/health").json()["running"]

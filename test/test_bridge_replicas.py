@@ -12,7 +12,6 @@ import os
 import time
 import uuid
 
-import httpx
 import pytest
 
 from bridge_process import BridgeProcess
@@ -41,28 +40,6 @@ class Caller(OwnerCalls):
 
     def __init__(self, bridge: BridgeProcess, token: str = TOKEN_X) -> None:
         super().__init__(bridge, token)
-
-    def send(self, msg: dict, blocking: bool = True) -> dict:
-        params = {"message": msg}
-        if not blocking:
-            params["configuration"] = {"returnImmediately": True}
-        return self.task("SendMessage", params)
-
-    def get(self, task_id: str) -> dict:
-        return self.task("GetTask", {"id": task_id})
-
-    def subscribe(self, task_id: str) -> list[dict]:
-        """SubscribeToTask: every event's ``result`` until the stream ends (an error refused
-        before the stream began is a plain JSON-RPC response)."""
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
-        events = []
-        with httpx.stream("POST", self.url, json=body, headers={**self.headers, "Accept": "text/event-stream"},
-                          timeout=60) as response:
-            for line in response.iter_lines():
-                data = json.loads(line[5:]) if line.startswith("data:") else (json.loads(line) if line else None)
-                if data is not None:
-                    events.append(data.get("result") or {"error": data.get("error")})
-        return events
 
 
 def state(task: dict) -> str:

@@ -55,7 +55,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
 
 

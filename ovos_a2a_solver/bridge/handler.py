@@ -16,10 +16,13 @@ can never overwrite a newer one. Past ``max_concurrent`` admitted messages the a
 
 A cancel is honest: the persona turn is stopped first, and only once it stopped does the
 SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
-on. A task running on another replica (several on one PostgreSQL database, see
-``replicas``) is canceled the same way: that replica is asked to stop the turn, and the
-answer waits for it. Work cut short by a crash or ``kill -9`` is marked ``failed`` on the
-next start, or, with several replicas, by a surviving one once the lost one's lease expired.
+on. A task running in another process (a replica on one PostgreSQL database, see
+``replicas``, or a sibling worker on one SQLite file, see ``siblings``) is canceled the
+same way: that process is asked to stop the turn, and the answer waits for it. A
+subscription to such a task gets its live events relayed from there (workers), or from
+the shared event log (replicas). Work cut short by a crash or ``kill -9`` is marked
+``failed`` on the next start (a worker's, when it is started again), or, with several
+replicas, by a surviving one once the lost one's lease expired.
 """
 from __future__ import annotations
 

@@ -240,6 +240,24 @@ def test_a_worker_killed_with_9_is_started_again_and_its_task_failed(tmp_path):
             two.close()
 
 
+def test_a_subscriber_sees_the_task_of_a_worker_killed_with_9_end_failed(tmp_path):
+    import threading
+
+    with workers(state_dir=tmp_path / "state") as running:
+        one, two = Worker(running, 1), Worker(running, 2)
+        try:
+            task = one.send(message("sleep:60"), blocking=False)
+            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            threading.Timer(1.0, os.kill, (process_ids(running)[0], signal.SIGKILL)).start()
+            events = two.subscribe(task["id"])  # relayed from worker 1 until it dies, then followed
+        finally:
+            one.close()
+            two.close()
+    last = events[-1].get("task") or events[-1].get("statusUpdate")
+    assert last is not None and last["status"]["state"] == "TASK_STATE_FAILED", events
+    assert "interrupted by a restart" in status_text(last).lower(), last
+
+
 def test_sigterm_stops_every_worker_and_fails_their_unfinished_work(tmp_path):
     state_dir = tmp_path / "state"
     running = workers(state_dir=state_dir, OVOS_A2A_SHUTDOWN_GRACE="1")

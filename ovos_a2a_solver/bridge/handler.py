@@ -45,7 +45,7 @@ from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTrack
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.operations import Operation, OperationLog
 from ovos_a2a_solver.bridge.replicas import CancelNotAnswered, ReplicaGroup
-from ovos_a2a_solver.bridge.siblings import Siblings
+from ovos_a2a_solver.bridge.siblings import SiblingGone, Siblings
 from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
                                           owner_scope, read_task, settle_stored_task)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
@@ -361,14 +361,17 @@ class BridgeRequestHandler(RequestHandler):
                 events = (self.follow_here(task_id, operation.owner) if self.tracker.log.is_mine(operation)
                           else self.replicas.follow(operation))
                 first = True
-                async for event in events:
-                    snapshot, first = first and isinstance(event, Task), False
-                    if snapshot and yielded_task:
-                        continue  # the task as it stands was sent already
-                    yield event
-                    yielded_task = True
-                    if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
-                        return
+                try:
+                    async for event in events:
+                        snapshot, first = first and isinstance(event, Task), False
+                        if snapshot and yielded_task:
+                            continue  # the task as it stands was sent already
+                        yield event
+                        yielded_task = True
+                        if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
+                            return
+                except SiblingGone:
+                    pass  # its worker died: it is started again and fails the task; the poll below sees it
             elif not yielded_task:
                 yield task  # A2A: a subscription's first event is the task
                 yielded_task = True

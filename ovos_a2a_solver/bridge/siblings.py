@@ -47,6 +47,11 @@ StopHere = Callable[[str, str], Awaitable["str | None"]]
 FollowHere = Callable[[str, str], AsyncIterator]
 
 
+class SiblingGone(Exception):
+    """The worker running a task is gone (it died; it is being started again), or went
+    away while relaying it."""
+
+
 def address(boot: str) -> str:
     """The abstract Unix socket name of the run ``boot``."""
     return f"\0{NAMESPACE}/{boot}"
@@ -178,21 +183,23 @@ class Siblings:
 
     async def follow(self, operation: Operation) -> AsyncIterator:
         """The live events of ``operation``'s task, relayed by the run doing it, until the
-        task settles there. Raises the A2A error that run answered, or TaskNotFoundError
-        when it is gone (its work is failed when it restarts)."""
+        task settles there (or its turn ended before the relay began: nothing). Raises the
+        A2A error that run answered, or :class:`SiblingGone` when it is gone or goes away
+        (its work is failed when it is started again)."""
         try:
             reader, writer = await self._open(operation)
         except OSError:
-            raise a2a_errors.TaskNotFoundError(
-                message=f"Task {operation.task_id}: the worker running it is gone; it fails once that worker "
-                        f"restarts") from None
+            raise SiblingGone(operation.replica) from None
         try:
             writer.write(_line({"kind": "follow", "task": operation.task_id, "owner": operation.owner}))
             await writer.drain()
             while True:
-                line = await reader.readline()
+                try:
+                    line = await reader.readline()
+                except OSError:
+                    line = b""
                 if not line:
-                    raise a2a_errors.InternalError(message="the worker running this task stopped relaying it")
+                    raise SiblingGone(operation.replica)
                 note = json.loads(line)
                 if "event" in note:
                     yield _unwrap(StreamResponse.FromString(base64.b64decode(note["event"])))

@@ -374,3 +374,45 @@ def test_a_second_bridge_with_workers_cannot_take_the_same_port(bridge):
         BridgeProcess("--workers", "2", port=bridge.port)
     assert refused.value.returncode == 1, refused.value.stderr
     assert f"port {bridge.port} on 127.0.0.1 is already in use" in refused.value.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")
+def test_a_worker_answers_only_processes_of_its_own_user(bridge):
+    """The workers' sockets are in the abstract namespace, open to every local user: a
+    request from another user is not answered (SO_PEERCRED), one from the same user is."""
+    with open("/proc/net/unix") as table:
+        names = sorted({line.split()[-1][1:] for line in table if "@ovos-a2a-bridge/" in line})
+    assert names, "no worker socket found"
+    request = b'{"kind":"cancel","task":"no-such-task","owner":"nobody"}\n'
+
+    def answer(as_user: int | None) -> bytes:
+        """What a process (of ``as_user``, else of this user) hears back on the socket."""
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the asking process: a socket, a request, whatever comes back
+            try:
+                os.close(read_end)
+                if as_user is not None:
+                    os.setuid(as_user)
+                import socket
+                asking = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                asking.settimeout(10)
+                asking.connect("\0" + names[0])
+                asking.sendall(request)
+                os.write(write_end, b"heard:" + asking.recv(4096))
+            except BaseException as exc:  # reported to the test, which fails on it
+                os.write(write_end, f"failed:{exc!r}".encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        heard = b""
+        while chunk := os.read(read_end, 4096):
+            heard += chunk
+        os.close(read_end)
+        os.waitpid(pid, 0)
+        return heard
+
+    assert answer(None).startswith(b'heard:{"refusal":'), answer(None)
+    refused = answer(65534)  # connected, then hung up on: before or after the request was written
+    assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError", b"failed:ConnectionResetError")), \
+        refused

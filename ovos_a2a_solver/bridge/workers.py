@@ -36,7 +36,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from ovos_a2a_solver.bridge.config import BridgeSettings, sqlite_path
+from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, sqlite_path
+from ovos_a2a_solver.bridge.server import StartError, listen, load_backend, run_bridge
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -52,17 +53,12 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
     alone: the proof that it is free), call ``ready(settings, name, pids)``
     once all serve, keep them running until SIGINT/SIGTERM, then stop them. Raises
     ``StartError`` when a worker cannot start, or keeps dying."""
-    from ovos_a2a_solver.bridge.server import StartError
-
     if sqlite_path(settings.database_url) is not None:
         from ovos_a2a_solver.bridge.app import fail_earlier_runs
 
         failed = asyncio.run(fail_earlier_runs(settings))
         if failed:
             LOG.warning("%d task(s) were interrupted by a restart and are now failed", failed)
-    from ovos_a2a_solver.bridge.config import names_of
-    from ovos_a2a_solver.bridge.server import listen
-
     # ``sock`` (bound alone) proved the port free: nobody, not even another bridge's workers
     # (SO_REUSEPORT lets any process of the same user join), listens on it
     sock.close()
@@ -102,8 +98,6 @@ class _Workers:
 
     def start(self) -> str:
         """Fork every worker; wait until each serves. Returns the agent's name."""
-        from ovos_a2a_solver.bridge.server import StartError
-
         self._previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
         for number in range(1, self.settings.workers + 1):
             self._fork(number)
@@ -137,8 +131,6 @@ class _Workers:
         return pid
 
     def _work(self, number: int, parent: int) -> int:
-        from ovos_a2a_solver.bridge.server import StartError, load_backend, run_bridge
-
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         os.close(self._reports)

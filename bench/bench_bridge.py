@@ -623,20 +623,21 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
     return data
 
 
-def wrk_rounds(args, workdir: Path, servers: list, result: dict) -> dict:
+def wrk_rounds(args, workdir: Path, servers: list, pin: bool, ratios: list[tuple[str, str]]) -> dict:
     """Start ``servers``, then ``args.rounds`` rounds of :func:`wrk_round` against each, the
-    order alternating; their rounds and medians go into ``result["servers"]``."""
-    result["servers"] = {}
+    order alternating; their rounds, medians and the median ratios ``(a, b)`` of req/s."""
+    result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
+                    "pinned": pin, "servers": {}}
     try:
         with ThreadPoolExecutor(len(servers)) as pool:
             for future in [pool.submit(s.start) for s in servers]:
                 future.result()
-        if args.pin:
+        if pin:
             for s in servers:
                 subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
         for r in range(args.rounds):
             for s in (servers if r % 2 == 0 else servers[::-1]):
-                res = wrk_round(s.rpc_url, s.pid, args.concurrency, args.seconds, workdir, args.pin)
+                res = wrk_round(s.rpc_url, s.pid, args.concurrency, args.seconds, workdir, pin)
                 result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
                 print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
                       f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
@@ -647,7 +648,10 @@ def wrk_rounds(args, workdir: Path, servers: list, result: dict) -> dict:
     for entry in result["servers"].values():
         entry["median_rps"] = statistics.median(x["rps"] for x in entry["rounds"])
         entry["median_p99_ms"] = statistics.median(x["p99_ms"] for x in entry["rounds"])
-    return {k: v["median_rps"] for k, v in result["servers"].items()}
+    rps = {k: v["median_rps"] for k, v in result["servers"].items()}
+    result["ratios"] = {f"{a}/{b}": round(rps[a] / rps[b], 3) for a, b in ratios}
+    print(f"  ratios {result['ratios']}", flush=True)
+    return result
 
 
 def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
@@ -663,14 +667,8 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
         BareProcess(workdir, "bare_sdk_echo", persona, echo=True),
         PersonaServerProc(workdir, "persona_server", persona),
     ]
-    result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
-                    "pinned": args.pin}
-    rps = wrk_rounds(args, workdir, servers, result)
-    result["ratios"] = {"bridge/persona_server": round(rps["bridge"] / rps["persona_server"], 3),
-                        "bridge/bare_sdk (same persona)": round(rps["bridge"] / rps["bare_sdk"], 3),
-                        "bridge_echo/bare_sdk_echo": round(rps["bridge_echo"] / rps["bare_sdk_echo"], 3)}
-    print(f"  ratios {result['ratios']}", flush=True)
-    return result
+    return wrk_rounds(args, workdir, servers, args.pin, [("bridge", "persona_server"), ("bridge", "bare_sdk"),
+                                                          ("bridge_echo", "bare_sdk_echo")])
 
 
 def bench_send_workers(args, workdir: Path, persona: Path) -> dict:
@@ -687,15 +685,8 @@ def bench_send_workers(args, workdir: Path, persona: Path) -> dict:
                                           "--state-dir", str(workdir / "state-one")]),
         PersonaServerProc(workdir, "persona_server", persona),
     ]
-    args.pin = False
-    result: dict = {"load": "wrk", "connections": args.concurrency, "seconds": args.seconds, "rounds": args.rounds,
-                    "pinned": False}
-    rps = wrk_rounds(args, workdir, servers, result)
-    result["ratios"] = {"bridge_2_workers/persona_server": round(rps["bridge_2_workers"] / rps["persona_server"], 3),
-                        "bridge_2_workers/bridge": round(rps["bridge_2_workers"] / rps["bridge"], 3),
-                        "bridge/persona_server": round(rps["bridge"] / rps["persona_server"], 3)}
-    print(f"  ratios {result['ratios']}", flush=True)
-    return result
+    return wrk_rounds(args, workdir, servers, False, [("bridge_2_workers", "persona_server"),
+                                                      ("bridge_2_workers", "bridge"), ("bridge", "persona_server")])
 
 
 async def keepalive_get(url: str, n: int) -> dict:

@@ -416,3 +416,25 @@ def test_a_worker_answers_only_processes_of_its_own_user(bridge):
     refused = answer(65534)  # connected, then hung up on: before or after the request was written
     assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError", b"failed:ConnectionResetError")), \
         refused
+
+
+def test_the_default_persona_remembers_a_conversation_across_workers():
+    """Each worker loads its own persona; what one conversation said on one worker is known
+    on the other (the persona's memory is kept on disk, and the newer copy wins)."""
+    with BridgeProcess("--workers", "2", backend="persona", env={"OVOS_A2A_TOKENS": TOKEN_X}) as running:
+        one, two = Worker(running, 1), Worker(running, 2)
+        try:
+            context = uuid.uuid4().hex
+            met = one.send(message("my name is Ada", context_id=context))
+            assert state(met) == "TASK_STATE_COMPLETED" and "Ada" in said(met), met
+            asked = two.send(message("what is my name?", context_id=context))
+            assert said(asked) == "Your name is Ada.", asked
+            renamed = two.send(message("my name is Bo", context_id=context))
+            assert "Bo" in said(renamed), renamed
+            back = one.send(message("what is my name?", context_id=context))
+            assert said(back) == "Your name is Bo.", back
+            stranger = two.send(message("what is my name?"))  # another conversation
+            assert "Ada" not in said(stranger) and "Bo" not in said(stranger), stranger
+        finally:
+            one.close()
+            two.close()

@@ -27,6 +27,7 @@ replicas, by a surviving one once the lost one's lease expired.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncGenerator
@@ -358,18 +359,20 @@ class BridgeRequestHandler(RequestHandler):
         while True:
             operation = await self.tracker.log.running_for_task(task_id)
             if operation is not None:
-                events = (self.follow_here(task_id, operation.owner) if self.tracker.log.is_mine(operation)
+                source = (self.follow_here(task_id, operation.owner) if self.tracker.log.is_mine(operation)
                           else self.replicas.follow(operation))
                 first = True
                 try:
-                    async for event in events:
-                        snapshot, first = first and isinstance(event, Task), False
-                        if snapshot and yielded_task:
-                            continue  # the task as it stands was sent already
-                        yield event
-                        yielded_task = True
-                        if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
-                            return
+                    # closed on every way out (settled, the subscriber gone): a relay holds a connection
+                    async with contextlib.aclosing(source) as events:
+                        async for event in events:
+                            snapshot, first = first and isinstance(event, Task), False
+                            if snapshot and yielded_task:
+                                continue  # the task as it stands was sent already
+                            yield event
+                            yielded_task = True
+                            if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
+                                return
                 except SiblingGone:
                     pass  # its worker died: it is started again and fails the task; the poll below sees it
             elif not yielded_task:

@@ -8,7 +8,9 @@ generator run in a worker thread: the bridge pulls one sentence at a time, so a 
 be stopped between sentences. Besides sentences and a :class:`Question`, a backend may
 yield typed outputs: an :class:`ArtifactOutput` (a part of an artifact of its own), a
 :class:`Reply` (the answer is a message, no task), a :class:`Rejection` or a
-:class:`Completion` (the task ends with a message of the agent's).
+:class:`Completion` (the task ends with a message of the agent's). A backend that computes
+some replies without waiting on anything may say so (``answers_at_once``): those turns
+run on the event loop, without the hand-off to and from a thread.
 """
 from __future__ import annotations
 
@@ -211,6 +213,11 @@ class EchoBackend:
     def capabilities(self) -> list[Capability]:
         return [Capability(id="echo", name="echo", description="Repeats the message.")]
 
+    def answers_at_once(self, text: str) -> bool:
+        """Whether the reply to ``text`` waits on nothing (no sleep, no call log to write),
+        so that the bridge may compute it on its event loop."""
+        return not self.call_log and text.strip().partition(":")[0] not in ("sleep", "slow")
+
     def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         with self._lock:
             if self.call_log:
@@ -264,6 +271,10 @@ class ScenarioBackend(EchoBackend):
     def answers_with_message(self, message_id: str) -> bool:
         """Whether the answer to this message may be a :class:`Reply` (no task)."""
         return message_id.startswith("tck-message-response")
+
+    def answers_at_once(self, text: str) -> bool:
+        """Never: scenarios pick their script by messageId, and some of them wait."""
+        return False
 
     def capabilities(self) -> list[Capability]:
         return [Capability(id="tck", name="TCK scenarios", description="Follows the conformance kit's scenarios."),

@@ -94,7 +94,8 @@ class PersonaExecutor(AgentExecutor):
             if task is None and self._may_reply(context):  # the answer may be a message, not a task
                 context_id = context.context_id or context.message.context_id
                 session = persona_session(owner, context_id)
-                turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start()
+                turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start(
+                    self._at_once(text))
                 first = await turn.events.get()
                 if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
                     await event_queue.enqueue_event(_agent_message(first.output.text, context_id))
@@ -117,7 +118,7 @@ class PersonaExecutor(AgentExecutor):
             for attempt in range(retries + 1):
                 if turn is None:
                     turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop(),
-                                self._interrupter(session)).start()
+                                self._interrupter(session)).start(self._at_once(text))
                 self.turns.add(task.id, turn)
                 end = await self._relay(turn, updater, chunked, first, retry=attempt < retries)
                 if end is not RelayEnd.RETRY:
@@ -145,6 +146,12 @@ class PersonaExecutor(AgentExecutor):
             message_id = context.message.message_id
             return lambda: backend.reply_to(text, message_id, session, lang)
         return lambda: backend.reply(text, session, lang)
+
+    def _at_once(self, text: str) -> bool:
+        """Whether the backend computes its reply to ``text`` without waiting (so the turn
+        runs on the event loop, not on a thread)."""
+        answers_at_once = getattr(self.backend, "answers_at_once", None)
+        return answers_at_once is not None and answers_at_once(text)
 
     def _interrupter(self, session: str):
         """What ends a turn of ``session`` in the middle of a step, if the backend can (a relay)."""

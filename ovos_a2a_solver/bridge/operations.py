@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from google.protobuf.json_format import MessageToDict
+from a2a.types import Message
 
 from ovos_a2a_solver.bridge.database import Sql
 
@@ -54,12 +54,14 @@ def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "
     return hashlib.sha256(framed.encode("utf-8")).hexdigest()
 
 
-def content_digest(message) -> str:
-    """Digest of what a message says, ids aside (a resend may or may not carry them)."""
-    body = MessageToDict(message)
-    for key in ("messageId", "taskId", "contextId"):
-        body.pop(key, None)
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def content_digest(message: Message) -> str:
+    """Digest of what a message says, ids aside (a resend may or may not carry them): its
+    deterministic protobuf bytes (map entries, as in ``metadata``, sorted by key)."""
+    content = Message()
+    content.CopyFrom(message)
+    for field in ("message_id", "task_id", "context_id"):
+        content.ClearField(field)
+    return hashlib.sha256(content.SerializeToString(deterministic=True)).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -2,16 +2,19 @@
 # SPDX-License-Identifier: Apache-2.0
 """One persona turn, running in a worker thread, stoppable between sentences.
 
-The backend's generator runs in its own thread; each sentence is handed to the event
-loop as it comes. A stop request is honoured at the next sentence boundary; whoever
-asked learns within ``grace`` seconds whether the turn really stopped, so the bridge only
-reports ``canceled`` for work that was stopped.
+The backend's generator runs on a thread of :data:`TURN_THREADS`; each sentence is handed
+to the event loop as it comes (what comes while the loop has not yet taken the last
+hand-off goes with it, one wake-up for a burst). A reply the backend computes without
+waiting (``answers_at_once``) runs right on the event loop instead. A stop request is honoured at the next
+sentence boundary; whoever asked learns within ``grace`` seconds whether the turn really
+stopped, so the bridge only reports ``canceled`` for work that was stopped.
 """
 from __future__ import annotations
 
 import asyncio
 import enum
 import logging
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -52,6 +55,51 @@ class TurnEvent:
         return self.kind is TurnEventKind.STOPPED
 
 
+class DaemonThreads:
+    """Daemon threads that run jobs, each kept ``idle_seconds`` after its job for the next
+    one (starting a thread per turn costs more than an echo's answer). Daemon threads,
+    unlike a ``ThreadPoolExecutor``'s, are not joined at exit: a persona step that never
+    returns must not keep the bridge from shutting down. There is no upper bound: the
+    request handler's ``max_concurrent`` bounds the turns."""
+
+    def __init__(self, name: str, idle_seconds: float = 30.0) -> None:
+        self.name = name
+        self.idle_seconds = idle_seconds
+        self._jobs: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0      # threads waiting for a job (each job put is taken by one of them)
+
+    def submit(self, job: Callable[[], object]) -> None:
+        with self._lock:
+            if self._idle:
+                self._idle -= 1
+                self._jobs.put(job)
+                return
+        threading.Thread(target=self._work, args=(job,), name=self.name, daemon=True).start()
+
+    def _work(self, job: Callable[[], object] | None) -> None:
+        while job is not None:
+            try:
+                job()
+            except BaseException as exc:  # a job handles its own errors; this one must not end the thread
+                LOG.error("a %s job raised %r", self.name, exc)
+            job = None
+            with self._lock:
+                self._idle += 1
+            try:
+                job = self._jobs.get(timeout=self.idle_seconds)
+            except queue.Empty:
+                with self._lock:  # a job put meanwhile counted on this thread: take it
+                    try:
+                        job = self._jobs.get_nowait()
+                    except queue.Empty:
+                        self._idle -= 1
+
+
+#: The threads persona turns run on.
+TURN_THREADS = DaemonThreads("ovos-a2a-turn")
+
+
 class Turn:
     """A backend reply being produced in a worker thread."""
 
@@ -63,12 +111,19 @@ class Turn:
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
         self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
         self.outcome: TurnEvent | None = None
-        self._stop = threading.Event()
+        self._stop = False                   # a stop was asked for (read by the worker between sentences)
+        self._on_loop = False                # the reply runs on the event loop (no hand-off)
+        self._outbox: list[TurnEvent] = []   # posted by the worker, not yet taken by the loop
+        self._outbox_lock = threading.Lock()
 
-    def start(self) -> "Turn":
-        """Run the backend on a daemon thread of its own: a persona step that never returns
-        must not keep the bridge from shutting down (pool threads are joined at exit)."""
-        threading.Thread(target=self._run, name="ovos-a2a-turn", daemon=True).start()
+    def start(self, at_once: bool = False) -> "Turn":
+        """Run the backend on one of :data:`TURN_THREADS`, or, with ``at_once`` (the backend
+        computes this reply without waiting), right here: its events are queued on return."""
+        if at_once:
+            self._on_loop = True
+            self._run()
+        else:
+            TURN_THREADS.submit(self._run)
         return self
 
     @property
@@ -76,22 +131,36 @@ class Turn:
         return not self.ended.is_set()
 
     def _post(self, event: TurnEvent) -> None:
-        def deliver() -> None:
+        """Hand ``event`` to the loop (from the worker thread): the loop is woken only when
+        the outbox was empty; otherwise the wake-up already on its way takes this one too."""
+        if self._on_loop:
+            self._outbox.append(event)
+            self._deliver()
+            return
+        with self._outbox_lock:
+            self._outbox.append(event)
+            if len(self._outbox) > 1:
+                return
+        try:
+            self._loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop is gone (shutdown): nobody is listening any more
+            pass
+
+    def _deliver(self) -> None:
+        with self._outbox_lock:
+            events, self._outbox = self._outbox, []
+        for event in events:
             self.events.put_nowait(event)
             if event.ends:
                 self.outcome = event
                 self.ended.set()
-        try:
-            self._loop.call_soon_threadsafe(deliver)
-        except RuntimeError:  # the loop is gone (shutdown): nobody is listening any more
-            pass
 
     def _run(self) -> None:
         generator = None
         try:
             generator = self._produce()
             for item in generator:
-                if self._stop.is_set():
+                if self._stop:
                     self._post(TurnEvent(TurnEventKind.STOPPED))
                     return
                 if isinstance(item, Question):
@@ -100,12 +169,12 @@ class Turn:
                     self._post(TurnEvent(TurnEventKind.SENTENCE, item))
                 else:
                     self._post(TurnEvent(TurnEventKind.OUTPUT, output=item))
-                if self._stop.is_set():
+                if self._stop:
                     self._post(TurnEvent(TurnEventKind.STOPPED))
                     return
-            self._post(TurnEvent(TurnEventKind.STOPPED if self._stop.is_set() else TurnEventKind.DONE))
+            self._post(TurnEvent(TurnEventKind.STOPPED if self._stop else TurnEventKind.DONE))
         except Exception as exc:  # the backend failed (or was ended by a stop): the turn's outcome
-            self._post(TurnEvent(TurnEventKind.STOPPED) if self._stop.is_set()
+            self._post(TurnEvent(TurnEventKind.STOPPED) if self._stop
                        else TurnEvent(TurnEventKind.ERROR, error=exc))
         finally:
             if generator is not None:
@@ -119,7 +188,7 @@ class Turn:
         backend is asked to end its step (a relay cancels its remote task), and the worker stops
         at its next sentence boundary if it gets there."""
         if self.running:
-            self._stop.set()
+            self._stop = True
             if self._interrupt is not None:  # e.g. a relay cancels its remote task too
                 self._loop.run_in_executor(None, self._interrupt)
             event = TurnEvent(TurnEventKind.INTERRUPTED)
@@ -135,14 +204,14 @@ class Turn:
         """
         if not self.running:
             return True
-        self._stop.set()
+        self._stop = True
         if self._interrupt is not None:  # a step that would not reach a sentence boundary by itself
             self._loop.run_in_executor(None, self._interrupt)
         try:
             await asyncio.wait_for(self.ended.wait(), grace)
             return True
         except asyncio.TimeoutError:
-            self._stop.clear()
+            self._stop = False
             return not self.running
 
 

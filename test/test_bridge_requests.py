@@ -99,6 +99,53 @@ def test_each_bad_jsonrpc_request_gets_its_protocol_error(bridge, content, code)
     assert "Traceback" not in error["message"] and "Exceeds the limit" not in error["message"]
 
 
+def without(path: str) -> dict:
+    """A valid SendMessage request (with a webhook that has credentials) without the field at
+    ``path`` (dotted, JSON names)."""
+    params = {"message": message("hi"), "configuration": {"taskPushNotificationConfig": {
+        "url": "https://example.com/hook", "authentication": {"scheme": "Bearer", "credentials": "t"}}}}
+    *parents, last = path.split(".")
+    node = params
+    for name in parents:
+        node = node[name]
+    del node[last]
+    return params
+
+
+def required_send_fields() -> list[str]:
+    """Every field of SendMessageRequest the A2A proto marks REQUIRED (dotted JSON names),
+    as the SDK's generic validation finds them."""
+    from google.api.field_behavior_pb2 import FieldBehavior, field_behavior
+
+    from a2a.types import SendMessageRequest
+
+    found = []
+
+    def walk(descriptor, prefix, seen):
+        for field in descriptor.fields:
+            if FieldBehavior.REQUIRED in field.GetOptions().Extensions[field_behavior]:
+                found.append(prefix + field.json_name)
+            nested = field.message_type
+            if nested is not None and not nested.GetOptions().map_entry and nested.full_name not in seen:
+                walk(nested, prefix + field.json_name + ".", seen | {nested.full_name})
+
+    walk(SendMessageRequest.DESCRIPTOR, "", set())
+    return found
+
+
+@pytest.mark.parametrize("path", required_send_fields())
+def test_a_send_without_a_required_field_is_refused_with_its_name_and_claims_nothing(bridge, path):
+    request = without(path)
+    response = post(bridge, rpc_body("SendMessage", request))
+    error = response.json()["error"]
+    assert error["code"] == -32602, response.text
+    assert path.split(".")[-1] in error["message"], error
+    wait_until(lambda: health(bridge)["running"] == 0, "0 messages running")
+    if path.startswith("configuration."):  # the same message without the broken webhook is new work, not a replay
+        done = task_of(send(bridge.url, request["message"]))
+        assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: hi"
+
+
 REST_TABLE = [
     pytest.param("POST", "/rest/message:send",
                  json.dumps({"message": message("BAD")}).encode().replace(b"BAD", b"\xff"), "",

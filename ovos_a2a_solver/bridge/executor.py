@@ -185,8 +185,12 @@ class PersonaExecutor(AgentExecutor):
                     f"still be working. Ask for this task again later."))
                 return RelayEnd.DEADLINE
             try:
-                event = pending.pop() if pending else await asyncio.wait_for(
-                    turn.events.get(), min(self.settings.heartbeat, deadline - now))
+                if pending:
+                    event = pending.pop()
+                elif not turn.events.empty():  # said already: no timer to arm
+                    event = turn.events.get_nowait()
+                else:
+                    event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
                 if loop.time() < deadline:  # a heartbeat: no message, so it never piles up in the history
                     elapsed = round(loop.time() - started)

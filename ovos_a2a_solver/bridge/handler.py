@@ -50,7 +50,7 @@ from ovos_a2a_solver.bridge.siblings import SiblingGone, Siblings
 from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
                                           owner_scope, read_task, settle_stored_task)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
-from ovos_a2a_solver.bridge.validation import check_list_tasks, check_message
+from ovos_a2a_solver.bridge.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -116,7 +116,6 @@ class BridgeRequestHandler(RequestHandler):
 
     # ---- messages ----------------------------------------------------------------------
 
-    @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
         admitted = await self._admit(params, context, mode)
@@ -127,7 +126,7 @@ class BridgeRequestHandler(RequestHandler):
         finally:
             await self.tracker.handler_done(admitted)
 
-    @validate_request_params
+    @validate_request_params  # for its closing of the inner stream; the fields are checked in _admit
     async def on_message_send_stream(self, params: SendMessageRequest,
                                      context: ServerCallContext) -> AsyncGenerator:
         admitted = await self._admit(params, context, CallMode.STREAM)
@@ -145,8 +144,8 @@ class BridgeRequestHandler(RequestHandler):
     async def _admit(self, params: SendMessageRequest, context: ServerCallContext,
                      mode: CallMode) -> Admission | Operation:
         """Check and admit the message; return the earlier claim if it was delivered before."""
+        check_send(params, self.settings.max_parts)
         message = params.message
-        check_message(message, self.settings.max_parts)
         owner = owner_scope(context)
 
         async def answer_seen(earlier: Operation) -> bool:

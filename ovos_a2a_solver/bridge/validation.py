@@ -11,10 +11,29 @@ checked earlier, by ``wirecheck``.
 """
 from __future__ import annotations
 
-from a2a.types import ListTasksRequest, Message, Role
+from a2a.types import ListTasksRequest, Message, Role, SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 
 from ovos_a2a_solver.states import KNOWN
+
+
+def check_send(params: SendMessageRequest, max_parts: int) -> None:
+    """Refuse a SendMessage the bridge does not take: every field the protocol requires
+    (what the SDK's ``validate_request_params`` checks, here with the field's name in the
+    error, so that the request handler need not run that generic walk twice), then
+    :func:`check_message`."""
+    if not params.HasField("message"):
+        raise InvalidParamsError(message="message is missing")
+    if not params.message.message_id:
+        raise InvalidParamsError(message="message.messageId is empty: every message needs an id of its own")
+    check_message(params.message, max_parts)
+    if params.configuration.HasField("task_push_notification_config"):
+        webhook = params.configuration.task_push_notification_config
+        if not webhook.url:
+            raise InvalidParamsError(message="configuration.taskPushNotificationConfig.url is empty")
+        if webhook.HasField("authentication") and not webhook.authentication.scheme:
+            raise InvalidParamsError(
+                message="configuration.taskPushNotificationConfig.authentication.scheme is empty")
 
 
 def check_message(message: Message, max_parts: int) -> None:

@@ -135,6 +135,32 @@ def test_memory_survives_a_new_engine_on_the_same_file(tmp_path):
     assert (tmp_path / "brain" / "sessions.sqlite").stat().st_mode & 0o077 == 0  # private to the user
 
 
+def test_processes_opening_a_new_state_file_at_the_same_moment_all_keep_it(tmp_path):
+    """Workers open one state file together; the switch to WAL then finds the file busy, and
+    SQLite says "locked" without waiting: no process may give up the file (RAM only) for that."""
+    import multiprocessing
+
+    from ovos_a2a_solver.bridge.session_file import SessionFile
+
+    context = multiprocessing.get_context("fork")
+    for attempt in range(25):
+        path = tmp_path / f"attempt-{attempt}" / "sessions.sqlite"
+        start = context.Barrier(3)
+        opened = context.Queue()
+
+        def open_it():
+            start.wait(10)
+            opened.put(SessionFile(path).enabled)
+
+        workers = [context.Process(target=open_it) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(30)
+            assert worker.exitcode == 0
+        assert [opened.get(timeout=10) for _ in workers] == [True, True, True], f"attempt {attempt}"
+
+
 def test_a_damaged_state_file_is_moved_aside_and_answering_goes_on(caplog):
     path = default_state_file()
     path.parent.mkdir(parents=True)

@@ -27,6 +27,7 @@ from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
 
 from ovos_a2a_solver.bridge.store import owner_scope
+from ovos_a2a_solver.bridge.wal import use_wal
 
 
 class Sql(Protocol):
@@ -57,7 +58,7 @@ class SqliteDatabase:
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(conn, 30)
         conn.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across a process crash
         conn.execute("PRAGMA busy_timeout=30000")
         return conn

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ovos_a2a_solver.bridge.wal import use_wal
+
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 BUSY_TIMEOUT_MS = 5000
@@ -149,7 +151,7 @@ class SessionFile:
             check = db.execute("PRAGMA quick_check").fetchone()
             if not check or check[0] != "ok":
                 raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no result'}")
-            db.execute("PRAGMA journal_mode = WAL")
+            use_wal(db, BUSY_TIMEOUT_MS / 1000)
             db.execute("PRAGMA synchronous = NORMAL")
             for statement in SCHEMA:
                 db.execute(statement)

@@ -22,7 +22,10 @@ Every server answers with the same trivial backend: an OVOS persona whose only h
    run shows the bridge as configured by default (``--max-concurrent 8``) under the same load.
 1b. ``--only send-wrk``: the same load from wrk (C, two threads; ``--pin``: servers on CPU 1,
    wrk on CPU 0), against the bridge and the bare server, each with the persona and with an echo,
-   and ovos-persona-server.
+   and ovos-persona-server. The bare servers run as the a2a-sdk does by default where
+   ``opentelemetry-api`` is installed (as here: fastapi and Google's libraries bring it), with a
+   span around every handler call; ``bare_sdk_echo_untraced`` runs with those spans off, as the
+   bridge does (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``).
 1c. ``--only send-workers``: wrk against ``serve --workers 2``, one bridge process and
    ovos-persona-server, the same persona, nothing pinned (server CPU includes the workers).
 2. 500 concurrent open SSE streams on the bridge (``--backend echo --heartbeat 1
@@ -357,10 +360,13 @@ class ServerProcess:
     def card_url(self) -> str:
         return self.base + "/.well-known/agent-card.json"
 
+    env: dict[str, str] = {}  # set for this server only
+
     def _spawn(self, cmd: list[str]) -> None:
         log = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **CODE_ENV}, cwd=self.workdir)
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1", **CODE_ENV, **self.env},
+                                     cwd=self.workdir)
         log.close()
 
     def _wait_line(self, pattern: str, timeout: float) -> re.Match:
@@ -445,12 +451,14 @@ class BareProcess(ServerProcess):
     label = "bare_sdk"
 
     def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "",
-                 echo: bool = False) -> None:
+                 echo: bool = False, traced: bool = True) -> None:
         super().__init__(workdir, name)
         self.persona = persona
         self.prefill = prefill
         self.db = db
         self.echo = echo
+        if not traced:  # as the bridge runs it: the SDK's OpenTelemetry spans off
+            self.env = {"OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
         if db:
             self.label = "bare_sdk_sqlite"
 
@@ -665,10 +673,12 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
                                                "--max-concurrent", str(max(args.concurrency, 8))]),
         BareProcess(workdir, "bare_sdk", persona),
         BareProcess(workdir, "bare_sdk_echo", persona, echo=True),
+        BareProcess(workdir, "bare_sdk_echo_untraced", persona, echo=True, traced=False),
         PersonaServerProc(workdir, "persona_server", persona),
     ]
     return wrk_rounds(args, workdir, servers, args.pin, [("bridge", "persona_server"), ("bridge", "bare_sdk"),
-                                                          ("bridge_echo", "bare_sdk_echo")])
+                                                          ("bridge_echo", "bare_sdk_echo"),
+                                                          ("bridge_echo", "bare_sdk_echo_untraced")])
 
 
 def bench_send_workers(args, workdir: Path, persona: Path) -> dict:

@@ -183,3 +183,50 @@ def test_a_message_refused_after_admission_leaves_no_claim_behind(narrow):
         response = jsonrpc(narrow, "SendMessage", {"message": unknown})
         assert response.json()["error"]["code"] == -32001, response.text
     assert_slot_free_and_bridge_answers(narrow)
+
+
+CALLERS = 16
+ROUNDS = 100
+
+
+@pytest.fixture(scope="module")
+def sixteen_slots():
+    with BridgeProcess("--max-concurrent", str(CALLERS)) as process:
+        yield process
+
+
+async def keep_alive_caller(url: str, text: str, rounds: int) -> list[dict]:
+    """``rounds`` SendMessages, each sent once the last is answered, on one keep-alive
+    connection (raw HTTP/1.1: light enough that the callers press the bridge hard)."""
+    parsed = httpx.URL(url)
+    reader, writer = await asyncio.open_connection(parsed.host, parsed.port)
+    replies = []
+    try:
+        for n in range(rounds):
+            body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage",
+                               "params": {"message": message(text)}}).encode()
+            writer.write(f"POST {parsed.raw_path.decode()}/ HTTP/1.1\r\nHost: {parsed.host}\r\n"
+                         f"Content-Type: application/json\r\nA2A-Version: 1.0\r\n"
+                         f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            replies.append(json.loads(await reader.readexactly(length)))
+    finally:
+        writer.close()
+    return replies
+
+
+@pytest.mark.parametrize("text", ["hello", "sleep:0"])  # answered on the loop / on a turn thread
+def test_callers_keeping_as_many_messages_in_flight_as_there_are_slots_are_never_busy(sixteen_slots, text):
+    """Each caller sends its next message once the last one is answered, so together they
+    never have more messages in flight than there are slots: the slot must be free when the
+    answer is, not a moment later."""
+    async def callers():
+        return await asyncio.wait_for(asyncio.gather(
+            *(keep_alive_caller(sixteen_slots.url, text, ROUNDS) for _ in range(CALLERS))), 120)
+
+    replies = [reply for caller in asyncio.run(callers()) for reply in caller]
+    refused = [reply["error"]["message"] for reply in replies if "error" in reply]
+    assert not refused, f"{len(refused)} of {len(replies)} refused: {refused[:2]}"
+    assert all(state(task_of(reply)) == "TASK_STATE_COMPLETED" for reply in replies)

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ovos_a2a_solver.bridge.backends import EchoBackend, ScenarioBackend
-from ovos_a2a_solver.bridge.turns import DaemonThreads, Turn, TurnEventKind
+from ovos_a2a_solver.bridge.turns import TURN_THREADS, DaemonThreads, Turn, TurnEventKind
 from waiting import wait_until
 
 
@@ -37,7 +37,11 @@ async def events_of(turn: Turn) -> list:
     return events
 
 
-def test_a_turn_runs_on_the_thread_an_earlier_turn_left_idle():
+def turn_threads() -> set[threading.Thread]:
+    return {thread for thread in threading.enumerate() if thread.name == TURN_THREADS.name}
+
+
+def test_a_turn_runs_on_a_thread_an_earlier_turn_left_idle():
     async def scenario():
         loop = asyncio.get_running_loop()
         threads = []
@@ -46,14 +50,17 @@ def test_a_turn_runs_on_the_thread_an_earlier_turn_left_idle():
             threads.append(threading.current_thread())
             yield "said"
 
+        await events_of(Turn(produce, loop).start())
+        await asyncio.to_thread(wait_until, lambda: TURN_THREADS.idle, "a turn thread to wait for the next turn")
+        before = turn_threads()
         for _ in range(3):
             await events_of(Turn(produce, loop).start())
-            await asyncio.sleep(0.05)  # the thread goes back to wait for the next turn
-        return threads
+            await asyncio.to_thread(wait_until, lambda: TURN_THREADS.idle, "a turn thread to wait for the next turn")
+        return threads, before, turn_threads()
 
-    threads = asyncio.run(scenario())
-    assert threads[0] is not threading.main_thread()
-    assert threads[1] is threads[0] and threads[2] is threads[0]
+    threads, before, after = asyncio.run(scenario())
+    assert threading.main_thread() not in threads
+    assert set(threads[1:]) <= before and after == before  # no thread was started for the later turns
 
 
 def test_an_idle_turn_thread_ends_after_its_idle_time_and_a_new_one_takes_the_next_job():
@@ -76,8 +83,7 @@ def test_a_job_that_raises_leaves_its_thread_serving_the_next_job():
         raise RuntimeError("a job that raises")
 
     pool.submit(fails)
-    wait_until(lambda: ran, "the failing job to run")
-    time.sleep(0.05)
+    wait_until(lambda: ran and pool.idle == 1, "the failing job to run and its thread to wait again")
     pool.submit(lambda: ran.append(threading.current_thread()))
     wait_until(lambda: len(ran) == 2, "the next job to run")
     assert ran[1] is ran[0]

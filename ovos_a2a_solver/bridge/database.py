@@ -43,6 +43,9 @@ class Sql(Protocol):
         """Release the connection."""
 
 
+BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
+
+
 class SqliteDatabase:
     """SQLite in WAL mode, two connections: point statements run right on the event loop
     (a commit without fsync takes tens of microseconds, far less than a hop to another
@@ -56,11 +59,10 @@ class SqliteDatabase:
         self._reader = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS)
         conn.row_factory = sqlite3.Row
-        use_wal(conn, 30)
+        use_wal(conn, BUSY_SECONDS)
         conn.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across a process crash
-        conn.execute("PRAGMA busy_timeout=30000")
         return conn
 
     def on_loop(self, fn, *args) -> Any:

@@ -69,6 +69,12 @@ class DaemonThreads:
         self._lock = threading.Lock()
         self._idle = 0      # threads waiting for a job (each job put is taken by one of them)
 
+    @property
+    def idle(self) -> int:
+        """Threads waiting for a job now."""
+        with self._lock:
+            return self._idle
+
     def submit(self, job: Callable[[], object]) -> None:
         with self._lock:
             if self._idle:

@@ -30,9 +30,32 @@ TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
 def replica(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
     """A bridge on the shared database, named ``name`` (unique per run), lease :data:`LEASE`."""
     assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    return BridgeProcess("--db", POSTGRES, "--heartbeat", "1", *args, call_log=call_log,
-                         env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE),
-                              "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}", **env})
+    unique = f"{name}-{uuid.uuid4().hex[:8]}"
+    process = BridgeProcess("--db", POSTGRES, "--heartbeat", "1", *args, call_log=call_log,
+                            env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE),
+                                 "OVOS_A2A_REPLICA": unique, **env})
+    process.replica = unique
+    return process
+
+
+def leases(replica_name: str) -> list[dict]:
+    """The leases of ``replica_name``'s runs, as the database holds them."""
+    import asyncio
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def read() -> list[dict]:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(text("SELECT state, expires FROM a2a_bridge_replicas "
+                                               "WHERE replica = :name"), {"name": replica_name})
+                return [dict(row) for row in rows.mappings()]
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
 
 
 class Caller(OwnerCalls):
@@ -157,6 +180,15 @@ def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expire
         doomed_process.kill9()
     assert "lease expired" in status_text(failed), failed
     assert took <= LEASE + 4, f"failed {took:.1f} s after the kill; the lease is {LEASE:g} s"
+    # the take-over is recorded: the lost run is claimed once, by one survivor, not again at every round
+    assert [lease["state"] for lease in leases(doomed_process.replica)] == ["lost"]
+    renewed = leases(pair[1].replica)[0]["expires"]
+    for _ in range(2):  # two more rounds of the survivor (it renews, then looks for expired leases)
+        renewed = wait_until(lambda: leases(pair[1].replica)[0]["expires"], "the survivor to renew its lease",
+                             until=lambda expires, after=renewed: expires > after)
+    taken_over = f"replica {doomed_process.replica} stopped renewing its lease"
+    logs = "".join(bridge.stderr_text() for bridge in pair)
+    assert logs.count(taken_over) == 1, logs
 
 
 def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(call_log):
@@ -208,3 +240,47 @@ def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
         return left
 
     assert asyncio.run(events_left()) == {"old": 0, "recent": 1, "running": 1}
+
+
+def test_a_replica_under_steady_load_keeps_its_database_connections():
+    """As many messages at once as ``--max-concurrent``, round after round, reuse the
+    connections the bridge opened: none is closed to be opened again (each such connection
+    is a new login and new prepared statements for a message). A connection opened for a
+    new peak of demand and kept is growth, not churn."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    at_once = 8
+
+    async def connections_closed_during(load) -> int:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:  # open before the first count: neither count has it
+                async def counts() -> tuple[int, int]:
+                    await conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+                    opened = (await conn.execute(text("SELECT sessions FROM pg_stat_database "
+                                                      "WHERE datname = current_database()"))).scalar_one()
+                    open_now = (await conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                                        "current_database() AND pid <> pg_backend_pid()"))).scalar_one()
+                    return opened, open_now
+                opened_before, open_before = await counts()
+                await asyncio.to_thread(load)
+                opened_after, open_after = await counts()
+                return (opened_after - opened_before) - (open_after - open_before)
+        finally:
+            await engine.dispose()
+
+    with replica("steady", "--max-concurrent", str(at_once)) as bridge, ThreadPoolExecutor(at_once) as pool:
+        caller = Caller(bridge)
+
+        def rounds(count: int) -> None:
+            for _ in range(count):
+                answers = list(pool.map(lambda n: caller.send(message(f"steady {n}")), range(at_once)))
+                assert [state(task) for task in answers] == ["TASK_STATE_COMPLETED"] * at_once, answers
+
+        rounds(2)  # the bridge opens its connections
+        closed = asyncio.run(connections_closed_during(lambda: rounds(10)))
+    assert closed == 0, f"{closed} database connection(s) closed and opened again in 10 rounds of {at_once} messages"

@@ -58,12 +58,25 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
 
 
-def open_stores(url: str):
+#: PostgreSQL connections a process keeps open beyond those of its messages in progress: for
+#: the lease, the shared event log's readers, and reads such as GetTask and ``/health``
+SPARE_CONNECTIONS = 4
+#: the most it keeps open (more messages at once share them, or open extra ones briefly)
+MOST_KEPT_CONNECTIONS = 32
+
+
+def open_stores(url: str, messages_at_once: int = 0):
     """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
     (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
     PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
     (versioned tasks and a shared event log: what several replicas need). An in-memory
-    SQLite URL raises ``SettingsError``."""
+    SQLite URL raises ``SettingsError``.
+
+    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections, and one and a half
+    for each of ``messages_at_once`` messages in progress (a message's events are saved
+    while its request reads; ``--max-concurrent``, or 0 for a process that serves none), at
+    most :data:`MOST_KEPT_CONNECTIONS`. A smaller pool closed and opened connections under
+    load, each one a new login and new prepared statements."""
     from ovos_a2a_solver.bridge.config import sqlite_path
 
     path = sqlite_path(url)
@@ -73,7 +86,9 @@ def open_stores(url: str):
     from a2a.server.cluster import VersionedDatabaseTaskStore
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True))
+    kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
+    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True, pool_size=kept,
+                                                max_overflow=2 * SPARE_CONNECTIONS))
     return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
 
 
@@ -111,7 +126,7 @@ class Bridge:
         self.card = build_card(settings, backend)
         if self.signing_key is not None:
             self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
-        self.db, self.database_store = open_stores(settings.database_url)
+        self.db, self.database_store = open_stores(settings.database_url, settings.max_concurrent)
         shared = isinstance(self.db, SqlAlchemyDatabase)
         # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)

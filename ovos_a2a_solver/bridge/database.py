@@ -37,7 +37,8 @@ class Sql(Protocol):
         """Run a statement; return the number of rows it changed."""
 
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
-        """Run a query; return its rows as dicts."""
+        """Run a statement that returns rows; return them as dicts. A write that returns
+        rows (``UPDATE … RETURNING``) is committed."""
 
     async def aclose(self) -> None:
         """Release the connection."""
@@ -97,8 +98,10 @@ class SqlAlchemyDatabase:
             return (await conn.execute(text(sql), params or {})).rowcount
 
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
+        """The rows ``sql`` returns, committed: a statement that writes and returns rows
+        (``UPDATE … RETURNING``) keeps its write."""
         from sqlalchemy import text
-        async with self.engine.connect() as conn:
+        async with self.engine.begin() as conn:
             return [dict(r) for r in (await conn.execute(text(sql), params or {})).mappings().all()]
 
     async def aclose(self) -> None:

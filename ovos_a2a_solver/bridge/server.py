@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
+import gc
 import logging
 import os
 import signal
@@ -320,6 +321,8 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
         trap.release()
+        if server.started:
+            _keep_out_of_garbage_collection()
         if server.started and ready is not None:
             ready(settings, bridge.card.name, ())
         await serving
@@ -327,6 +330,15 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     asyncio.run(run())
     if not server.started:
         raise StartError(f"the bridge could not start: {trap.failure or 'see the log above'}")
+
+
+def _keep_out_of_garbage_collection() -> None:
+    """Move what start-up built into the collector's permanent generation. The persona, the
+    OVOS modules and the a2a-sdk are some 100,000 objects that live as long as the process;
+    left in the generations, every full collection walked them again, which took about 6 %
+    of the CPU per message. Objects made later are collected as before."""
+    gc.collect()
+    gc.freeze()
 
 
 async def _serve_quietly(server, sock: socket.socket) -> None:

@@ -18,8 +18,10 @@ What a replica needs from the others, and how it gets it:
   database's clock (so the replicas' clocks do not matter, and each replica's own lease
   applies to it). A replica that finds an expired row takes it over with one atomic
   ``UPDATE`` (of several survivors exactly one wins) and fails that run's unfinished work,
-  without waiting for it to restart. A run that shuts down gracefully marks its row
-  ``stopped``.
+  without waiting for it to restart; then the row says ``lost``. The take-over holds a
+  lease of the taker's until then: if failing the work breaks off (the database went away,
+  the taker died), the take-over expires and is taken over again. A run that shuts down
+  gracefully marks its row ``stopped``.
 * The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
   ago are deleted (the SDK appends, and never deletes).
 
@@ -43,7 +45,9 @@ from ovos_a2a_solver.states import TERMINAL
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 CHANNEL = "ovos_a2a_bridge"   # the NOTIFY channel every replica listens to
-LIVE, LOST, STOPPED = "live", "lost", "stopped"
+#: a run's lease: held and renewed; expired and being taken over (for a lease of the taker's:
+#: if the taker fails or dies first, another replica takes it over again); taken over; ended
+LIVE, TAKING_OVER, LOST, STOPPED = "live", "taking-over", "lost", "stopped"
 FORGET_AFTER = 86400.0        # seconds after which rows of ended runs are deleted
 EVENTS_KEPT = 600.0           # seconds the shared event log keeps the events of a task that ended
 PRUNE_EVERY = 60.0            # seconds between two prunings of the event log by one replica
@@ -133,15 +137,18 @@ class ReplicaGroup:
             await self._take_lease()
 
     async def take_over_expired(self) -> int:
-        """Claim every other run whose lease expired (atomically: one replica wins each) and
-        fail its unfinished work; return how many tasks were failed."""
-        lost = await self.db.fetch(
-            f"UPDATE a2a_bridge_replicas SET state = :lost WHERE state = :live AND expires < {NOW} "
-            f"AND boot <> :boot RETURNING boot, replica",
-            {"lost": LOST, "live": LIVE, "boot": self.boot})
+        """Claim every other run whose lease (or whose take-over) expired, atomically: one
+        replica wins each. Fail its unfinished work, then record it lost. Return how many
+        tasks were failed. An error while failing them leaves the claim to expire."""
+        claimed = await self.db.fetch(
+            f"UPDATE a2a_bridge_replicas SET state = :taking, expires = {NOW} + :lease "
+            f"WHERE state IN (:live, :taking) AND expires < {NOW} AND boot <> :boot RETURNING boot, replica",
+            {"taking": TAKING_OVER, "live": LIVE, "lease": self.lease, "boot": self.boot})
         failed = 0
-        for row in lost:
+        for row in claimed:
             count = await self._fail_lost(await self.operations.running_in(row["boot"]))
+            await self.db.execute("UPDATE a2a_bridge_replicas SET state = :lost WHERE boot = :boot AND state = :taking",
+                                  {"lost": LOST, "boot": row["boot"], "taking": TAKING_OVER})
             LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
             failed += count
         return failed
@@ -167,7 +174,6 @@ class ReplicaGroup:
                     pruned_at = loop.time()
                     await self.prune_event_log()
                 await self.renew()
-                await self.take_over_expired()
                 if self._driver is None or self._driver.is_closed():
                     await self._listen()  # the database went away and came back: listen again
                 await self.db.execute(
@@ -175,6 +181,12 @@ class ReplicaGroup:
                     {"live": LIVE, "forget": FORGET_AFTER})
             except Exception as exc:  # the database is unreachable: try again at the next round
                 LOG.warning("could not renew this replica's lease (%s); retrying", exc)
+                continue
+            try:
+                await self.take_over_expired()
+            except Exception as exc:  # the claim expires, and the lost run is taken over again
+                LOG.warning("could not fail the work of a replica that stopped renewing its lease (%s); "
+                            "it is taken over again in %g s", exc, self.lease)
 
     # ---- cancel requests -------------------------------------------------------------------------
 

@@ -45,7 +45,8 @@ from ovos_a2a_solver.bridge.push import PushConfigStore, WebhookGuard, WebhookSe
 from ovos_a2a_solver.bridge.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.siblings import Siblings
-from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_RESTART, BufferedTaskStore, owner_scope
+from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_RESTART, BufferedTaskStore, NewTasks, NewTasksUnread,
+                                          owner_scope)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
@@ -131,15 +132,16 @@ class Bridge:
         # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
+        self.new_tasks = NewTasks()
         if shared:  # every save versioned and logged at once, for the other replicas
             from a2a.server.cluster import DatabaseTaskEventStream
 
             self.buffered_store = None
-            sdk_store = self.task_store = self.database_store
+            sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks)
             self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
             self.replicas = ReplicaGroup(self.db, self.operations, settings.replica_lease)
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
-            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store)
+            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
             self.replicas = Siblings(self.operations) if worker is not None else None
@@ -161,7 +163,7 @@ class Bridge:
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
-                                            self.replicas)
+                                            self.new_tasks, self.replicas)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import AsyncGenerator
 
 from a2a.auth.user import UnauthenticatedUser, User
@@ -48,7 +47,7 @@ from ovos_a2a_solver.bridge.operations import Operation, OperationLog
 from ovos_a2a_solver.bridge.replicas import CancelNotAnswered, ReplicaGroup
 from ovos_a2a_solver.bridge.siblings import SiblingGone, Siblings
 from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
-                                          owner_scope, read_task, settle_stored_task)
+                                          NewTasks, owner_scope, read_task, settle_stored_task)
 from ovos_a2a_solver.bridge.turns import TurnRegistry
 from ovos_a2a_solver.bridge.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -103,13 +102,14 @@ class BridgeRequestHandler(RequestHandler):
     """Checks, admission, replay, supersession and honest cancel around the SDK's handler."""
 
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
-                 task_store: VersionedTaskStore, settings: BridgeSettings,
+                 task_store: VersionedTaskStore, settings: BridgeSettings, new_tasks: NewTasks,
                  replicas: "ReplicaGroup | Siblings | None" = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
+        self.new_tasks = new_tasks  # the stores answer reads of these without the database
         # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
         # file); None when alone
         self.replicas = replicas
@@ -124,6 +124,7 @@ class BridgeRequestHandler(RequestHandler):
         try:
             return await self.inner.on_message_send(params, context)
         finally:
+            self.new_tasks.discard(admitted.task_id)
             await self.tracker.handler_done(admitted)
 
     @validate_request_params  # for its closing of the inner stream; the fields are checked in _admit
@@ -139,6 +140,7 @@ class BridgeRequestHandler(RequestHandler):
             async for event in self.inner.on_message_send_stream(params, context):
                 yield event
         finally:
+            self.new_tasks.discard(admitted.task_id)
             await self.tracker.handler_done(admitted)
 
     async def _admit(self, params: SendMessageRequest, context: ServerCallContext,
@@ -151,9 +153,14 @@ class BridgeRequestHandler(RequestHandler):
         async def answer_seen(earlier: Operation) -> bool:
             return await self._answer_seen(earlier, context)
 
-        admitted = await self.tracker.admit(owner, message, message.task_id or str(uuid.uuid4()), mode,
-                                            answer_seen)
-        if isinstance(admitted, Operation):
+        new_task = None if message.task_id else self.new_tasks.make()
+        try:
+            admitted = await self.tracker.admit(owner, message, message.task_id or new_task, mode, answer_seen)
+        except BaseException:
+            self.new_tasks.discard(new_task)
+            raise
+        if isinstance(admitted, Operation):  # delivered before: its task is the earlier one's
+            self.new_tasks.discard(new_task)
             return admitted
         try:
             if message.task_id:

@@ -54,11 +54,60 @@ INTERRUPTED_BY_LOST_REPLICA = ("Interrupted: the bridge process working on it st
                                "before the persona answered; the answer was lost. Please ask again.")
 
 
-class BufferedTaskStore(TaskStore):
-    """Write-through for what matters after a crash, write-behind for progress."""
+class NewTasks:
+    """The tasks that messages are about to create, until each is first saved.
 
-    def __init__(self, inner: TaskStore, flush_interval: float = 10.0) -> None:
+    The a2a-sdk reads a message's task three times before it first saves it: when it sets
+    up the active task, in its producer, and at the first event. For a new task, whose id
+    the request handler has only just made up (:meth:`make`), each of those reads can only
+    miss. The stores answer them "not found" at once, without the database, until the
+    task's first save; the handler lets go of the id when it is done (:meth:`discard`)."""
+
+    def __init__(self) -> None:
+        self._unsaved: set[str] = set()
+
+    def make(self) -> str:
+        """A new task id, not stored anywhere yet."""
+        task_id = str(uuid.uuid4())
+        self._unsaved.add(task_id)
+        return task_id
+
+    def discard(self, task_id: str | None) -> None:
+        """``task_id`` is saved, or its message is done: reads go to the store again."""
+        self._unsaved.discard(task_id)
+
+    def __contains__(self, task_id: str) -> bool:
+        return task_id in self._unsaved
+
+
+class NewTasksUnread(VersionedTaskStore):
+    """A versioned store that answers reads of the :class:`NewTasks` without asking it."""
+
+    def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks) -> None:
         self.inner = inner
+        self.new_tasks = new_tasks
+
+    async def save(self, task: Task, *, event, prev, prev_version, context: ServerCallContext):
+        self.new_tasks.discard(task.id)
+        return await self.inner.save(task, event=event, prev=prev, prev_version=prev_version, context=context)
+
+    async def get(self, task_id: str, context: ServerCallContext):
+        return None if task_id in self.new_tasks else await self.inner.get(task_id, context)
+
+    async def list(self, params, context: ServerCallContext):
+        return await self.inner.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self.inner.delete(task_id, context)
+
+
+class BufferedTaskStore(TaskStore):
+    """Write-through for what matters after a crash, write-behind for progress (and no read
+    of the :class:`NewTasks`)."""
+
+    def __init__(self, inner: TaskStore, new_tasks: NewTasks, flush_interval: float = 10.0) -> None:
+        self.inner = inner
+        self.new_tasks = new_tasks
         self.flush_interval = flush_interval
         self._pending: dict[tuple[str, str], tuple[Task, ServerCallContext]] = {}
         self._stored: set[tuple[str, str]] = set()   # tasks this process has written at least once
@@ -69,6 +118,7 @@ class BufferedTaskStore(TaskStore):
         return self._locks.setdefault(key, asyncio.Lock())
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
+        self.new_tasks.discard(task.id)
         key = (owner_scope(context), task.id)
         async with self._lock(key):
             if task.status.state in SETTLED or key not in self._stored:
@@ -86,6 +136,8 @@ class BufferedTaskStore(TaskStore):
         self._ensure_flusher()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        if task_id in self.new_tasks:
+            return None
         pending = self._pending.get((owner_scope(context), task_id))
         if pending is not None:
             task = Task()

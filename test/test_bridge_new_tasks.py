@@ -1,0 +1,118 @@
+"""Bridge: the task a message is about to create is not looked up in the database.
+
+The a2a-sdk reads a message's task three times before it first saves it. For a task whose
+id the request handler has only just made up, those reads can only miss, so the stores
+answer them without a statement (``store.NewTasks``). These tests count the statements a
+real SQLite store runs, and check that the shortcut ends at the first save and when the
+handler lets go of the id: from then on every read is a real one.
+"""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from a2a.server.cluster import LegacyTaskStoreAdapter, TaskVersion
+from a2a.server.context import ServerCallContext
+from a2a.types import Task, TaskState, TaskStatus
+
+from ovos_a2a_solver.bridge.database import SqliteDatabase, SqliteTaskStore
+from ovos_a2a_solver.bridge.store import BufferedTaskStore, NewTasks, NewTasksUnread
+
+
+class CountedDatabase(SqliteDatabase):
+    """A SQLite database that counts the statements run on the event loop."""
+
+    statements = 0
+
+    def on_loop(self, fn, *args):
+        self.statements += 1
+        return super().on_loop(fn, *args)
+
+
+def task(task_id: str, state=TaskState.TASK_STATE_SUBMITTED) -> Task:
+    return Task(id=task_id, context_id="ctx", status=TaskStatus(state=state))
+
+
+@pytest.fixture
+def database(tmp_path):
+    db = CountedDatabase(tmp_path / "tasks.sqlite3")
+    yield db
+    asyncio.run(db.aclose())
+
+
+def buffered(db: CountedDatabase, new_tasks: NewTasks):
+    """The store of one SQLite process, as the SDK's handler and the bridge use it."""
+    store = BufferedTaskStore(SqliteTaskStore(db), new_tasks)
+
+    async def read(task_id, context):
+        return await store.get(task_id, context)
+
+    async def write(t, context):
+        await store.save(t, context)
+
+    return store, read, write
+
+
+def versioned(db: CountedDatabase, new_tasks: NewTasks):
+    """A versioned store (as on PostgreSQL) over the same database."""
+    store = NewTasksUnread(LegacyTaskStoreAdapter(SqliteTaskStore(db)), new_tasks)
+
+    async def read(task_id, context):
+        stored = await store.get(task_id, context)
+        return stored.task if stored is not None else None
+
+    async def write(t, context):
+        await store.save(t, event=t, prev=None, prev_version=TaskVersion.MISSING, context=context)
+
+    return store, read, write
+
+
+@pytest.mark.parametrize("open_store", [buffered, versioned], ids=["buffered", "versioned"])
+def test_a_new_task_is_read_without_a_statement_until_its_first_save(database, open_store):
+    async def scenario():
+        await SqliteTaskStore(database).initialize()
+        new_tasks = NewTasks()
+        _store, read, write = open_store(database, new_tasks)
+        context = ServerCallContext()
+        task_id = new_tasks.make()
+        before = database.statements
+        assert [await read(task_id, context) for _ in range(3)] == [None, None, None]
+        assert database.statements == before, "a new task was looked up in the database"
+        await write(task(task_id), context)
+        assert database.statements == before + 1
+        assert (await read(task_id, context)).status.state == TaskState.TASK_STATE_SUBMITTED
+        assert database.statements == before + 2, "the saved task was not read from the database"
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("open_store", [buffered, versioned], ids=["buffered", "versioned"])
+def test_once_the_handler_lets_go_of_a_new_task_every_read_asks_the_database(database, open_store):
+    """A message refused before its task was saved (or replayed onto an earlier task): the
+    id is let go, and a read of it is a real read again."""
+    async def scenario():
+        await SqliteTaskStore(database).initialize()
+        new_tasks = NewTasks()
+        _store, read, write = open_store(database, new_tasks)
+        context = ServerCallContext()
+        task_id = new_tasks.make()
+        new_tasks.discard(task_id)
+        before = database.statements
+        assert await read(task_id, context) is None
+        assert database.statements == before + 1
+        # written by someone else meanwhile (another worker, say): it is found
+        await SqliteTaskStore(database).save(task(task_id, TaskState.TASK_STATE_WORKING), context)
+        assert (await read(task_id, context)).status.state == TaskState.TASK_STATE_WORKING
+
+    asyncio.run(scenario())
+
+
+def test_every_new_task_id_is_different_and_known_only_to_its_maker():
+    new_tasks = NewTasks()
+    made = {new_tasks.make() for _ in range(1000)}
+    assert len(made) == 1000
+    assert all(task_id in new_tasks for task_id in made)
+    assert "some-task-of-a-caller" not in new_tasks
+    for task_id in made:
+        new_tasks.discard(task_id)
+    assert not any(task_id in new_tasks for task_id in made)

@@ -13,9 +13,10 @@ listing. A crash loses at most those in-between snapshots of work that is then m
 With PostgreSQL (several replicas) every save goes to the SDK's
 ``VersionedDatabaseTaskStore`` at once: each one bumps the task's version and appends the
 event to the shared event log that other replicas' subscribers read (see ``app.open_stores``).
-Either way the bridge reads and writes through the SDK's ``VersionedTaskStore`` interface
-(a plain store under the SDK's ``LegacyTaskStoreAdapter``), so :func:`settle_stored_task`
-is one compare-and-swap for both.
+Either way, a task that a message is about to create is not looked up before its first
+save (:class:`NewTasks`), and the bridge reads and writes through the SDK's
+``VersionedTaskStore`` interface (a plain store under the SDK's ``LegacyTaskStoreAdapter``),
+so :func:`settle_stored_task` is one compare-and-swap for both.
 """
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class NewTasks:
 
 
 class NewTasksUnread(VersionedTaskStore):
-    """A versioned store that answers reads of the :class:`NewTasks` without asking it."""
+    """A versioned store (``inner``) whose reads of the :class:`NewTasks` are answered
+    "not found" without asking it."""
 
     def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks) -> None:
         self.inner = inner

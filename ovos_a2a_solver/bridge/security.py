@@ -46,8 +46,10 @@ class CredentialsBackend(AuthenticationBackend):
         self.required = settings.requires_auth
 
     async def authenticate(self, conn: HTTPConnection):
+        if not self.required:
+            return None
         path = conn.url.path
-        if not self.required or path in PUBLIC_PATHS or path.endswith(PUBLIC_SUFFIXES):
+        if path in PUBLIC_PATHS or path.endswith(PUBLIC_SUFFIXES):
             return None
         user = self.caller(conn.headers.get("authorization", ""))
         if user is None:

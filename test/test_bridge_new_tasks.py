@@ -35,13 +35,15 @@ def task(task_id: str, state=TaskState.TASK_STATE_SUBMITTED) -> Task:
 
 @pytest.fixture
 def database(tmp_path):
+    """A SQLite task database with its table, counting statements from here on."""
     db = CountedDatabase(tmp_path / "tasks.sqlite3")
+    asyncio.run(SqliteTaskStore(db).initialize())
     yield db
     asyncio.run(db.aclose())
 
 
 def buffered(db: CountedDatabase, new_tasks: NewTasks):
-    """The store of one SQLite process, as the SDK's handler and the bridge use it."""
+    """(read, write) of the store of one SQLite process, as the SDK's handler and the bridge use it."""
     store = BufferedTaskStore(SqliteTaskStore(db), new_tasks)
 
     async def read(task_id, context):
@@ -50,11 +52,11 @@ def buffered(db: CountedDatabase, new_tasks: NewTasks):
     async def write(t, context):
         await store.save(t, context)
 
-    return store, read, write
+    return read, write
 
 
 def versioned(db: CountedDatabase, new_tasks: NewTasks):
-    """A versioned store (as on PostgreSQL) over the same database."""
+    """(read, write) of a versioned store (as on PostgreSQL) over the same database."""
     store = NewTasksUnread(LegacyTaskStoreAdapter(SqliteTaskStore(db)), new_tasks)
 
     async def read(task_id, context):
@@ -64,17 +66,15 @@ def versioned(db: CountedDatabase, new_tasks: NewTasks):
     async def write(t, context):
         await store.save(t, event=t, prev=None, prev_version=TaskVersion.MISSING, context=context)
 
-    return store, read, write
+    return read, write
 
 
 @pytest.mark.parametrize("open_store", [buffered, versioned], ids=["buffered", "versioned"])
 def test_a_new_task_is_read_without_a_statement_until_its_first_save(database, open_store):
     async def scenario():
-        await SqliteTaskStore(database).initialize()
         new_tasks = NewTasks()
-        _store, read, write = open_store(database, new_tasks)
-        context = ServerCallContext()
-        task_id = new_tasks.make()
+        read, write = open_store(database, new_tasks)
+        context, task_id = ServerCallContext(), new_tasks.make()
         before = database.statements
         assert [await read(task_id, context) for _ in range(3)] == [None, None, None]
         assert database.statements == before, "a new task was looked up in the database"
@@ -91,11 +91,9 @@ def test_once_the_handler_lets_go_of_a_new_task_every_read_asks_the_database(dat
     """A message refused before its task was saved (or replayed onto an earlier task): the
     id is let go, and a read of it is a real read again."""
     async def scenario():
-        await SqliteTaskStore(database).initialize()
         new_tasks = NewTasks()
-        _store, read, write = open_store(database, new_tasks)
-        context = ServerCallContext()
-        task_id = new_tasks.make()
+        read, write = open_store(database, new_tasks)
+        context, task_id = ServerCallContext(), new_tasks.make()
         new_tasks.discard(task_id)
         before = database.statements
         assert await read(task_id, context) is None

@@ -192,6 +192,10 @@ class PersonaBackend:
                    for handler in self.persona.solvers.loaded_modules.values())
 
 
+#: the echo commands whose reply waits (sleeps) between or before its sentences
+ECHO_WAITING_COMMANDS = ("sleep", "slow")
+
+
 class EchoBackend:
     """A scripted backend for tests, demos and benchmarks; no OVOS needed.
 
@@ -216,7 +220,7 @@ class EchoBackend:
     def answers_at_once(self, text: str) -> bool:
         """Whether the reply to ``text`` waits on nothing (no sleep, no call log to write),
         so that the bridge may compute it on its event loop."""
-        return not self.call_log and text.strip().partition(":")[0] not in ("sleep", "slow")
+        return not self.call_log and text.strip().partition(":")[0] not in ECHO_WAITING_COMMANDS
 
     def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         with self._lock:
@@ -224,7 +228,7 @@ class EchoBackend:
                 with open(self.call_log, "a", encoding="utf-8") as log:
                     log.write(json.dumps({"session": session_id, "text": text}) + "\n")
         command, _, arg = text.strip().partition(":")
-        seconds = float((arg.split() or ["1"])[0]) if command in ("sleep", "slow") else 0.0
+        seconds = float((arg.split() or ["1"])[0]) if command in ECHO_WAITING_COMMANDS else 0.0
         if command == "sleep":
             time.sleep(seconds)
         elif command == "slow":

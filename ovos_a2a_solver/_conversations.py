@@ -25,6 +25,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ovos_a2a_solver.local_state import package_state_dir
+from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS
+
 try:  # POSIX advisory locks; elsewhere the thread lock alone guards the file
     import fcntl
 except ImportError:  # pragma: no cover
@@ -34,14 +37,11 @@ LOG = logging.getLogger("ovos_a2a_solver")
 
 FORMAT_VERSION = 1
 MAX_REFUSED = 64  # refused contexts remembered per agent key
-DEFAULT_MAX_CONVERSATIONS = 1000  # sessions kept per store; the least recently used go first
-DEFAULT_IDLE_TTL = 86400.0        # seconds a session may sit idle before it starts a new conversation
 
 
 def default_state_path() -> Path:
     """``$XDG_STATE_HOME/ovos_a2a_solver/conversations.json`` (``~/.local/state`` by default)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "ovos_a2a_solver" / "conversations.json"
+    return package_state_dir() / "conversations.json"
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class ConversationStore:
     """session -> (contextId, open taskId), per agent key; bounded, idle-expiring, optionally durable."""
 
     def __init__(self, path: str | os.PathLike | None = None, max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
-                 idle_ttl: float = DEFAULT_IDLE_TTL) -> None:
+                 idle_ttl: float = DEFAULT_CONVERSATION_TTL) -> None:
         if max_conversations < 1:
             raise ValueError("max_conversations must be at least 1")
         if idle_ttl <= 0:

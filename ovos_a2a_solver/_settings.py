@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver._auth import Credentials, origin_of
-from ovos_a2a_solver._conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
-from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
+from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
+                                            positive_setting)
 
 #: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``
 #: key, ``A2AClient``'s ``timeout`` and the command line's ``--timeout``. One number, because
@@ -59,7 +59,7 @@ class EngineSettings:
     state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
     persist_conversations: bool = True   # False: keep the session map in memory only
     max_conversations: int = DEFAULT_MAX_CONVERSATIONS
-    conversation_ttl: float = DEFAULT_IDLE_TTL   # seconds a conversation may sit idle before a new one starts
+    conversation_ttl: float = DEFAULT_CONVERSATION_TTL   # seconds a conversation may sit idle before a new one starts
     max_retries: int = DEFAULT_MAX_RETRIES          # resends of a message after a transient failure
     retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # seconds; the backoff doubles from here
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit

@@ -1,12 +1,18 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """Typed values from a persona's config block, for this package's OPM engines (the A2A
-plugin and the bridge's RiveScript persona): one wording of every "must be" error. It
-depends on nothing, so both halves of the package may use it.
+plugin and the RiveScript engine of the embedded persona): one wording of every "must be"
+error, and the conversation defaults both engines share. It depends on nothing, so every
+part of the package may use it.
 """
 from __future__ import annotations
 
 from typing import Any
+
+#: the default of both engines' ``max_conversations``: conversations remembered, the least recently used go first
+DEFAULT_MAX_CONVERSATIONS = 1000
+#: the default of both engines' ``conversation_ttl``: seconds a conversation may sit idle before it is forgotten
+DEFAULT_CONVERSATION_TTL = 86400.0
 
 
 def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-solver") -> float:

@@ -16,7 +16,7 @@ from agent_process import free_port
 from bridge_process import BridgeProcess
 from ovos_a2a_solver import A2AClient, ConversationStore
 from ovos_a2a_solver.bridge.backends import DEFAULT_PERSONA
-from ovos_a2a_solver.bridge.rivescript_engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
+from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 # the brain's exact answers (deterministic: no random alternatives)
 MET_ZED = "Nice to meet you, Zed! I will remember your name in this conversation."
@@ -140,7 +140,7 @@ def test_processes_opening_a_new_state_file_at_the_same_moment_all_keep_it(tmp_p
     SQLite says "locked" without waiting: no process may give up the file (RAM only) for that."""
     import multiprocessing
 
-    from ovos_a2a_solver.bridge.session_file import SessionFile
+    from ovos_a2a_solver.rivescript.session_file import SessionFile
 
     context = multiprocessing.get_context("fork")
     for attempt in range(25):

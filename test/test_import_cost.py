@@ -9,7 +9,7 @@ HEAVY = ["a2a", "grpc", "httpx", "google.protobuf", "rivescript"]  # rivescript:
 
 
 @pytest.mark.parametrize("module", ["ovos_a2a_solver", "ovos_a2a_solver.engine",
-                                    "ovos_a2a_solver.bridge.rivescript_engine"])
+                                    "ovos_a2a_solver.rivescript.engine"])
 def test_importing_the_plugin_loads_no_protocol_stack(module):
     code = (f"import sys, json, {module}; "
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
@@ -19,7 +19,7 @@ def test_importing_the_plugin_loads_no_protocol_stack(module):
 
 @pytest.mark.parametrize("plugin_id, target", [
     ("ovos-a2a-solver", "ovos_a2a_solver.engine:A2AChatEngine"),
-    ("ovos-a2a-rivescript", "ovos_a2a_solver.bridge.rivescript_engine:RiveScriptChatEngine"),
+    ("ovos-a2a-rivescript", "ovos_a2a_solver.rivescript.engine:RiveScriptChatEngine"),
 ])
 def test_the_plugins_are_registered_for_opm(plugin_id, target):
     from importlib.metadata import entry_points

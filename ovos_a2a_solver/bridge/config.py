@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from ovos_a2a_solver.local_state import package_state_dir
+
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ENV_PREFIX = "OVOS_A2A_"
@@ -69,12 +71,6 @@ def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any 
     ``secret`` keeps the value out of ``repr`` (and so out of logs)."""
     return field(default=default, default_factory=default_factory, repr=not secret,
                  metadata={"spec": Spec(**spec)})
-
-
-def package_state_dir() -> Path:
-    """``$XDG_STATE_HOME/ovos_a2a_solver`` (``~/.local/state/ovos_a2a_solver`` by default)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "ovos_a2a_solver"
 
 
 def default_state_dir() -> Path:

@@ -8,7 +8,7 @@ per conversation (the OVOS ``session_id``):
 
 * at most ``max_sessions`` conversations are kept; the least recently used goes first;
 * a conversation idle for longer than ``idle_ttl`` seconds is forgotten;
-* with a :class:`~ovos_a2a_solver.bridge.session_file.SessionFile`, each turn is written
+* with a :class:`~ovos_a2a_solver.rivescript.session_file.SessionFile`, each turn is written
   to disk, so a restart keeps what every conversation said. Forgotten conversations are
   deleted there too. When the file has a newer copy of a conversation (another process
   answered it), that copy is used.
@@ -29,7 +29,8 @@ from typing import Any
 
 from rivescript.sessions import SessionManager
 
-from ovos_a2a_solver.bridge.session_file import SessionFile
+from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS
+from ovos_a2a_solver.rivescript.session_file import SessionFile
 
 UNDEFINED = "undefined"  # what RiveScript expects for a variable that is not set
 
@@ -47,7 +48,8 @@ class SessionMemory(SessionManager):
     must mean the same after a restart); tests inject their own. Thread-safe.
     """
 
-    def __init__(self, max_sessions: int = 1000, idle_ttl: float = 86400.0,
+    def __init__(self, max_sessions: int = DEFAULT_MAX_CONVERSATIONS,
+                 idle_ttl: float = DEFAULT_CONVERSATION_TTL,
                  session_file: SessionFile | None = None, clock: Callable[[], float] = time.time) -> None:
         if max_sessions < 1:
             raise ValueError("max_sessions must be at least 1")

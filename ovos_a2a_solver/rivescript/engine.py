@@ -1,16 +1,16 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """``RiveScriptChatEngine``: the OPM ChatEngine (plugin id ``ovos-a2a-rivescript``) behind
-the bridge's embedded offline persona.
+the embedded offline persona (the bridge's default persona, and any persona that names it).
 
 It answers from a RiveScript brain (by default the small-talk brain shipped in
-``rivescript_brain/``) as RiveScript user = the ``session_id`` it is given, so each
+``brain/``) as RiveScript user = the ``session_id`` it is given, so each
 conversation has its own memory: a name told in one conversation is unknown in another.
-That memory is bounded and expires (see :mod:`~ovos_a2a_solver.bridge.session_memory`),
+That memory is bounded and expires (see :mod:`~ovos_a2a_solver.rivescript.memory`),
 and by default survives restarts in ``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite``.
 
 OPM imports every plugin module whenever a persona is built, so this module imports
-nothing heavy: RiveScript loads when the engine is built.
+nothing heavy: RiveScript loads when the engine is built. It imports nothing of the bridge.
 """
 from __future__ import annotations
 
@@ -23,21 +23,21 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
-from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
+from ovos_a2a_solver.local_state import package_state_dir
+from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
+                                            positive_setting)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver.bridge.session_memory import SessionMemory
+    from ovos_a2a_solver.rivescript.memory import SessionMemory
 
 PLUGIN_ID = "ovos-a2a-rivescript"
-EMBEDDED_BRAIN = Path(__file__).resolve().parent / "rivescript_brain"
+EMBEDDED_BRAIN = Path(__file__).resolve().parent / "brain"
 STATE_FILE_NAME = "rivescript-sessions.sqlite"
 MAX_INPUT_CHARS = 1000  # longer messages are cut: RiveScript keeps the last inputs of every conversation
 
 
 def default_state_file() -> Path:
     """``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite`` (``~/.local/state`` by default)."""
-    from ovos_a2a_solver.bridge.config import package_state_dir
-
     return package_state_dir() / STATE_FILE_NAME
 
 
@@ -48,8 +48,8 @@ class RiveScriptSettings:
     brain: str | None = None             # a directory of .rive files; None: the embedded small-talk brain
     state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite
     persist_conversations: bool = True   # False: memory in RAM only (lost on restart)
-    max_conversations: int = 1000        # conversations remembered; the least recently used go first
-    conversation_ttl: float = 86400.0    # seconds a conversation may sit idle before it is forgotten
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS   # conversations remembered; least recently used go first
+    conversation_ttl: float = DEFAULT_CONVERSATION_TTL   # seconds a conversation may sit idle before it is forgotten
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> "RiveScriptSettings":
@@ -85,7 +85,7 @@ class RiveScriptChatEngine(ChatEngine):
 
     Construction loads the brain and opens the session file; a brain directory without
     replies raises ``ValueError``. A session file that is damaged or unwritable never
-    stops answering (see :class:`~ovos_a2a_solver.bridge.session_file.SessionFile`).
+    stops answering (see :class:`~ovos_a2a_solver.rivescript.session_file.SessionFile`).
     Thread-safe: replies are computed one at a time (each takes milliseconds).
     """
 
@@ -94,8 +94,8 @@ class RiveScriptChatEngine(ChatEngine):
         super().__init__(config)
         from rivescript import RiveScript
 
-        from ovos_a2a_solver.bridge.session_file import SessionFile
-        from ovos_a2a_solver.bridge.session_memory import SessionMemory
+        from ovos_a2a_solver.rivescript.memory import SessionMemory
+        from ovos_a2a_solver.rivescript.session_file import SessionFile
 
         self.settings = RiveScriptSettings.from_config(self.config)
         s = self.settings

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ovos_a2a_solver.bridge.wal import use_wal
+from ovos_a2a_solver.local_state import use_wal
 
-LOG = logging.getLogger("ovos_a2a_solver.bridge")
+LOG = logging.getLogger("ovos_a2a_solver.rivescript")
 
 BUSY_TIMEOUT_MS = 5000
 SCHEMA = (

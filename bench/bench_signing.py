@@ -72,8 +72,8 @@ def card_gets(unsigned: str, signed: str, requests: int) -> dict:
 
 def signing_cost(key_file: str, repeat: int = 50) -> dict:
     """What the bridge pays once: one signature of its card."""
-    from ovos_a2a_solver.bridge.agent_card import build_card, sign_card
-    from ovos_a2a_solver.bridge.backends import EchoBackend
+    from ovos_a2a_solver.bridge.edge.card import build_card, sign_card
+    from ovos_a2a_solver.bridge.backends.echo import EchoBackend
     from ovos_a2a_solver.bridge.config import BridgeSettings
     from ovos_a2a_solver.jwk import read_signing_key
 

@@ -32,7 +32,7 @@ import textwrap
 import time
 import uuid
 
-from ovos_a2a_solver.bridge.command import add_arguments as add_serve_arguments
+from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
 from ovos_a2a_solver.version import __version__
 
@@ -513,7 +513,7 @@ def cmd_demo(args, out: Output) -> int:
 
 
 def cmd_serve(args, out: Output) -> int:
-    from ovos_a2a_solver.bridge.command import run
+    from ovos_a2a_solver.bridge.process.command import run
     return run(args)
 
 
@@ -624,7 +624,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    if args.command != "serve":  # serve sets up its own logs (bridge/server.py)
+    if args.command != "serve":  # serve sets up its own logs (bridge/process/server.py)
         logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     out = Output(as_json=getattr(args, "json", False))

@@ -6,7 +6,7 @@ import pytest
 from bridge_process import BridgeProcess
 from bridge_rpc import (answer, cancel, get_task, health, message, send, state, status_text, task_of, wait_for_state,
                         wait_for_task)
-from ovos_a2a_solver.bridge.turns import Turn, TurnRegistry
+from ovos_a2a_solver.bridge.turns.turn import Turn, TurnRegistry
 from waiting import wait_until
 
 #: what ``slow:N`` says when nothing stops it

@@ -15,8 +15,8 @@ from a2a.server.cluster import LegacyTaskStoreAdapter, TaskVersion
 from a2a.server.context import ServerCallContext
 from a2a.types import Task, TaskState, TaskStatus
 
-from ovos_a2a_solver.bridge.database import SqliteDatabase, SqliteTaskStore
-from ovos_a2a_solver.bridge.store import BufferedTaskStore, NewTasks, NewTasksUnread
+from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, SqliteTaskStore
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
 
 
 class CountedDatabase(SqliteDatabase):

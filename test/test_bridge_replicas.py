@@ -216,9 +216,9 @@ def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
     from a2a.types import Task, TaskState, TaskStatus
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase
-    from ovos_a2a_solver.bridge.operations import OperationLog
-    from ovos_a2a_solver.bridge.replicas import EVENTS_KEPT, ReplicaGroup
+    from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
+    from ovos_a2a_solver.bridge.storage.operations import OperationLog
+    from ovos_a2a_solver.bridge.cluster.replicas import EVENTS_KEPT, ReplicaGroup
 
     async def events_left() -> dict:
         db = SqlAlchemyDatabase(create_async_engine(POSTGRES))

@@ -14,9 +14,9 @@ import pytest
 from a2a.types import Message, Part, Role
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase
-from ovos_a2a_solver.bridge.operations import OperationLog
-from ovos_a2a_solver.bridge.replicas import LIVE, NOW, ReplicaGroup
+from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
+from ovos_a2a_solver.bridge.storage.operations import OperationLog
+from ovos_a2a_solver.bridge.cluster.replicas import LIVE, NOW, ReplicaGroup
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),

@@ -5,8 +5,9 @@ import time
 
 import pytest
 
-from ovos_a2a_solver.bridge.backends import EchoBackend, ScenarioBackend
-from ovos_a2a_solver.bridge.turns import TURN_THREADS, DaemonThreads, Turn, TurnEventKind
+from ovos_a2a_solver.bridge.backends.echo import EchoBackend
+from ovos_a2a_solver.bridge.backends.scenarios import ScenarioBackend
+from ovos_a2a_solver.bridge.turns.turn import TURN_THREADS, DaemonThreads, Turn, TurnEventKind
 from waiting import wait_until
 
 

@@ -15,7 +15,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from agent_process import free_port
 from bridge_process import BridgeProcess
 from ovos_a2a_solver import A2AClient, ConversationStore
-from ovos_a2a_solver.bridge.backends import DEFAULT_PERSONA
+from ovos_a2a_solver.bridge.backends.persona import DEFAULT_PERSONA
 from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 # the brain's exact answers (deterministic: no random alternatives)

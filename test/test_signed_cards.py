@@ -149,8 +149,8 @@ def test_replicas_with_one_key_share_the_etag_though_each_signed_on_its_own(keys
 
 @pytest.mark.parametrize("kind", ["ec-p256", "ec-p384", "rsa", "ed25519", "jwk-with-kid"])
 def test_each_kind_of_key_signs_a_card_an_a2a_sdk_verifier_accepts(kind, tmp_path):
-    from ovos_a2a_solver.bridge.agent_card import build_card, sign_card
-    from ovos_a2a_solver.bridge.backends import EchoBackend
+    from ovos_a2a_solver.bridge.edge.card import build_card, sign_card
+    from ovos_a2a_solver.bridge.backends.echo import EchoBackend
     from ovos_a2a_solver.bridge.config import BridgeSettings
     from ovos_a2a_solver.jwk import read_public_keys, read_signing_key
 

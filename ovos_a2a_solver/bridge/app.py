@@ -33,22 +33,22 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from ovos_a2a_solver.bridge.admission import OperationTracker
-from ovos_a2a_solver.bridge.backends import Backend
-from ovos_a2a_solver.bridge.agent_card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.turns.admission import OperationTracker
+from ovos_a2a_solver.bridge.backends.protocols import Backend
+from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
-from ovos_a2a_solver.bridge.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
-from ovos_a2a_solver.bridge.executor import PersonaExecutor
-from ovos_a2a_solver.bridge.handler import BridgeRequestHandler, ChosenTaskIds, fail_operations
-from ovos_a2a_solver.bridge.operations import OperationLog
-from ovos_a2a_solver.bridge.push import PushConfigStore, WebhookGuard, WebhookSender
-from ovos_a2a_solver.bridge.replicas import ReplicaGroup
-from ovos_a2a_solver.bridge.security import CredentialsBackend, ScrubCredentials, unauthenticated
-from ovos_a2a_solver.bridge.siblings import Siblings
-from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_RESTART, BufferedTaskStore, NewTasks, NewTasksUnread,
-                                          owner_scope)
-from ovos_a2a_solver.bridge.turns import TurnRegistry
-from ovos_a2a_solver.bridge.wire import BodyLimit, WireCheck
+from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
+from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
+from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds, fail_operations
+from ovos_a2a_solver.bridge.storage.operations import OperationLog
+from ovos_a2a_solver.bridge.push.delivery import PushConfigStore, WebhookGuard, WebhookSender
+from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
+from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
+from ovos_a2a_solver.bridge.cluster.siblings import Siblings
+from ovos_a2a_solver.bridge.storage.tasks import (INTERRUPTED_BY_RESTART, BufferedTaskStore, NewTasks, NewTasksUnread,
+                                                  owner_scope)
+from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
+from ovos_a2a_solver.bridge.edge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -252,7 +252,7 @@ class Bridge:
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        from ovos_a2a_solver.bridge.grpc_rules import A2AStatusRules
+        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules
 
         server = grpc.aio.server(interceptors=[A2AStatusRules()])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)

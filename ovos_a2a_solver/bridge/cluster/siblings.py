@@ -33,8 +33,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from a2a.types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 from a2a.utils import errors as a2a_errors
 
-from ovos_a2a_solver.bridge.operations import Operation, OperationLog
-from ovos_a2a_solver.bridge.replicas import CancelNotAnswered
+from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.cluster.replicas import CancelNotAnswered
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from a2a.server.context import ServerCallContext
 from a2a.utils.errors import InternalError
 
-from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 

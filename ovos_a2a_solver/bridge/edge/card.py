@@ -15,7 +15,7 @@ from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentProvid
                        SecurityRequirement, SecurityScheme, StringList)
 from a2a.utils.constants import TransportProtocol
 
-from ovos_a2a_solver.bridge.backends import Backend
+from ovos_a2a_solver.bridge.backends.protocols import Backend
 from ovos_a2a_solver.bridge.config import BridgeSettings, SettingsError, names_of
 from ovos_a2a_solver.version import __version__
 

@@ -208,7 +208,9 @@ def database_problem(exc: BaseException, timeout: float) -> str:
 
 def load_backend(settings: BridgeSettings):
     """The backend the settings name: the persona file's persona, or the echo backend."""
-    from ovos_a2a_solver.bridge.backends import EchoBackend, PersonaBackend, ScenarioBackend
+    from ovos_a2a_solver.bridge.backends.echo import EchoBackend
+    from ovos_a2a_solver.bridge.backends.persona import PersonaBackend
+    from ovos_a2a_solver.bridge.backends.scenarios import ScenarioBackend
 
     if settings.backend == "scenarios":
         return ScenarioBackend(call_log=settings.echo_log)
@@ -270,7 +272,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
     try:
         import uvicorn  # noqa: F401
 
-        from ovos_a2a_solver.bridge.agent_card import read_card_signing_key
+        from ovos_a2a_solver.bridge.edge.card import read_card_signing_key
         from ovos_a2a_solver.bridge.app import Bridge
     except ModuleNotFoundError as exc:
         raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
@@ -283,7 +285,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         check_database(settings.database_url)
         LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
         if settings.workers > 1:
-            from ovos_a2a_solver.bridge.workers import supervise
+            from ovos_a2a_solver.bridge.process.workers import supervise
 
             supervise(settings, sock, signing_key, ready, verbose)
             return

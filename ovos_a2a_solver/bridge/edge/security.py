@@ -27,7 +27,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
-from ovos_a2a_solver.bridge.errors import is_rest, jsonrpc_error_body, status_body
+from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, status_body
 
 PUBLIC_SUFFIXES = (*CARD_PATHS, JWKS_PATH)
 PUBLIC_PATHS = ("/health",)

@@ -41,15 +41,16 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, Su
 from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
-from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.operations import Operation, OperationLog
-from ovos_a2a_solver.bridge.replicas import CancelNotAnswered, ReplicaGroup
-from ovos_a2a_solver.bridge.siblings import SiblingGone, Siblings
-from ovos_a2a_solver.bridge.store import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART, INTERRUPTED_BY_SHUTDOWN,
-                                          NewTasks, owner_scope, read_task, settle_stored_task)
-from ovos_a2a_solver.bridge.turns import TurnRegistry
-from ovos_a2a_solver.bridge.validation import check_list_tasks, check_send
+from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.cluster.replicas import CancelNotAnswered, ReplicaGroup
+from ovos_a2a_solver.bridge.cluster.siblings import SiblingGone, Siblings
+from ovos_a2a_solver.bridge.storage.tasks import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
+                                                  INTERRUPTED_BY_SHUTDOWN, NewTasks, owner_scope, read_task,
+                                                  settle_stored_task)
+from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
+from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

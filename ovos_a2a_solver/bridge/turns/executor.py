@@ -33,13 +33,13 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
-from ovos_a2a_solver.bridge.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.backends import (ArtifactOutput, Backend, Completion, NoAnswerError, Rejection,
-                                             Reply)
+from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.backends.protocols import (ArtifactOutput, Backend, Completion, NoAnswerError, Rejection,
+                                                       Reply)
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.recovery import BackendBreaker, retry_delay
-from ovos_a2a_solver.bridge.store import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
-from ovos_a2a_solver.bridge.turns import Turn, TurnEvent, TurnEventKind, TurnRegistry
+from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
+from ovos_a2a_solver.bridge.storage.tasks import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

@@ -37,8 +37,7 @@ from a2a.utils.errors import (A2AError, ContentTypeNotSupportedError, InvalidPar
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pydantic import ValidationError
 
-from ovos_a2a_solver.bridge.errors import (is_rest, jsonrpc_error_body, rest_error_body, send_json,
-                                           status_body)
+from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, rest_error_body, send_json, status_body
 
 MAX_DEPTH = 64            # JSON nesting a request may have (A2A messages need a handful)
 OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thread

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ovos_a2a_solver.bridge.backends import Question
+from ovos_a2a_solver.bridge.backends.protocols import Question
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 

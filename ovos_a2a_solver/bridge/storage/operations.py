@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from a2a.types import Message
 
-from ovos_a2a_solver.bridge.database import Sql
+from ovos_a2a_solver.bridge.storage.database import Sql
 
 RUNNING, DONE = "running", "done"
 FINISH_DELAY = 0.5  # seconds within which a finished operation is written

@@ -39,7 +39,7 @@ from collections.abc import Awaitable, Callable
 
 from a2a.types import TaskState
 
-from ovos_a2a_solver.bridge.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 from ovos_a2a_solver.states import TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

@@ -41,8 +41,8 @@ from a2a.types import TaskPushNotificationConfig
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 
-from ovos_a2a_solver.bridge.database import Sql
-from ovos_a2a_solver.bridge.store import owner_scope
+from ovos_a2a_solver.bridge.storage.database import Sql
+from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 

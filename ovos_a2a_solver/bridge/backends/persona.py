@@ -1,0 +1,77 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The backend of a real persona: an ovos-persona ``Persona`` built from a persona JSON file
+(by default the embedded offline persona), whose session is the A2A contextId."""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from ovos_a2a_solver.bridge.backends.protocols import (Capability, NoAnswerError, Question, RelayingHandler,
+                                                       StoppableRelay)
+
+DEFAULT_PERSONA = Path(__file__).resolve().parent.parent.parent / "personas" / "default.json"
+
+
+class PersonaBackend:
+    """An ovos-persona ``Persona``; the A2A contextId is its session."""
+
+    def __init__(self, config: dict) -> None:
+        from ovos_persona import Persona
+
+        self.config = config
+        self.name = config.get("name") or "OVOS persona"
+        self.description = config.get("description") or f"The OVOS persona {self.name}."
+        self.persona = Persona(self.name, config)
+        self._handlers = list(config.get("handlers") or config.get("solvers") or [])
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike | None) -> "PersonaBackend":
+        """Load a persona JSON file (the embedded default persona when ``path`` is None)."""
+        path = Path(path) if path else DEFAULT_PERSONA
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read persona file {path}: {exc}") from exc
+        if not isinstance(config, dict):
+            raise ValueError(f"persona file {path} is not a JSON object")
+        config.setdefault("name", path.stem)
+        return cls(config)
+
+    def capabilities(self) -> list[Capability]:
+        return [Capability(id=h, name=h, description=f"Answers through the OVOS plugin {h}.")
+                for h in self._handlers]
+
+    def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
+        from ovos_bus_client.session import Session
+
+        session = Session(session_id)
+        if lang:
+            session.lang = lang
+        messages = self.persona.get_messages(text, session)
+        said = []
+        for sentence in self.persona.stream(messages, session):
+            if sentence and sentence.strip():
+                said.append(sentence.strip())
+                yield sentence.strip()
+        if not said:
+            error = getattr(self.persona.solvers, "last_error", None)
+            raise NoAnswerError(f"the persona had no answer ({error})" if error else "the persona had no answer")
+        self.persona.remember(text, " ".join(said), session)
+        if self._relay_waits_for_user(session_id):
+            yield Question()
+
+    def interrupt(self, session_id: str) -> None:
+        """End ``session_id``'s turn where it is: every relaying handler that can stop its
+        remote work mid-turn does (a persona step has no other way out than its next sentence)."""
+        for handler in self.persona.solvers.loaded_modules.values():
+            if isinstance(handler, StoppableRelay):
+                handler.stop(session_id)
+
+    def _relay_waits_for_user(self, session_id: str) -> bool:
+        """Whether a relaying handler left its remote task waiting for the user: then this
+        task waits too, and the next message continues it."""
+        return any(isinstance(handler, RelayingHandler) and handler.has_open_task(session_id)
+                   for handler in self.persona.solvers.loaded_modules.values())

@@ -1,0 +1,7 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""How a bridge process starts, forks and stops: the command (:mod:`.command`), one process
+(:mod:`.server`), and the supervisor of ``--workers`` (:mod:`.workers`).
+
+Nothing else under ``bridge/`` imports it (but ``python -m ovos_a2a_solver.bridge``).
+"""

@@ -37,16 +37,15 @@ from ovos_a2a_solver.bridge.turns.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends.protocols import Backend
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
-from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, SqliteDatabase, SqliteTaskStore
+from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_stores
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
-from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds, fail_operations
+from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.push.delivery import PushConfigStore, WebhookGuard, WebhookSender
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
-from ovos_a2a_solver.bridge.storage.tasks import (INTERRUPTED_BY_RESTART, BufferedTaskStore, NewTasks, NewTasksUnread,
-                                                  owner_scope)
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.edge.wire import BodyLimit, WireCheck
 from ovos_a2a_solver.version import __version__
@@ -57,57 +56,6 @@ if TYPE_CHECKING:  # pragma: no cover
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
-
-
-#: PostgreSQL connections a process keeps open beyond those of its messages in progress: for
-#: the lease, the shared event log's readers, and reads such as GetTask and ``/health``
-SPARE_CONNECTIONS = 4
-#: the most it keeps open (more messages at once share them, or open extra ones briefly)
-MOST_KEPT_CONNECTIONS = 32
-
-
-def open_stores(url: str, messages_at_once: int = 0):
-    """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
-    (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
-    PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
-    (versioned tasks and a shared event log: what several replicas need). An in-memory
-    SQLite URL raises ``SettingsError``.
-
-    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections, and one and a half
-    for each of ``messages_at_once`` messages in progress (a message's events are saved
-    while its request reads; ``--max-concurrent``, or 0 for a process that serves none), at
-    most :data:`MOST_KEPT_CONNECTIONS`. A smaller pool closed and opened connections under
-    load, each one a new login and new prepared statements."""
-    from ovos_a2a_solver.bridge.config import sqlite_path
-
-    path = sqlite_path(url)
-    if path is not None:
-        db = SqliteDatabase(path)
-        return db, SqliteTaskStore(db)
-    from a2a.server.cluster import VersionedDatabaseTaskStore
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
-    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True, pool_size=kept,
-                                                max_overflow=2 * SPARE_CONNECTIONS))
-    return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
-
-
-async def fail_earlier_runs(settings: BridgeSettings) -> int:
-    """Fail the tasks every earlier run on this SQLite file left unfinished; return how
-    many. The parent of ``serve --workers N`` calls it before any worker starts: a worker
-    fails only its own earlier runs' work (its siblings' is theirs)."""
-    db, store = open_stores(settings.database_url)
-    try:
-        await store.initialize()
-        log = OperationLog(db, settings.replica, single_process=True)
-        await log.initialize()
-        count = await fail_operations(LegacyTaskStoreAdapter(store), log, await log.interrupted(),
-                                      INTERRUPTED_BY_RESTART)
-        await log.flush()
-        return count
-    finally:
-        await db.aclose()
 
 
 class Bridge:

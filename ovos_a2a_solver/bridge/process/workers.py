@@ -54,7 +54,7 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
     once all serve, keep them running until SIGINT/SIGTERM, then stop them. Raises
     ``StartError`` when a worker cannot start, or keeps dying."""
     if sqlite_path(settings.database_url) is not None:
-        from ovos_a2a_solver.bridge.app import fail_earlier_runs
+        from ovos_a2a_solver.bridge.storage.lost_work import fail_earlier_runs
 
         failed = asyncio.run(fail_earlier_runs(settings))
         if failed:

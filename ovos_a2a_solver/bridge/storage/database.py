@@ -26,6 +26,7 @@ from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
 
+from ovos_a2a_solver.bridge.config import sqlite_path
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 
@@ -190,3 +191,35 @@ class SqliteTaskStore(TaskStore):
             token = encode_list_tasks_cursor(ListTasksCursor(
                 timestamp_ns=None if last[0] < 0 else last[0], task_id=tasks[-1].id))
         return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)
+
+
+#: PostgreSQL connections a process keeps open beyond those of its messages in progress: for
+#: the lease, the shared event log's readers, and reads such as GetTask and ``/health``
+SPARE_CONNECTIONS = 4
+#: the most it keeps open (more messages at once share them, or open extra ones briefly)
+MOST_KEPT_CONNECTIONS = 32
+
+
+def open_stores(url: str, messages_at_once: int = 0):
+    """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
+    (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
+    PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
+    (versioned tasks and a shared event log: what several replicas need). An in-memory
+    SQLite URL raises ``SettingsError``.
+
+    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections, and one and a half
+    for each of ``messages_at_once`` messages in progress (a message's events are saved
+    while its request reads; ``--max-concurrent``, or 0 for a process that serves none), at
+    most :data:`MOST_KEPT_CONNECTIONS`. A smaller pool closed and opened connections under
+    load, each one a new login and new prepared statements."""
+    path = sqlite_path(url)
+    if path is not None:
+        db = SqliteDatabase(path)
+        return db, SqliteTaskStore(db)
+    from a2a.server.cluster import VersionedDatabaseTaskStore
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
+    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True, pool_size=kept,
+                                                max_overflow=2 * SPARE_CONNECTIONS))
+    return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)

@@ -26,6 +26,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import resolve_user_scope
@@ -46,13 +47,24 @@ def owner_scope(context: ServerCallContext | None) -> str:
     tenant = context.tenant if context is not None else ""
     return json.dumps([user, tenant], separators=(",", ":"), ensure_ascii=False) if tenant else user
 
-#: What a task that lost its work says (the status message of the ``failed`` state).
-INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
-                          "Please ask again.")
-INTERRUPTED_BY_SHUTDOWN = ("Interrupted by a shutdown of the bridge before the persona answered; the answer was "
-                           "lost. Please ask again.")
-INTERRUPTED_BY_LOST_REPLICA = ("Interrupted: the bridge process working on it stopped answering (its lease expired) "
-                               "before the persona answered; the answer was lost. Please ask again.")
+class Owner(User):
+    """An authenticated caller, as the stores know it."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+def call_context_for(owner: str) -> ServerCallContext:
+    """A call context that reads and writes the stores as ``owner``."""
+    return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
 
 
 class NewTasks:

@@ -38,7 +38,8 @@ from ovos_a2a_solver.bridge.backends.protocols import (ArtifactOutput, Backend, 
                                                        Reply)
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
-from ovos_a2a_solver.bridge.storage.tasks import INTERRUPTED_BY_SHUTDOWN, owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
+from ovos_a2a_solver.bridge.storage.tasks import owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
 

@@ -31,7 +31,6 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator
 
-from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
@@ -43,12 +42,12 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.cluster.replicas import CancelNotAnswered, ReplicaGroup
 from ovos_a2a_solver.bridge.cluster.siblings import SiblingGone, Siblings
-from ovos_a2a_solver.bridge.storage.tasks import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
-                                                  INTERRUPTED_BY_SHUTDOWN, NewTasks, owner_scope, read_task,
-                                                  settle_stored_task)
+from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
+                                                      INTERRUPTED_BY_SHUTDOWN, fail_operations)
+from ovos_a2a_solver.bridge.storage.tasks import NewTasks, call_context_for, owner_scope, read_task
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -57,26 +56,6 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
 REPLICA_ANSWER_MARGIN = 3.0  # seconds a cancel waits for another replica beyond its cancel grace
-
-
-class Owner(User):
-    """An authenticated caller, as the stores know it."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self._name
-
-
-def call_context_for(owner: str) -> ServerCallContext:
-    """A call context that reads and writes the stores as ``owner``."""
-    return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
 
 
 class ChosenTaskIds(RequestContextBuilder):
@@ -417,19 +396,6 @@ class BridgeRequestHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params, context):
         return await self.inner.on_get_extended_agent_card(params, context)
-
-
-async def fail_operations(task_store: VersionedTaskStore, log: OperationLog, operations: list[Operation],
-                          reason: str) -> int:
-    """Fail the tasks of ``operations`` whose work was lost (``reason`` is what they say),
-    and mark the operations finished; return how many tasks were failed."""
-    count = 0
-    for operation in operations:
-        task = await settle_stored_task(task_store, operation.task_id, call_context_for(operation.owner),
-                                        TaskState.TASK_STATE_FAILED, reason)
-        count += task is not None
-        await log.finish(operation.key)
-    return count
 
 
 def _settles(event) -> bool:

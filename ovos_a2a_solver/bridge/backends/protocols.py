@@ -109,6 +109,7 @@ class Backend(Protocol):
         answer back. Raise to fail the turn."""
 
 
+@runtime_checkable
 class MessageRoutedBackend(Backend, Protocol):
     """A backend that also reads the message's id and may answer with typed outputs; one
     whose first output may be a :class:`Reply` (the executor then waits for that first
@@ -120,3 +121,21 @@ class MessageRoutedBackend(Backend, Protocol):
 
     def answers_with_message(self, message_id: str) -> bool:
         """Whether this message's first output may be a :class:`Reply`."""
+
+
+@runtime_checkable
+class AnswersAtOnce(Protocol):
+    """A backend that can tell which replies wait on nothing: those turns run on the event
+    loop, without the hand-off to and from a thread (the echo's)."""
+
+    def answers_at_once(self, text: str) -> bool:
+        """Whether the reply to ``text`` is computed without waiting (no sleep, no I/O)."""
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A backend that can end a session's turn in the middle of a step (a persona whose
+    handler relays to another agent: it cancels the remote work)."""
+
+    def interrupt(self, session_id: str) -> None:
+        """End ``session_id``'s turn where it is."""

@@ -34,8 +34,8 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.backends.protocols import (ArtifactOutput, Backend, Completion, NoAnswerError, Rejection,
-                                                       Reply)
+from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOutput, Backend, Completion, Interruptible,
+                                                       MessageRoutedBackend, NoAnswerError, Rejection, Reply)
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
@@ -80,6 +80,10 @@ class PersonaExecutor(AgentExecutor):
         self.tracker = tracker
         self.breaker = BackendBreaker(cool_down=settings.backend_cool_down)
         self._late: set[asyncio.Task] = set()
+        # what the backend can do besides replying, asked once (an isinstance of a Protocol is not free)
+        self._routed = isinstance(backend, MessageRoutedBackend)
+        self._answers_at_once = isinstance(backend, AnswersAtOnce)
+        self._interruptible = isinstance(backend, Interruptible)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         admission = Admission.of(context.call_context)
@@ -143,7 +147,7 @@ class PersonaExecutor(AgentExecutor):
 
     def _producer(self, context: RequestContext, text: str, session: str, lang: str | None):
         backend = self.backend
-        if hasattr(backend, "reply_to"):  # a backend that routes by messageId, with typed outputs
+        if self._routed:  # a backend that routes by messageId, with typed outputs
             message_id = context.message.message_id
             return lambda: backend.reply_to(text, message_id, session, lang)
         return lambda: backend.reply(text, session, lang)
@@ -151,17 +155,15 @@ class PersonaExecutor(AgentExecutor):
     def _at_once(self, text: str) -> bool:
         """Whether the backend computes its reply to ``text`` without waiting (so the turn
         runs on the event loop, not on a thread)."""
-        answers_at_once = getattr(self.backend, "answers_at_once", None)
-        return answers_at_once is not None and answers_at_once(text)
+        return self._answers_at_once and self.backend.answers_at_once(text)
 
     def _interrupter(self, session: str):
         """What ends a turn of ``session`` in the middle of a step, if the backend can (a relay)."""
-        interrupt = getattr(self.backend, "interrupt", None)
-        return (lambda: interrupt(session)) if interrupt is not None else None
+        backend = self.backend
+        return (lambda: backend.interrupt(session)) if self._interruptible else None
 
     def _may_reply(self, context: RequestContext) -> bool:
-        answers_with_message = getattr(self.backend, "answers_with_message", None)
-        return answers_with_message is not None and answers_with_message(context.message.message_id)
+        return self._routed and self.backend.answers_with_message(context.message.message_id)
 
     async def _relay(self, turn: Turn, updater: TaskUpdater, chunked: bool, first: TurnEvent | None = None,
                      retry: bool = False) -> RelayEnd:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 
 import httpx
 from a2a.client import A2AClientError, A2AClientTimeoutError
@@ -21,6 +22,8 @@ from a2a.client.errors import AgentCardResolutionError
 from a2a.types import TaskState
 from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
                               UnsupportedOperationError, VersionNotSupportedError)
+
+from ovos_a2a_solver.resilience import Breaker, full_jitter
 
 
 LOG = logging.getLogger("ovos_a2a_solver")
@@ -204,9 +207,7 @@ def _retry_after(value: str | None) -> float | None:
 
 def backoff_delay(retry: int, base: float, cap: float = 5.0) -> float:
     """Exponential backoff with full jitter: a random wait up to ``base * 2**retry`` (at most ``cap``)."""
-    import random
-
-    return random.uniform(0.0, min(cap, base * (2 ** retry)))
+    return full_jitter(retry, base, cap)
 
 
 class CircuitOpenError(A2AClientError):
@@ -225,54 +226,36 @@ class CircuitBreaker:
 
     A failed turn is one the agent could not be asked or did not answer (connection, HTTP,
     timeout, card errors); an agent that answers, even with an error of the protocol or a
-    failed task, is healthy.
+    failed task, is healthy. The counting is a :class:`~ovos_a2a_solver.resilience.Breaker`.
     """
 
-    def __init__(self, name: str, threshold: int, cooldown: float) -> None:
-        import threading
-
+    def __init__(self, name: str, threshold: int, cooldown: float,
+                 clock: Callable[[], float] | None = None) -> None:
         self.name, self.threshold, self.cooldown = name, threshold, cooldown
-        self._failures = 0
-        self._open_until: float | None = None
-        self._probing = False
-        self._lock = threading.Lock()
+        self.circuit = Breaker(threshold, cooldown, **({"clock": clock} if clock else {}))
 
     def before_turn(self) -> None:
         """Raise :class:`CircuitOpenError` when the turn must fail at once."""
-        import time
-
-        with self._lock:
-            if self._open_until is None:
-                return
-            left = self._open_until - time.monotonic()
-            if left <= 0 and not self._probing:
-                self._probing = True
+        if self.circuit.allows():
+            if self.circuit.probing:
                 LOG.info("circuit for %s: trying one turn after the cool-down", self.name)
-                return
+            return
+        left = self.circuit.retry_in()
         raise CircuitOpenError(f"{self.name} failed {self.threshold} turns in a row; not asking it again "
-                               f"for {max(left, 0):.0f} s" if left > 0 else
+                               f"for {left:.0f} s" if left > 0 else
                                f"{self.name} failed {self.threshold} turns in a row; a trial turn is under way")
 
     def succeeded(self) -> None:
-        with self._lock:
-            if self._open_until is not None:
-                LOG.warning("circuit for %s closed: it answers again", self.name)
-            self._failures, self._open_until, self._probing = 0, None, False
+        if self.circuit.succeeded():
+            LOG.warning("circuit for %s closed: it answers again", self.name)
 
     def failed(self, exc: BaseException) -> None:
-        import time
-
         if isinstance(exc, (CircuitOpenError, MissingCredentialError)) or agent_answered(exc):
             return  # not a turn that asked the agent, or the agent answered (protocol error)
-        with self._lock:
-            self._failures += 1
-            if self._probing or (self._open_until is None and self._failures >= self.threshold):
-                self._open_until = time.monotonic() + self.cooldown
-                self._probing = False
-                LOG.warning("circuit for %s open after %d failed turns in a row (%s); turns fail at once "
-                            "for %g s", self.name, self._failures, exc, self.cooldown)
+        if self.circuit.failed():
+            LOG.warning("circuit for %s open after %d failed turns in a row (%s); turns fail at once "
+                        "for %g s", self.name, self.circuit.failures, exc, self.cooldown)
 
     def abandoned(self) -> None:
         """The turn ended without an outcome (stopped): let another probe through."""
-        with self._lock:
-            self._probing = False
+        self.circuit.abandoned()

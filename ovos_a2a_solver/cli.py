@@ -32,8 +32,9 @@ import textwrap
 import time
 import uuid
 
-from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver.bridge.config import is_loopback
+from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver.version import __version__
 
 
@@ -113,14 +114,6 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     return None, f"A2A_CLIENT_PASSWORD is only for {peer}: contacting {where} anonymously"
 
 
-LOOPBACK_HOSTS = ("localhost", "::1", "ip6-localhost")
-
-
-def _is_loopback(host: str) -> bool:
-    host = host.strip("[]").lower()
-    return host in LOOPBACK_HOSTS or host.startswith("127.") or host.endswith(".localhost")
-
-
 def agent_url(raw: str) -> tuple[str, str | None]:
     """``(the URL to use, a note to show or None)`` for what was typed.
 
@@ -133,7 +126,7 @@ def agent_url(raw: str) -> tuple[str, str | None]:
     url, note = raw.strip(), None
     if "://" not in url:
         host = urlsplit("//" + url).hostname or ""
-        scheme = "http" if _is_loopback(host) else "https"
+        scheme = "http" if is_loopback(host) else "https"
         url = f"{scheme}://{url}"
         note = f"no scheme in {raw!r}: using {url}" + (" (http on loopback)" if scheme == "http" else "")
     parts = urlsplit(url)

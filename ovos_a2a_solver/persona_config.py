@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+#: the words of a yes or no, in a persona's config and in the bridge's settings (any case)
+TRUE_WORDS = ("true", "yes", "on", "1")
+FALSE_WORDS = ("false", "no", "off", "0")
 #: the default of both engines' ``max_conversations``: conversations remembered, the least recently used go first
 DEFAULT_MAX_CONVERSATIONS = 1000
 #: the default of both engines' ``conversation_ttl``: seconds a conversation may sit idle before it is forgotten
@@ -30,6 +33,7 @@ def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bo
     """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-        return value.strip().lower() in ("true", "yes", "on", "1")
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
     raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")

@@ -17,7 +17,8 @@ import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "ovos_a2a_solver"
 PACKAGE = "ovos_a2a_solver"
-SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state")}
+SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state",
+                                                 "resilience")}
 COMMAND_LINE = {f"{PACKAGE}.cli", f"{PACKAGE}.demo"}
 BRIDGE = f"{PACKAGE}.bridge"
 RIVESCRIPT = f"{PACKAGE}.rivescript"

@@ -27,12 +27,13 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ovos_a2a_solver.local_state import package_state_dir
+from ovos_a2a_solver.persona_config import FALSE_WORDS, TRUE_WORDS
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ENV_PREFIX = "OVOS_A2A_"
-TRUE_WORDS = ("1", "true", "yes", "on")
-FALSE_WORDS = ("0", "false", "no", "off", "")
+#: failed turns in a row after which the backend gets a rest of ``backend_cool_down`` seconds
+BACKEND_FAILURES_BEFORE_REST = 3
 #: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
 SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
 POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
@@ -124,8 +125,8 @@ class BridgeSettings:
     backend_retries: int = setting(2, kind=int, bounds=(0, 10), flag=False,
                                    help="more tries for a turn that fails before it said anything")
     backend_cool_down: float = setting(30.0, kind=float, bounds=(1, 3600), flag=False,
-                                       help="seconds every message is answered 'failed' at once after 3 failed "
-                                            "turns in a row")
+                                       help="seconds every message is answered 'failed' at once after "
+                                            f"{BACKEND_FAILURES_BEFORE_REST} failed turns in a row")
     username: str = setting("a2a", help="HTTP Basic user name")
     password: str | None = setting(None, secret=True,
                                    help="HTTP Basic password (better in the environment)")
@@ -264,7 +265,7 @@ def _boolean(source: str, value: Any, default: bool) -> bool:
     if isinstance(value, bool):
         return value
     word = str(value).strip().lower()
-    if word in TRUE_WORDS or word in FALSE_WORDS:
+    if word in TRUE_WORDS or word in FALSE_WORDS or word == "":  # an empty variable is off
         return word in TRUE_WORDS
     LOG.warning("%s=%r is not true or false; using %s", source, value, "on" if default else "off")
     return default
@@ -388,11 +389,14 @@ def redact_url(url: str) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or ``localhost``."""
-    if host in ("localhost", "localhost."):
+    """Whether ``host`` (a name, an address, or an IPv6 address in brackets) is this machine:
+    a loopback address, ``localhost`` or a name under ``.localhost`` (RFC 6761), or
+    ``ip6-localhost``."""
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if host in ("localhost", "ip6-localhost") or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
     except ValueError:
         return False
 

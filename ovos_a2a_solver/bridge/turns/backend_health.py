@@ -14,9 +14,9 @@ backend that keeps failing is given a rest.
 from __future__ import annotations
 
 import logging
-import random
-import time
 from collections.abc import Callable
+
+from ovos_a2a_solver.resilience import Breaker, full_jitter
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -25,54 +25,43 @@ BACKOFF_BASE = 0.25  # seconds; the n-th retry waits up to BACKOFF_BASE * 2**n
 
 def retry_delay(attempt: int, base: float = BACKOFF_BASE) -> float:
     """Seconds to wait before retry number ``attempt`` (0-based): full jitter."""
-    return random.uniform(0, base * 2 ** attempt)
+    return full_jitter(attempt, base)
 
 
 class BackendBreaker:
-    """Counts failed turns in a row and opens after ``threshold`` of them."""
+    """The backend's circuit: a :class:`~ovos_a2a_solver.resilience.Breaker` that logs in the
+    bridge's words and reports to ``/health``."""
 
-    def __init__(self, threshold: int = 3, cool_down: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.threshold, self.cool_down, self._clock = threshold, cool_down, clock
-        self.failures = 0
-        self._opened_at: float | None = None
-        self._probing = False
+    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] | None = None) -> None:
+        self.circuit = Breaker(threshold, cool_down, **({"clock": clock} if clock else {}))
 
     @property
     def state(self) -> str:
-        if self._opened_at is None:
-            return "closed"
-        return "half-open" if self._clock() - self._opened_at >= self.cool_down else "open"
+        return self.circuit.state.value
+
+    @property
+    def failures(self) -> int:
+        """Failed turns in a row."""
+        return self.circuit.failures
 
     def retry_in(self) -> float:
         """Seconds until a probe is let through (0 when closed or half-open)."""
-        if self._opened_at is None:
-            return 0.0
-        return max(0.0, self.cool_down - (self._clock() - self._opened_at))
+        return self.circuit.retry_in()
 
     def allows(self) -> bool:
         """Whether a turn may call the backend now (closed; or the one probe when half-open)."""
-        state = self.state
-        if state == "closed":
-            return True
-        if state == "half-open" and not self._probing:
-            self._probing = True
-            return True
-        return False
+        return self.circuit.allows()
 
     def succeeded(self) -> None:
-        if self._opened_at is not None:
+        if self.circuit.succeeded():
             LOG.warning("the backend answers again: circuit closed")
-        self.failures, self._opened_at, self._probing = 0, None, False
 
     def failed(self) -> None:
-        self.failures += 1
-        if self._probing or self.failures >= self.threshold:
-            if self._opened_at is None or self._probing:
-                LOG.warning("the backend failed %d turn(s) in a row: answering 'failed' at once for %g s",
-                            self.failures, self.cool_down)
-            self._opened_at, self._probing = self._clock(), False
+        if self.circuit.failed():
+            LOG.warning("the backend failed %d turn(s) in a row: answering 'failed' at once for %g s",
+                        self.circuit.failures, self.circuit.cool_down)
 
     def report(self) -> dict:
         """What ``/health`` shows."""
-        return {"state": self.state, "failures_in_a_row": self.failures, "retry_in": round(self.retry_in(), 1)}
+        return {"state": self.state, "failures_in_a_row": self.circuit.failures,
+                "retry_in": round(self.retry_in(), 1)}

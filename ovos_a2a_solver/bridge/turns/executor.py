@@ -36,7 +36,7 @@ from a2a.utils.errors import TaskNotCancelableError
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOutput, Backend, Completion, Interruptible,
                                                        MessageRoutedBackend, NoAnswerError, Rejection, Reply)
-from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope, settle_stored_task
@@ -78,7 +78,7 @@ class PersonaExecutor(AgentExecutor):
         self.turns = turns
         self.task_store = task_store
         self.tracker = tracker
-        self.breaker = BackendBreaker(cool_down=settings.backend_cool_down)
+        self.breaker = BackendBreaker(BACKEND_FAILURES_BEFORE_REST, settings.backend_cool_down)
         self._late: set[asyncio.Task] = set()
         # what the backend can do besides replying, asked once (an isinstance of a Protocol is not free)
         self._routed = isinstance(backend, MessageRoutedBackend)

@@ -1,0 +1,101 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""How both halves of the package stand failures of what they call: backoff between tries,
+and a circuit breaker. A shared leaf module (the standard library only).
+
+* :func:`full_jitter`: exponential backoff with full jitter, a random wait up to
+  ``base * 2**attempt`` (at most ``cap``), as the plugin retries an agent, the bridge a
+  turn of its backend, and its push deliveries a webhook.
+* :class:`Breaker`: counts failures in a row; after ``threshold`` of them the circuit opens
+  for ``cool_down`` seconds, then lets one call through as a probe whose outcome closes it or
+  opens it again. Its clock is injectable. The plugin's per-agent breaker and the bridge's
+  backend breaker each wrap one with what they say and log.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+
+
+def full_jitter(attempt: int, base: float, cap: float = math.inf) -> float:
+    """Seconds to wait before retry number ``attempt`` (0-based): uniform in
+    ``[0, min(cap, base * 2**attempt)]``."""
+    return random.uniform(0.0, min(cap, base * 2 ** attempt))
+
+
+class BreakerState(str, enum.Enum):
+    """Where a circuit breaker stands (the values are what ``/health`` and logs show)."""
+
+    CLOSED = "closed"        # calls go through
+    OPEN = "open"            # calls fail at once until the cool-down has passed
+    HALF_OPEN = "half-open"  # the cool-down has passed: the next call is the probe
+
+
+class Breaker:
+    """Failures in a row, and whether a call may go through now (thread-safe).
+
+    ``failed`` and ``succeeded`` say whether the circuit changed, so that the owner can log
+    it in its own words. A failure while the circuit is already open (a call begun before it
+    opened) does not extend the cool-down."""
+
+    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] = time.monotonic) -> None:
+        if threshold < 1 or cool_down <= 0:
+            raise ValueError("a breaker needs a threshold of at least 1 and a positive cool-down")
+        self.threshold, self.cool_down, self._clock = threshold, cool_down, clock
+        self.failures = 0
+        self._opened_at: float | None = None
+        self._probing = False
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> BreakerState:
+        if self._opened_at is None:
+            return BreakerState.CLOSED
+        return BreakerState.HALF_OPEN if self.retry_in() == 0 else BreakerState.OPEN
+
+    @property
+    def probing(self) -> bool:
+        """Whether the probe of a half-open circuit is under way."""
+        return self._probing
+
+    def retry_in(self) -> float:
+        """Seconds until the probe may go (0 when closed or half-open)."""
+        opened_at = self._opened_at
+        return 0.0 if opened_at is None else max(0.0, self.cool_down - (self._clock() - opened_at))
+
+    def allows(self) -> bool:
+        """Whether a call may go now: closed, or the one probe of a half-open circuit."""
+        with self._lock:
+            state = self.state
+            if state is BreakerState.CLOSED:
+                return True
+            if state is BreakerState.HALF_OPEN and not self._probing:
+                self._probing = True
+                return True
+            return False
+
+    def succeeded(self) -> bool:
+        """A call succeeded: the circuit closes. True if it was not closed before."""
+        with self._lock:
+            was_open = self._opened_at is not None
+            self.failures, self._opened_at, self._probing = 0, None, False
+            return was_open
+
+    def failed(self) -> bool:
+        """A call failed. True if this failure opened the circuit (the threshold was
+        reached, or the probe failed)."""
+        with self._lock:
+            self.failures += 1
+            if self._probing or (self._opened_at is None and self.failures >= self.threshold):
+                self._opened_at, self._probing = self._clock(), False
+                return True
+            return False
+
+    def abandoned(self) -> None:
+        """The call ended without an outcome (it was stopped): another probe may go."""
+        with self._lock:
+            self._probing = False

@@ -1,0 +1,77 @@
+"""The circuit breaker and the backoff both halves use, on an injected clock."""
+import pytest
+
+from ovos_a2a_solver.resilience import Breaker, BreakerState, full_jitter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_circuit_opens_after_the_threshold_and_lets_one_probe_through_after_the_cool_down():
+    clock = Clock()
+    breaker = Breaker(threshold=3, cool_down=30, clock=clock)
+    assert [breaker.failed() for _ in range(3)] == [False, False, True]
+    assert breaker.state is BreakerState.OPEN and not breaker.allows()
+    assert breaker.retry_in() == 30
+    clock.now += 29.5
+    assert not breaker.allows() and breaker.retry_in() == pytest.approx(0.5)
+    clock.now += 0.5
+    assert breaker.state is BreakerState.HALF_OPEN
+    assert breaker.allows() and breaker.probing      # the probe
+    assert not breaker.allows()                       # and only one
+    assert breaker.succeeded() is True                # it answered: closed
+    assert breaker.state is BreakerState.CLOSED and breaker.failures == 0 and breaker.allows()
+
+
+def test_a_failed_probe_opens_the_circuit_again_for_a_whole_cool_down():
+    clock = Clock()
+    breaker = Breaker(threshold=1, cool_down=10, clock=clock)
+    assert breaker.failed() is True
+    clock.now += 10
+    assert breaker.allows()
+    assert breaker.failed() is True
+    assert breaker.state is BreakerState.OPEN and breaker.retry_in() == 10
+
+
+def test_a_late_failure_while_open_does_not_extend_the_cool_down():
+    clock = Clock()
+    breaker = Breaker(threshold=1, cool_down=10, clock=clock)
+    breaker.failed()
+    clock.now += 6
+    assert breaker.failed() is False   # a call begun before the circuit opened
+    assert breaker.retry_in() == pytest.approx(4)
+
+
+def test_an_abandoned_probe_lets_another_through():
+    clock = Clock()
+    breaker = Breaker(threshold=1, cool_down=1, clock=clock)
+    breaker.failed()
+    clock.now += 1
+    assert breaker.allows() and not breaker.allows()
+    breaker.abandoned()
+    assert breaker.allows()
+
+
+def test_a_success_before_the_threshold_starts_the_count_again():
+    breaker = Breaker(threshold=2, cool_down=1, clock=Clock())
+    breaker.failed()
+    assert breaker.succeeded() is False
+    assert breaker.failed() is False and breaker.state is BreakerState.CLOSED
+
+
+@pytest.mark.parametrize("threshold, cool_down", [(0, 1), (1, 0)])
+def test_a_breaker_that_could_never_open_or_close_is_refused(threshold, cool_down):
+    with pytest.raises(ValueError):
+        Breaker(threshold, cool_down)
+
+
+def test_full_jitter_stays_within_its_bound_and_its_cap():
+    waits = [full_jitter(attempt, 0.25, cap=1.0) for attempt in range(8) for _ in range(50)]
+    assert all(0 <= wait <= 1.0 for wait in waits)
+    assert max(full_jitter(0, 0.25) for _ in range(200)) <= 0.25
+    assert len(set(waits)) > 100  # random, not a fixed schedule

@@ -21,30 +21,6 @@ T = TypeVar("T")
 _DONE = object()
 CLOSE_WAIT = 10.0  # seconds an iterator closed early waits for its async side to clean up (e.g. cancel a task)
 
-if hasattr(asyncio, "timeout"):  # Python >= 3.11
-    timeout = asyncio.timeout
-else:  # pragma: no cover - Python 3.10
-    class timeout:  # noqa: N801 - mirrors asyncio.timeout
-        """Cancel the current task when ``seconds`` have passed; raise ``TimeoutError`` then."""
-
-        def __init__(self, seconds: float) -> None:
-            self._seconds, self._expired, self._handle = seconds, False, None
-
-        async def __aenter__(self) -> "timeout":
-            task = asyncio.current_task()
-            self._handle = asyncio.get_running_loop().call_later(self._seconds, self._expire, task)
-            return self
-
-        def _expire(self, task: asyncio.Task) -> None:
-            self._expired = True
-            task.cancel()
-
-        async def __aexit__(self, exc_type, exc, tb) -> None:
-            self._handle.cancel()
-            if self._expired and exc_type is asyncio.CancelledError:
-                raise asyncio.TimeoutError
-
-
 class BackgroundLoop:
     """A daemon thread running an asyncio loop, started on first use."""
 

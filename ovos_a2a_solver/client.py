@@ -36,7 +36,7 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
-from ovos_a2a_solver._loop import BACKGROUND, timeout
+from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, Revision, TextPieces
 from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
@@ -203,7 +203,7 @@ class _BaseClient:
 
     async def _deadline(self, coro):
         try:
-            async with timeout(self.timeout):
+            async with asyncio.timeout(self.timeout):
                 return await coro
         except asyncio.TimeoutError:
             raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
@@ -281,7 +281,7 @@ class _BaseClient:
         deadline = asyncio.get_running_loop().time() + self.timeout
         try:
             sent = False
-            async with timeout(self.timeout):
+            async with asyncio.timeout(self.timeout):
                 resent_for_interface, retries = False, 0
                 while True:
                     try:
@@ -397,7 +397,7 @@ class _BaseClient:
         answer, ok = running.answer, True
         if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:
             try:
-                async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                async with asyncio.timeout(min(self.timeout, CANCEL_TIMEOUT)):
                     task = await self._call("cancel_task", CancelTaskRequest(id=answer.task_id))
                 ok = task.status.state == TaskState.TASK_STATE_CANCELED
                 if ok:
@@ -421,7 +421,7 @@ class _BaseClient:
 
     async def _canceled_already(self, task_id: str) -> bool:
         try:
-            async with timeout(min(self.timeout, CANCEL_TIMEOUT)):
+            async with asyncio.timeout(min(self.timeout, CANCEL_TIMEOUT)):
                 task = await self._call("get_task", GetTaskRequest(id=task_id))
         except (A2AError, asyncio.TimeoutError):
             return False

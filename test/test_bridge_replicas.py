@@ -285,3 +285,132 @@ def test_a_replica_under_steady_load_keeps_its_database_connections():
         closed = asyncio.run(connections_closed_during(lambda: rounds(10)))
     assert closed == 0, f"{closed} database connection(s) closed and opened again in 10 rounds of {at_once} messages"
 
+
+
+class Bystander:
+    """Another client of the database, on a plain connection of its own: it listens on the
+    replicas' channel and notifies on it (what PostgreSQL lets any role with CONNECT do).
+    Whatever it hears that asks for a cancel, it answers with a forged refusal at once."""
+
+    FORGED = "forged by a bystander"
+
+    def __init__(self) -> None:
+        import asyncio
+        import threading
+
+        from ovos_a2a_solver.bridge.replicas import CHANNEL
+
+        self.channel = CHANNEL
+        self.heard: list[str] = []
+        self.lock = asyncio.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.listening = self.speaking = None  # two connections: one only listens
+        self.answers: list = []
+
+    def __enter__(self) -> "Bystander":
+        import asyncpg
+
+        self.thread.start()
+        dsn = POSTGRES.replace("+asyncpg", "", 1)
+        self.listening = self._run(asyncpg.connect(dsn))
+        self.speaking = self._run(asyncpg.connect(dsn))
+        self._run(self.listening.add_listener(self.channel, self._heard))
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        import asyncio
+
+        async def close() -> None:
+            await asyncio.gather(*self.answers)
+            await self.listening.close()
+            await self.speaking.close()
+
+        self._run(close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+    def _run(self, coroutine):
+        import asyncio
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
+
+    def _heard(self, _connection, _pid, _channel, payload: str) -> None:
+        self.heard.append(payload)
+        try:
+            note = json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(note, dict) and note.get("kind") == "cancel" and "request" in note:
+            forged = {"kind": "cancel-answer", "to": note.get("from"), "request": note["request"],
+                      "refusal": self.FORGED}
+            self.answers.append(self.loop.create_task(self._notify(json.dumps(forged))))
+
+    async def _notify(self, payload: str) -> None:
+        async with self.lock:
+            await self.speaking.execute("SELECT pg_notify($1, $2)", self.channel, payload)
+
+    def notify(self, payload: str) -> None:
+        self._run(self._notify(payload))
+
+
+def running_operation(task_id: str) -> dict:
+    """The boot id and owner of the run working on ``task_id``, as the database holds them."""
+    import asyncio
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def read() -> dict:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(text("SELECT boot, owner FROM a2a_bridge_operations "
+                                               "WHERE task_id = :id AND state = 'running'"), {"id": task_id})
+                return dict(rows.mappings().one())
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+def test_a_listener_on_the_replicas_channel_learns_nothing_and_its_answers_are_not_taken(pair):
+    """A cancel between replicas: a bystander listening on the channel hears only empty
+    rings (no task id, owner or boot id), and its forged refusal does not answer the cancel."""
+    a, b = Caller(pair[0]), Caller(pair[1])
+    with Bystander() as bystander:
+        task = a.send(message("slow:1"), blocking=False)
+        wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+        run = running_operation(task["id"])
+        asked = time.monotonic()
+        canceled = b.task("CancelTask", {"id": task["id"]})
+        took = time.monotonic() - asked
+        assert state(canceled) == "TASK_STATE_CANCELED", canceled
+        wait_until(lambda: len(bystander.heard), "the rings of the request and of its answer",
+                   until=lambda count: count >= 2)
+    assert took < 2, f"the cancel between replicas took {took:.2f} s"
+    for payload in bystander.heard:
+        assert task["id"] not in payload and run["boot"] not in payload and run["owner"] not in payload, payload
+    assert set(bystander.heard) == {""}, bystander.heard
+
+
+def test_forged_notifications_on_the_replicas_channel_cancel_nothing(pair):
+    """Notifications in the form requests once took, addressed to the run doing a task with
+    its real task id and owner, and a flood of empty rings: the task goes on to its end,
+    and a real cancel between the replicas still works."""
+    a, b = Caller(pair[0]), Caller(pair[1])
+    task = a.send(message("slow:0.3"), blocking=False)
+    wait_state(a, task["id"], "TASK_STATE_WORKING")
+    run = running_operation(task["id"])
+    with Bystander() as bystander:
+        forged = {"kind": "cancel", "to": run["boot"], "from": uuid.uuid4().hex, "request": uuid.uuid4().hex,
+                  "task": task["id"], "owner": run["owner"]}
+        for payload in (json.dumps(forged), json.dumps(dict(forged, request=uuid.uuid4().hex)), "", "not json"):
+            bystander.notify(payload)
+        for _ in range(200):
+            bystander.notify("")
+        done = wait_state(a, task["id"], "TASK_STATE_COMPLETED")
+    assert said(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5.", done
+    later = a.send(message("slow:1"), blocking=False)
+    wait_until(lambda: a.get(later["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+    assert state(b.task("CancelTask", {"id": later["id"]})) == "TASK_STATE_CANCELED"

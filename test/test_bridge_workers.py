@@ -377,9 +377,11 @@ def test_a_second_bridge_with_workers_cannot_take_the_same_port(bridge):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")
-def test_a_worker_answers_only_processes_of_its_own_user(bridge):
+def test_a_worker_answers_only_the_other_workers_of_its_bridge(bridge):
     """The workers' sockets are in the abstract namespace, open to every local user: a
-    request from another user is not answered (SO_PEERCRED), one from the same user is."""
+    request from another user is not answered (SO_PEERCRED), nor one from a process of the
+    same user that is not a worker of the bridge. (The workers' own requests are answered:
+    every cancel and subscription across workers above.)"""
     with open("/proc/net/unix") as table:
         names = sorted({line.split()[-1][1:] for line in table if "@ovos-a2a-bridge/" in line})
     assert names, "no worker socket found"
@@ -412,10 +414,132 @@ def test_a_worker_answers_only_processes_of_its_own_user(bridge):
         os.waitpid(pid, 0)
         return heard
 
-    assert answer(None).startswith(b'heard:{"refusal":'), answer(None)
-    refused = answer(65534)  # connected, then hung up on: before or after the request was written
-    assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError", b"failed:ConnectionResetError")), \
-        refused
+    for as_user in (65534, None):
+        refused = answer(as_user)  # connected, then hung up on: before or after the request was written
+        assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError",
+                                                           b"failed:ConnectionResetError")), (as_user, refused)
+
+
+FORGED = "forged by another user"
+
+
+def forged_lines(task_id: str, context_id: str) -> dict[str, bytes]:
+    """What a process squatting on a worker's socket name answers: a cancel done, and a
+    subscription that ends ``completed`` with its own words."""
+    import base64
+
+    from a2a.types import Message, Part, Role, StreamResponse, TaskState, TaskStatus, TaskStatusUpdateEvent
+
+    ended = StreamResponse(status_update=TaskStatusUpdateEvent(
+        task_id=task_id, context_id=context_id, status=TaskStatus(
+            state=TaskState.TASK_STATE_COMPLETED,
+            message=Message(message_id="forged", role=Role.ROLE_AGENT, parts=[Part(text=FORGED)]))))
+    event = base64.b64encode(ended.SerializeToString()).decode()
+    return {"cancel": b'{"refusal":null}\n', "follow": json.dumps({"event": event}).encode() + b'\n{"end":true}\n'}
+
+
+def squat(name: str, as_user: int, answers: dict[str, bytes]) -> tuple[int, int]:
+    """Fork a process of ``as_user`` that binds the abstract socket ``name`` and answers every
+    connection with ``answers[kind]`` for the request's kind; it reports ``bound`` and then
+    each connection's kind on the pipe it returns (with its pid)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            os.setuid(as_user)
+            import socket
+            listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listening.bind("\0" + name)
+            listening.listen(8)
+            os.write(write_end, b"bound\n")
+            while True:
+                connection, _ = listening.accept()
+                with connection, connection.makefile("rb") as lines:
+                    connection.settimeout(5)
+                    try:
+                        kind = json.loads(lines.readline() or b"{}").get("kind", "")
+                    except (OSError, ValueError):
+                        kind = ""
+                    os.write(write_end, f"asked:{kind}\n".encode())
+                    try:
+                        connection.sendall(answers.get(kind, b""))
+                    except OSError:
+                        pass
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def read_report(pipe: int, timeout: float = 30) -> str:
+    """One line the squatting process reported (a line at a time: it writes nothing more
+    until it is asked again)."""
+    import select
+
+    line = b""
+    deadline = time.monotonic() + timeout
+    while not line.endswith(b"\n"):
+        readable, _, _ = select.select([pipe], [], [], max(0.0, deadline - time.monotonic()))
+        assert readable, f"the squatting process reported nothing within {timeout:g} s (so far {line!r})"
+        chunk = os.read(pipe, 1)
+        assert chunk, f"the squatting process ended (so far {line!r})"
+        line += chunk
+    return line.decode().strip()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to listen as another user")
+def test_a_worker_does_not_ask_a_process_of_another_user_holding_a_dead_workers_socket(tmp_path):
+    """Worker 1 dies; before it is started again, a process of another user takes the name
+    of its socket. Worker 2, asked to cancel worker 1's task or to relay its events, connects
+    to that name, sees who holds it, and hangs up: the cancel is refused as not answered, and
+    the subscriber gets no forged event; it sees the task fail once worker 1 is back."""
+    import threading
+
+    state_dir = tmp_path / "state"
+    with workers(state_dir=state_dir) as running:
+        one, two, follower = Worker(running, 1), Worker(running, 2), Worker(running, 2)
+        supervisor, squatter, pipe = running.proc.pid, None, None
+        try:
+            task = one.send(message("sleep:60"), blocking=False)
+            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            with sqlite3.connect(state_dir / "bridge.sqlite3") as db:
+                (boot,) = db.execute("SELECT boot FROM a2a_bridge_operations WHERE task_id = ? AND state = 'running'",
+                                     (task["id"],)).fetchone()
+            name = f"ovos-a2a-bridge/{boot}"
+            two.get(task["id"]), follower.get(task["id"])  # each keeps a connection to worker 2
+            os.kill(supervisor, signal.SIGSTOP)  # worker 1 is not started again meanwhile
+            os.kill(process_ids(running)[0], signal.SIGKILL)
+
+            def holders() -> int:
+                with open("/proc/net/unix") as table:
+                    return sum(line.split()[-1] == "@" + name for line in table)
+            wait_until(holders, "worker 1's socket to be gone", until=lambda count: count == 0)
+            squatter, pipe = squat(name, 65534, forged_lines(task["id"], task["contextId"]))
+            assert read_report(pipe) == "bound"
+
+            error = two.error("CancelTask", {"id": task["id"]})
+            assert error["code"] == TASK_NOT_CANCELABLE and "did not answer" in error["message"], error
+            assert read_report(pipe) == "asked:"  # connected, and hung up on before anything was asked
+            events = []
+            subscriber = threading.Thread(target=lambda: events.extend(follower.subscribe(task["id"])))
+            subscriber.start()
+            assert read_report(pipe) == "asked:"
+            os.kill(supervisor, signal.SIGCONT)  # worker 1 is started again, and fails the dead run's task
+            subscriber.join(60)
+            assert not subscriber.is_alive(), "the subscription did not end"
+        finally:
+            os.kill(supervisor, signal.SIGCONT)
+            if squatter is not None:
+                os.kill(squatter, signal.SIGKILL)
+                os.waitpid(squatter, 0)
+                os.close(pipe)
+            for calls in (one, two, follower):
+                calls.close()
+        assert "did not ask the socket of worker" in running.stderr_text()
+    assert FORGED not in json.dumps(events), events
+    last = events[-1].get("task") or events[-1].get("statusUpdate")
+    assert last is not None and last["status"]["state"] == "TASK_STATE_FAILED", events
 
 
 def test_the_default_persona_remembers_a_conversation_across_workers():

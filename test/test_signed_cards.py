@@ -74,6 +74,43 @@ def card(url: str, **headers) -> httpx.Response:
     return response
 
 
+def jcs(value) -> str:
+    """RFC 8785 canonical JSON, written out here independently of the package's and the
+    SDK's (members sorted by UTF-16 code units; ECMAScript string escapes; integers)."""
+    if isinstance(value, dict):
+        members = sorted(value.items(), key=lambda item: item[0].encode("utf-16-be"))
+        return "{" + ",".join(f"{jcs(k)}:{jcs(v)}" for k, v in members) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(jcs(v) for v in value) + "]"
+    if isinstance(value, str):
+        escapes = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                   "\t": "\\t"}
+        return '"' + "".join(escapes.get(c) or (f"\\u{ord(c):04x}" if ord(c) < 0x20 else c) for c in value) + '"'
+    if value is True or value is False or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    assert isinstance(value, int), value
+    return str(value)
+
+
+def verified_signatures(body: dict) -> list[dict]:
+    """The signatures of a served card that verify over that very JSON (without
+    ``signatures``), each with the key its ``jku`` and ``kid`` name (PyJWT)."""
+    import jwt
+
+    payload = base64.urlsafe_b64encode(jcs({k: v for k, v in body.items() if k != "signatures"}).encode())
+    valid = []
+    for signature in body.get("signatures", []):
+        header = protected_header(signature)
+        (jwk,) = [k for k in httpx.get(header["jku"], timeout=10).json()["keys"] if k["kid"] == header["kid"]]
+        token = f"{signature['protected']}.{payload.rstrip(b'=').decode()}.{signature['signature']}"
+        try:
+            jwt.api_jws.decode(token, key=PyJWK(jwk), algorithms=[header["alg"]])
+        except jwt.PyJWTError:
+            continue
+        valid.append(signature)
+    return valid
+
+
 # ---- the bridge ------------------------------------------------------------------------
 
 def test_the_bridge_signs_its_card_and_serves_the_public_key(signed_bridge, keys):
@@ -113,8 +150,53 @@ def test_a_plain_a2a_sdk_verifier_accepts_the_bridges_card(signed_bridge, keys, 
 
     import asyncio
     resolved = asyncio.run(resolve())
-    assert resolved.name == signed_bridge.name and len(resolved.signatures) == 1
+    assert resolved.name == signed_bridge.name
+    assert len(resolved.signatures) == len(card(signed_bridge.url, **form).json()["signatures"])
+    # the signature over the A2A 1.0 card, which the SDK checks, comes first: one key looked up
     assert asked == [(rfc7638_thumbprint(keys["key"].public_key()), signed_bridge.url + JWKS_PATH)]
+
+
+@pytest.fixture(scope="module")
+def signed_bridge_with_tokens(keys, tmp_path_factory):
+    """A signed bridge whose card has a security requirement without scopes (an empty value)."""
+    with BridgeProcess("--card-signing-key", str(keys["private"]), env={"OVOS_A2A_TOKENS": "signed-card-token-5Rk"},
+                       call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
+        yield bridge
+
+
+@pytest.mark.parametrize("credentials", [False, True], ids=["open", "with-tokens"])
+@pytest.mark.parametrize("path", ["/.well-known/agent-card.json", "/.well-known/agent.json",
+                                  "/a2a/.well-known/agent-card.json", "/a2a/.well-known/agent.json"])
+@pytest.mark.parametrize("form", [V1, {}, {"A2A-Version": "0.3"}], ids=["a2a-1.0", "no-version", "a2a-0.3"])
+def test_every_served_form_of_the_card_verifies_over_the_json_served(signed_bridge, signed_bridge_with_tokens,
+                                                                     credentials, path, form):
+    """Each form, at each card path, carries a signature that verifies over exactly the JSON
+    served (JCS of it without ``signatures``), the 0.3 fields of the hybrid form included:
+    a card with another ``url`` verifies no more."""
+    bridge = signed_bridge_with_tokens if credentials else signed_bridge
+    response = httpx.get(bridge.root + path, headers=form, timeout=10)
+    response.raise_for_status()
+    body = response.json()
+    assert verified_signatures(body), body["signatures"]
+    if "url" in body:  # the hybrid form: what a 0.3 client connects with is signed
+        assert not verified_signatures(dict(body, url="https://elsewhere.example.com/a2a/"))
+    assert not verified_signatures(dict(body, name=body["name"] + " (changed)"))
+
+
+@pytest.mark.timeout(900)
+def test_a_genuine_0_3_client_talks_to_the_signed_bridge(signed_bridge):
+    import subprocess
+    from pathlib import Path
+
+    from interop import legacy_python
+
+    client = Path(__file__).resolve().parent / "legacy" / "v03_client.py"
+    done = subprocess.run([legacy_python(), str(client), signed_bridge.root, "hello, signed"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    for way in ("factory_blocking", "factory_streaming", "legacy_blocking"):
+        assert result[way]["state"] == "completed" and result[way]["text"] == "echo: hello, signed", result[way]
 
 
 def test_the_card_is_signed_once_and_its_etag_is_stable(signed_bridge):
@@ -125,7 +207,8 @@ def test_the_card_is_signed_once_and_its_etag_is_stable(signed_bridge):
         assert first.headers["etag"] == second.headers["etag"]
         assert httpx.get(signed_bridge.url + "/.well-known/agent-card.json", timeout=10,
                          headers={**form, "If-None-Match": first.headers["etag"]}).status_code == 304
-    assert card(signed_bridge.url, **V1).json()["signatures"] == card(signed_bridge.url).json()["signatures"]
+    pure, hybrid = card(signed_bridge.url, **V1).json()["signatures"], card(signed_bridge.url).json()["signatures"]
+    assert hybrid[0] == pure[0]  # one signature of the A2A 1.0 card; the hybrid form adds its own
 
 
 def test_replicas_with_one_key_share_the_etag_though_each_signed_on_its_own(keys, tmp_path):

@@ -133,7 +133,9 @@ class Bridge:
     def _routes(self) -> list:
         path = self._path
         routes: list = [Route("/health", self._health, methods=["GET"])]
-        card = CardEndpoint(self.card)  # the pure 1.0 card or the hybrid one, by the A2A-Version asked
+        signing = (self.signing_key, self.settings.jwks_url) if self.signing_key is not None else None
+        # the pure 1.0 card or the hybrid one, by the A2A-Version asked; each signed as served
+        card = CardEndpoint(self.card, signing=signing)
         for prefix in dict.fromkeys(["", path]):
             for card_path in CARD_PATHS:
                 routes.append(Route(prefix + card_path, card.serve, methods=["GET"]))

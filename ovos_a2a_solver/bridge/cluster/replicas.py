@@ -9,10 +9,11 @@ What a replica needs from the others, and how it gets it:
   Any replica reads, lists and subscribes to any task; a subscriber on B tails the events
   A appends to the shared event log.
 * Cancel: the SDK alone would record ``canceled`` on B while A's persona goes on talking.
-  Here B asks A to stop the turn, with a PostgreSQL ``NOTIFY`` on :data:`CHANNEL` that
-  every replica ``LISTEN``\\s to; A stops it, the SDK on A records ``canceled``, and A
-  answers the same way. B waits a bounded time (``handler.REPLICA_ANSWER_MARGIN`` more
-  than the cancel grace), then refuses the cancel as not cancelable.
+  Here B asks A to stop the turn: it writes the request into ``a2a_bridge_cancels`` and
+  rings the doorbell (see below); A claims it, stops the turn, the SDK on A records
+  ``canceled``, and A writes its answer into the same row and rings. B waits a bounded
+  time (``handler.REPLICA_ANSWER_MARGIN`` more than the cancel grace), then refuses the
+  cancel as not cancelable.
 * Leases: each run of a replica (its boot id) holds a row in ``a2a_bridge_replicas`` and
   renews it every third of ``replica_lease`` seconds; the row says when it expires, by the
   database's clock (so the replicas' clocks do not matter, and each replica's own lease
@@ -25,14 +26,19 @@ What a replica needs from the others, and how it gets it:
 * The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
   ago are deleted (the SDK appends, and never deletes).
 
-LISTEN/NOTIFY is PostgreSQL's own bus: nothing here is a queue of its own. A message is
-a small JSON object addressed to one boot id; it is lost if nobody listens (a cancel then
-gets no answer and is refused as not cancelable, which is the honest answer).
+The doorbell: a PostgreSQL ``NOTIFY`` on :data:`CHANNEL`, with an empty payload, which
+every replica ``LISTEN``\\s to. It carries nothing and proves nothing: any role that may
+connect to the database may listen on any channel and notify on it, so what a replica
+says to another (task ids, owners, boot ids, answers) is kept in tables the bridge's role
+owns, and a ring only makes each replica read the rows addressed to it. A forged ring
+costs one read; the reads of one replica are one at a time, rings meanwhile make one more,
+so a flood of rings costs a replica at most one read in flight. A ring is lost if nobody
+listens: a replica that listens again (its connection came back) reads at once; a cancel
+whose ring was lost gets no answer and is refused as not cancelable, the honest answer.
 """
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -44,7 +50,7 @@ from ovos_a2a_solver.states import TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
-CHANNEL = "ovos_a2a_bridge"   # the NOTIFY channel every replica listens to
+CHANNEL = "ovos_a2a_bridge"   # the doorbell: NOTIFY with an empty payload, every replica listens
 #: a run's lease: held and renewed; expired and being taken over (for a lease of the taker's:
 #: if the taker fails or dies first, another replica takes it over again); taken over; ended
 LIVE, TAKING_OVER, LOST, STOPPED = "live", "taking-over", "lost", "stopped"
@@ -52,6 +58,8 @@ FORGET_AFTER = 86400.0        # seconds after which rows of ended runs are delet
 EVENTS_KEPT = 600.0           # seconds the shared event log keeps the events of a task that ended
 PRUNE_EVERY = 60.0            # seconds between two prunings of the event log by one replica
 TERMINAL_NAMES = tuple(TaskState.Name(state) for state in TERMINAL)
+#: a cancel request: written by the asking run; claimed by the run doing the task; answered
+ASKED, STOPPING, ANSWERED = "asked", "stopping", "answered"
 
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in seconds
 
@@ -60,7 +68,17 @@ SCHEMA = (
         boot VARCHAR(32) PRIMARY KEY, replica VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,
         expires DOUBLE PRECISION NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_replicas_state ON a2a_bridge_replicas (state, expires)",
+    # cancel requests between runs: ``runner`` is the run doing the task, ``asker`` the run
+    # waiting for the answer (until ``expires``, by the database's clock)
+    """CREATE TABLE IF NOT EXISTS a2a_bridge_cancels (
+        request VARCHAR(32) PRIMARY KEY, asker VARCHAR(32) NOT NULL, runner VARCHAR(32) NOT NULL,
+        task_id VARCHAR(255) NOT NULL, owner TEXT NOT NULL, state VARCHAR(16) NOT NULL, refusal TEXT,
+        expires DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_cancels_runner ON a2a_bridge_cancels (runner, state)",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_cancels_asker ON a2a_bridge_cancels (asker, state)",
 )
+#: rings the doorbell once the statement it is the tail of changed a row (``changed``)
+RING = f"SELECT pg_notify('{CHANNEL}', '') FROM changed"
 
 #: stops the turn of a task on this replica for its owner: ``None`` once stopped, else why not
 StopHere = Callable[[str, str], Awaitable["str | None"]]
@@ -86,6 +104,8 @@ class ReplicaGroup:
         self._answers: dict[str, asyncio.Future] = {}
         self._jobs: set[asyncio.Task] = set()
         self._renewer: asyncio.Task | None = None
+        self._rung = asyncio.Event()    # the doorbell rang since the last read
+        self._reader: asyncio.Task | None = None
         self._stop_here: StopHere | None = None
         self._fail_lost: FailLost | None = None
 
@@ -100,15 +120,18 @@ class ReplicaGroup:
         for statement in SCHEMA:
             await self.db.execute(statement)
         await self._take_lease()
+        loop = asyncio.get_running_loop()
+        self._reader = loop.create_task(self._answer_the_door())
         await self._listen()
-        self._renewer = asyncio.get_running_loop().create_task(self._keep_renewing())
+        self._renewer = loop.create_task(self._keep_renewing())
 
     async def stop(self) -> None:
         """Stop listening and renewing; mark this run's lease ``stopped`` (at shutdown, once
         its unfinished work was failed)."""
-        if self._renewer is not None:
-            self._renewer.cancel()
-            await asyncio.gather(self._renewer, return_exceptions=True)
+        for background in (self._renewer, self._reader):
+            if background is not None:
+                background.cancel()
+                await asyncio.gather(background, return_exceptions=True)
         for job in list(self._jobs):
             job.cancel()
         await asyncio.gather(*self._jobs, return_exceptions=True)
@@ -179,6 +202,8 @@ class ReplicaGroup:
                 await self.db.execute(
                     f"DELETE FROM a2a_bridge_replicas WHERE state <> :live AND expires < {NOW} - :forget",
                     {"live": LIVE, "forget": FORGET_AFTER})
+                await self.db.execute(  # requests whose asker died before it removed them
+                    f"DELETE FROM a2a_bridge_cancels WHERE expires < {NOW} - :lease", {"lease": self.lease})
             except Exception as exc:  # the database is unreachable: try again at the next round
                 LOG.warning("could not renew this replica's lease (%s); retrying", exc)
                 continue
@@ -198,41 +223,65 @@ class ReplicaGroup:
         answer = asyncio.get_running_loop().create_future()
         self._answers[request] = answer
         try:
-            await self._notify({"kind": "cancel", "to": operation.boot, "from": self.boot, "request": request,
-                                "task": operation.task_id, "owner": operation.owner})
+            await self.db.fetch(
+                f"WITH changed AS (INSERT INTO a2a_bridge_cancels (request, asker, runner, task_id, owner, state, "
+                f"expires) VALUES (:request, :asker, :runner, :task, :owner, :asked, {NOW} + :timeout) RETURNING 1) "
+                + RING,
+                {"request": request, "asker": self.boot, "runner": operation.boot, "task": operation.task_id,
+                 "owner": operation.owner, "asked": ASKED, "timeout": timeout})
             return await asyncio.wait_for(answer, timeout)
         except asyncio.TimeoutError:
             raise CancelNotAnswered(operation.replica) from None
         finally:
             self._answers.pop(request, None)
+            if not answer.done():  # an answered request was removed when its answer was read
+                await self.db.execute("DELETE FROM a2a_bridge_cancels WHERE request = :request",
+                                      {"request": request})
 
-    async def _answer_cancel(self, note: dict) -> None:
+    async def _answer_cancel(self, request: dict) -> None:
         try:
-            refusal = await self._stop_here(note["task"], note["owner"])
+            refusal = await self._stop_here(request["task_id"], request["owner"])
         except Exception as exc:  # never leave the asking replica waiting for nothing
             refusal = f"the replica working on it failed to stop it: {type(exc).__name__}"
-        await self._notify({"kind": "cancel-answer", "to": note["from"], "request": note["request"],
-                            "refusal": refusal})
+        await self.db.fetch(
+            "WITH changed AS (UPDATE a2a_bridge_cancels SET state = :answered, refusal = :refusal "
+            "WHERE request = :request AND state = :stopping RETURNING 1) " + RING,
+            {"answered": ANSWERED, "refusal": refusal, "request": request["request"], "stopping": STOPPING})
 
-    def _received(self, _connection, _pid, _channel, payload: str) -> None:
-        try:
-            note = json.loads(payload)
-        except ValueError:
-            return
-        if note.get("to") != self.boot:
-            return
-        if note.get("kind") == "cancel":
-            job = asyncio.get_running_loop().create_task(self._answer_cancel(note))
-            self._jobs.add(job)
-            job.add_done_callback(self._jobs.discard)
-        elif note.get("kind") == "cancel-answer":
-            answer = self._answers.get(note.get("request"))
+    async def _read_requests(self) -> None:
+        """Read what is addressed to this run, in one statement: claim the cancel requests
+        for its tasks (each is answered in the background), and take the answers to its own
+        requests."""
+        rows = await self.db.fetch(
+            f"WITH asked AS (UPDATE a2a_bridge_cancels SET state = :stopping WHERE runner = :boot AND state = :asked "
+            f"AND expires > {NOW} RETURNING request, task_id, owner, state, refusal), "
+            f"answered AS (DELETE FROM a2a_bridge_cancels WHERE asker = :boot AND state = :answered "
+            f"RETURNING request, task_id, owner, state, refusal) "
+            f"SELECT * FROM asked UNION ALL SELECT * FROM answered",
+            {"stopping": STOPPING, "boot": self.boot, "asked": ASKED, "answered": ANSWERED})
+        for row in rows:
+            if row["state"] == STOPPING:
+                job = asyncio.get_running_loop().create_task(self._answer_cancel(row))
+                self._jobs.add(job)
+                job.add_done_callback(self._jobs.discard)
+                continue
+            answer = self._answers.get(row["request"])
             if answer is not None and not answer.done():
-                answer.set_result(note.get("refusal"))
+                answer.set_result(row["refusal"])
 
-    async def _notify(self, note: dict) -> None:
-        await self.db.execute("SELECT pg_notify(:channel, :payload)",
-                              {"channel": CHANNEL, "payload": json.dumps(note, separators=(",", ":"))})
+    async def _answer_the_door(self) -> None:
+        """Read at every ring, one read at a time: rings during a read make one more."""
+        while True:
+            await self._rung.wait()
+            self._rung.clear()
+            try:
+                await self._read_requests()
+            except Exception as exc:  # the database is unreachable: the next ring (or listen) reads again
+                LOG.warning("could not read the requests of the other replicas (%s)", exc)
+
+    def _received(self, _connection, _pid, _channel, _payload: str) -> None:
+        """A ring: whatever its payload (any role may notify), read the tables."""
+        self._rung.set()
 
     async def _listen(self) -> None:
         """LISTEN on a connection of its own, held for the life of the run (asyncpg's
@@ -246,6 +295,7 @@ class ReplicaGroup:
             await connection.close()
             raise
         self._listener, self._driver = connection, driver
+        self._rung.set()  # rings made while nobody listened were lost: read now
 
     async def _unlisten(self) -> None:
         connection, driver, self._listener, self._driver = self._listener, self._driver, None, None

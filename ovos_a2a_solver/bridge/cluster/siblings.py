@@ -12,12 +12,17 @@ requests need the run itself:
 * **subscribe**: the live events exist only in that run's memory; it relays them.
 
 Each run listens on a Unix socket of its own in Linux's abstract namespace, named after
-its boot id (nothing on disk to clean up after a ``kill -9``), and serves only processes
-of the same user (checked with ``SO_PEERCRED``). A request is one JSON line; a cancel gets
-one line back, a subscription a line per event (the ``StreamResponse`` in protobuf bytes,
-base64) and a last line saying how it ended. This is a direct request to one process, as
-a PostgreSQL ``NOTIFY`` addressed to one boot id is between replicas (``replicas``):
-nothing is queued, and a run that is gone refuses the connection at once.
+its boot id (nothing on disk to clean up after a ``kill -9``). A request is one JSON line;
+a cancel gets one line back, a subscription a line per event (the ``StreamResponse`` in
+protobuf bytes, base64) and a last line saying how it ended. This is a direct request to
+one process: nothing is queued, and a run that is gone refuses the connection at once.
+
+Abstract names have no owner and no permissions: any local process may connect to one,
+and any may take a name nobody holds (the name of a worker that died, until it is started
+again and fails the dead run's work). So both ends check the other (``SO_PEERCRED``, which
+names the process that listens or connects): it must run as this process's user and be a
+child of this process's parent, that is, a worker of this bridge. A process that is not is
+hung up on: asked, it answers nothing; asking, it is taken for a worker that is gone.
 """
 from __future__ import annotations
 
@@ -50,6 +55,10 @@ FollowHere = Callable[[str, str], AsyncIterator]
 class SiblingGone(Exception):
     """The worker running a task is gone (it died; it is being started again), or went
     away while relaying it."""
+
+
+class NotASibling(ConnectionError):
+    """The process at the other end of a worker's socket is not a worker of this bridge."""
 
 
 def address(boot: str) -> str:
@@ -129,7 +138,9 @@ class Siblings:
         job = asyncio.current_task()
         self._connections.add(job)
         try:
-            if not _same_user(writer.get_extra_info("socket")):
+            refusal = _not_a_sibling(writer.get_extra_info("socket"))
+            if refusal is not None:
+                LOG.warning("hung up on a request on this worker's socket: %s", refusal)
                 return
             note = json.loads(await reader.readline() or b"{}")
             if note.get("kind") == "cancel":
@@ -211,13 +222,37 @@ class Siblings:
             writer.close()
 
     async def _open(self, operation: Operation):
-        return await asyncio.open_unix_connection(address(operation.boot), limit=LINE_LIMIT)
+        """A connection to the run doing ``operation``; raises :class:`NotASibling` (an
+        ``OSError``, as for a run that is gone) when the name is held by another process."""
+        reader, writer = await asyncio.open_unix_connection(address(operation.boot), limit=LINE_LIMIT)
+        refusal = _not_a_sibling(writer.get_extra_info("socket"))
+        if refusal is not None:
+            writer.close()
+            LOG.warning("did not ask the socket of worker %s: %s", operation.replica, refusal)
+            raise NotASibling(refusal)
+        return reader, writer
 
 
-def _same_user(sock: socket.socket | None) -> bool:
-    """Whether the peer of a Unix socket runs as this process's user."""
+def _not_a_sibling(sock: socket.socket | None) -> str | None:
+    """Why the peer of a Unix socket is not a worker of this bridge (it runs as another
+    user, or is not a child of this process's parent), or ``None`` when it is one."""
     if sock is None:
-        return False
+        return "the connection has no socket"
     credentials = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", credentials)
-    return uid == os.getuid()
+    pid, uid, _gid = struct.unpack("3i", credentials)
+    if uid != os.getuid():
+        return f"process {pid} runs as user {uid}, not {os.getuid()}"
+    parent = _parent_of(pid)
+    if parent != os.getppid():
+        return f"process {pid} is not a worker of this bridge (its parent is {parent}, not {os.getppid()})"
+    return None
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent process id of ``pid`` (Linux ``/proc``), or ``None`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after "pid (command)": state, ppid, ...
+        return int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None

@@ -5,7 +5,7 @@
 A curated skill list says what any persona behind the bridge can do; then one skill per
 handler the persona really has. The card is built once at start-up from the persona's
 configuration, so it is served at once whatever the persona is doing; with a signing key it
-is signed then too, once (:func:`sign_card`).
+is signed then too, once per form served (:func:`sign_card`, :func:`sign_as_served`).
 """
 from __future__ import annotations
 
@@ -102,8 +102,10 @@ def sign_card(card: AgentCard, key: "CardKey", jku: str) -> AgentCard:
     protected header names ``alg``, ``kid``, ``typ: JOSE`` and ``jku``, the URL of the JWK
     Set that holds the public key. Made with the a2a-sdk's signer, once per card.
 
-    One signature serves both forms of the card (see :class:`CardEndpoint`): it covers the
-    A2A 1.0 card, which the hybrid form carries unchanged (its 0.3 fields are outside it).
+    This signature covers the A2A 1.0 card as the a2a-sdk reads it: a 1.x client checks it
+    over the card it parsed, whichever form it fetched. Each form served carries it, and
+    also one over that form as served where this one does not cover it (see
+    :func:`sign_as_served`).
 
     Canonicalisation: the a2a-sdk drops every empty value, empty required fields included,
     before RFC 8785, where A2A 1.0 §8.4.1 keeps required fields. Verifiers built on the
@@ -116,6 +118,54 @@ def sign_card(card: AgentCard, key: "CardKey", jku: str) -> AgentCard:
     signer = create_agent_card_signer(key.private, {"alg": key.algorithm, "kid": key.kid, "jku": jku,
                                                     "typ": "JOSE"})
     return signer(card)
+
+
+def sign_as_served(body: dict, key: "CardKey", jku: str) -> dict:
+    """``body`` (a form of the card, as it is served) with a signature over exactly that JSON
+    appended: a detached JWS over the RFC 8785 canonical JSON of ``body`` without
+    ``signatures``, with the protected header of :func:`sign_card`. Unchanged when a
+    signature it carries already verifies so (the A2A 1.0 form of a card without empty
+    values: the a2a-sdk's own signature covers it).
+
+    The a2a-sdk's signature leaves out the 0.3 fields of the hybrid form (``url``,
+    ``protocolVersion``, ``preferredTransport``, ``security``: what a 0.3 client connects
+    with) and every empty value (``{"bearer": {}}``, a security requirement without scopes);
+    this one covers every byte a verifier reads."""
+    from jwt import PyJWTError, api_jws
+    from jwt.utils import base64url_encode
+
+    payload = canonical_json({k: v for k, v in body.items() if k != "signatures"}).encode()
+    signatures = list(body.get("signatures", []))
+    encoded = base64url_encode(payload).decode()
+    for signature in signatures:
+        try:
+            api_jws.decode(f"{signature['protected']}.{encoded}.{signature['signature']}",
+                           key=key.verification_key(), algorithms=[key.algorithm])
+            return body
+        except (PyJWTError, KeyError):
+            continue
+    token = api_jws.encode(payload=payload, key=key.private, algorithm=key.algorithm,
+                           headers={"alg": key.algorithm, "kid": key.kid, "jku": jku, "typ": "JOSE"})
+    protected, _, signature = token.split(".")
+    return dict(body, signatures=[*signatures, {"protected": protected, "signature": signature}])
+
+
+def canonical_json(value) -> str:
+    """RFC 8785 (JCS): members sorted by their UTF-16 code units, no whitespace, strings
+    escaped as ECMAScript does. Numbers: integers only (a card holds no others); anything
+    else raises ``TypeError``."""
+    import json
+
+    if isinstance(value, dict):
+        members = sorted(value.items(), key=lambda item: item[0].encode("utf-16-be"))
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + canonical_json(v) for k, v in members) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    if value is None or isinstance(value, (bool, str)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53):
+        return str(int(value))
+    raise TypeError(f"no canonical JSON for {value!r} here")
 
 
 def _short(text: str, limit: int = MAX_DESCRIPTION) -> str:
@@ -134,6 +184,11 @@ class CardEndpoint:
       ``preferredTransport``), which a genuine 0.3 client needs to find the 0.3 endpoint; a
       1.0 client that sends no version reads it too (it ignores unknown fields).
 
+    With ``signing`` (the key and the URL of its key set), each form carries the card's
+    signature (:func:`sign_card`, over the A2A 1.0 card) and, where that one does not cover
+    it, a signature over the form as served (:func:`sign_as_served`): every form verifies
+    over the JSON it is, and a 1.x client verifies the card it parsed from either.
+
     ``ETag`` (one per form), ``Last-Modified`` (the bridge's start), ``Cache-Control`` and
     ``Vary: A2A-Version`` on every answer; an ``If-None-Match`` (or, without one, an
     ``If-Modified-Since``) that still holds gets a 304. A signed card's ETag covers its
@@ -142,7 +197,8 @@ class CardEndpoint:
     ECDSA signature differs each time it is made) and either signature is valid.
     """
 
-    def __init__(self, card: AgentCard, cache_control: str = "max-age=300") -> None:
+    def __init__(self, card: AgentCard, cache_control: str = "max-age=300",
+                 signing: "tuple[CardKey, str] | None" = None) -> None:
         import time
         from email.utils import formatdate
 
@@ -154,6 +210,8 @@ class CardEndpoint:
                   "Vary": "A2A-Version"}
         self.forms = {}
         for pure, body in ((True, MessageToDict(card)), (False, agent_card_to_dict(card))):
+            if signing is not None:
+                body = sign_as_served(body, *signing)
             self.forms[pure] = (body, {**common, "ETag": _etag(body)})
 
     async def serve(self, request):

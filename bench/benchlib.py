@@ -75,6 +75,17 @@ def summary(seconds: list[float]) -> dict:
             "max_ms": round(s[-1] * 1000, 3), "mean_ms": round(statistics.fmean(s) * 1000, 3)}
 
 
+def median_p90(samples: list[float], digits: Optional[int] = None) -> dict:
+    """Median and p90 (the sample 90 % of the way up the sorted list) in ms, and the count;
+    rounded to ``digits`` if given."""
+    ordered = sorted(samples)
+    median = statistics.median(ordered) * 1000
+    p90 = ordered[int(len(ordered) * 0.9) - 1] * 1000
+    if digits is not None:
+        median, p90 = round(median, digits), round(p90, digits)
+    return {"median_ms": median, "p90_ms": p90, "n": len(ordered)}
+
+
 # ---- /proc ---------------------------------------------------------------------------------
 
 def proc_status(pid: int) -> dict:
@@ -655,7 +666,60 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
     return result
 
 
+# ---- a bare a2a-sdk client for synchronous callers -----------------------------------------
+
+def use_test_helpers() -> None:
+    """Make the test suite's helpers (``test/agent_process.py``, ``test/bridge_process.py``, …)
+    importable."""
+    helpers = str(REPO / "test")
+    if helpers not in sys.path:
+        sys.path.insert(0, helpers)
+
+
+def user_message(text: str, context_id: str = ""):
+    """A ``SendMessageRequest`` of one user text part with a fresh messageId."""
+    from a2a.types import Message, Part, Role, SendMessageRequest
+
+    message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
+                      context_id=context_id)
+    return SendMessageRequest(message=message)
+
+
+class SdkClientThread:
+    """The baseline client: one a2a-sdk client made by ``create_client`` as its docs show, on an
+    event loop of its own in a daemon thread, so synchronous code can call it (:meth:`run`)."""
+
+    def __init__(self, url: str, streaming: bool = False, timeout: float = 60) -> None:
+        import threading
+
+        import httpx
+        from a2a.client import ClientConfig, create_client
+
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+        async def make():
+            self.http = httpx.AsyncClient(timeout=timeout)
+            return await create_client(url, client_config=ClientConfig(streaming=streaming, httpx_client=self.http))
+
+        self.client = self.run(make())
+
+    def run(self, coro):
+        """Run ``coro`` on the client's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def close(self) -> None:
+        """Close the client's HTTP connections and stop its loop."""
+        self.run(self.http.aclose())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
 # ---- one benchmark run: arguments, snapshot, JSON, table ------------------------------------
+
+def machine_brief() -> dict:
+    """The Python version and the CPU count, for a result file."""
+    return {"python": platform.python_version(), "cpus": os.cpu_count()}
+
 
 def write_json(path, data: dict) -> None:
     """Write ``data`` to ``path`` as indented JSON (its folder made if missing)."""

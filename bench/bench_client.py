@@ -17,58 +17,34 @@ the two sides so a noisy machine hurts both alike:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import subprocess
 import sys
 import time
-import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test"))
+from benchlib import SdkClientThread, median_p90, use_test_helpers, user_message, write_json
 
+use_test_helpers()
 from agent_process import AgentProcess  # noqa: E402
-
-
-def quantiles(samples: list[float]) -> dict:
-    samples = sorted(samples)
-    return {"median_ms": statistics.median(samples) * 1000,
-            "p90_ms": samples[int(len(samples) * 0.9) - 1] * 1000, "n": len(samples)}
 
 
 # ---- 1. per-turn latency ------------------------------------------------------------
 
-class BareSdk:
-    """The baseline: one a2a-sdk client, used as its docs show, on its own loop thread."""
+class BareSdk(SdkClientThread):
+    """The baseline: one a2a-sdk client, used as its docs show, on its own loop thread,
+    continuing one conversation."""
 
     def __init__(self, url: str, streaming: bool = False) -> None:
-        import threading
-        import httpx
-        from a2a.client import ClientConfig, create_client
-
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-        async def make():
-            return await create_client(url, client_config=ClientConfig(
-                streaming=streaming, httpx_client=httpx.AsyncClient(timeout=60)))
-
-        self.client = self.run(make())
+        super().__init__(url, streaming=streaming, timeout=60)
         self.context_id = ""
 
-    def run(self, coro):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
     def send(self, text: str) -> str:
+        """One turn of the conversation; the answer's text."""
         from a2a.helpers import get_artifact_text
-        from a2a.types import Message, Part, Role, SendMessageRequest
 
         async def turn():
-            msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
-                          context_id=self.context_id)
-            async for event in self.client.send_message(SendMessageRequest(message=msg)):
+            async for event in self.client.send_message(user_message(text, self.context_id)):
                 self.context_id = event.task.context_id
                 return get_artifact_text(event.task.artifacts[0])
 
@@ -95,7 +71,7 @@ def per_turn(agent: AgentProcess, turns: int) -> dict:
                 t_bare.append(time.perf_counter() - start)
     fetches, total_turns = ours.card_fetches, turns + 20
     ours.close()
-    result = {"bare_sdk": quantiles(t_bare), "a2a_client": quantiles(t_ours)}
+    result = {"bare_sdk": median_p90(t_bare), "a2a_client": median_p90(t_ours)}
     result["ratio_median"] = result["a2a_client"]["median_ms"] / result["bare_sdk"]["median_ms"]
     result["card_fetches"] = {"turns": total_turns, "fetches": fetches}
     return result
@@ -131,7 +107,7 @@ def fresh_process(agent: AgentProcess, runs: int) -> dict:
         for code, out in ((FRESH_OURS, t_ours), (FRESH_BARE, t_bare))[:: 1 if n % 2 else -1]:
             res = subprocess.run([sys.executable, "-c", code, url], capture_output=True, text=True, check=True)
             out.append(float(res.stdout.strip().splitlines()[-1]))
-    result = {"bare_sdk": quantiles(t_bare), "a2a_client": quantiles(t_ours)}
+    result = {"bare_sdk": median_p90(t_bare), "a2a_client": median_p90(t_ours)}
     result["ratio_median"] = result["a2a_client"]["median_ms"] / result["bare_sdk"]["median_ms"]
     return result
 
@@ -139,7 +115,6 @@ def fresh_process(agent: AgentProcess, runs: int) -> dict:
 # ---- 3. first sentence of a stream ---------------------------------------------------
 
 def first_sentence(agent: AgentProcess, runs: int) -> dict:
-    from a2a.types import Message, Part, Role, SendMessageRequest
     from ovos_a2a_solver import A2AChatEngine
     from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
@@ -149,9 +124,9 @@ def first_sentence(agent: AgentProcess, runs: int) -> dict:
     t_bare, t_ours = [], []
 
     async def bare_first_text():
-        msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text="go")])
+        request = user_message("go")
         start = time.perf_counter()
-        async for event in bare.client.send_message(SendMessageRequest(message=msg)):
+        async for event in bare.client.send_message(request):
             if event.WhichOneof("payload") == "artifact_update":
                 return time.perf_counter() - start
 
@@ -166,7 +141,7 @@ def first_sentence(agent: AgentProcess, runs: int) -> dict:
         agent.release()
         time.sleep(0.05)
     engine.shutdown()
-    result = {"bare_sdk_first_artifact_event": quantiles(t_bare), "engine_first_sentence": quantiles(t_ours)}
+    result = {"bare_sdk_first_artifact_event": median_p90(t_bare), "engine_first_sentence": median_p90(t_ours)}
     result["extra_ms_median"] = result["engine_first_sentence"]["median_ms"] - \
         result["bare_sdk_first_artifact_event"]["median_ms"]
     return result
@@ -211,11 +186,9 @@ def main() -> None:
             "first_sentence": first_sentence(agent, 15),
             "import": import_cost(args.fresh),
         }
-    text = json.dumps(results, indent=2)
-    print(text)
+    print(json.dumps(results, indent=2))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(text + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -20,19 +20,17 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import platform
 import statistics
 import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "test"))
+from benchlib import REPO, machine_brief, use_test_helpers, write_json
 
+use_test_helpers()
 from agent_process import AgentProcess  # noqa: E402
 from bridge_process import BridgeProcess  # noqa: E402
 from malformed import judge, malformed_requests  # noqa: E402
@@ -95,10 +93,10 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--big", type=int, default=10, help="how many maximal bodies to send")
-    parser.add_argument("--out", default=str(HERE / "results" / "bridge-hostile.json"))
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "bridge-hostile.json"))
     args = parser.parse_args()
     result: dict = {"command": "python bench/bench_hostile.py " + " ".join(sys.argv[1:]),
-                    "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+                    "machine": machine_brief(),
                     "malformed": {}, "maximal_body": {}}
     with AgentProcess() as agent, BridgeProcess("--max-concurrent", "8") as bridge:
         servers = {"bridge": (bridge.url, bridge.card_url),
@@ -110,7 +108,7 @@ def main() -> None:
         for name, (url, card_url) in servers.items():
             result["maximal_body"][name] = under_a_maximal_body(url, card_url, args.big)
             print(name, result["maximal_body"][name], flush=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     print("written", args.out)
 
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import sys
 import threading
 import time
 import uuid
@@ -24,9 +22,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test"))
+from benchlib import REPO, median_p90, use_test_helpers, write_json
 
+use_test_helpers()
 from agent_process import AgentProcess  # noqa: E402
 from bridge_process import BridgeProcess  # noqa: E402
 
@@ -82,16 +80,10 @@ def one(http: httpx.Client, url: str, receiver: Receiver) -> tuple[float, float]
     return pushed - start, pushed - answered
 
 
-def summary(samples: list[float]) -> dict:
-    ordered = sorted(samples)
-    return {"median_ms": statistics.median(ordered) * 1e3, "p90_ms": ordered[int(len(ordered) * 0.9) - 1] * 1e3,
-            "n": len(ordered)}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100)
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "push.json")
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "push.json")
     args = parser.parse_args()
     receiver = Receiver()
     sides = {"bridge": [], "bare_sdk": []}
@@ -108,12 +100,12 @@ def main() -> None:
                 sides[name].append(total)
                 after[name].append(since_answer)
     results = {"command": f"python bench/bench_push.py --messages {args.messages}",
-               "send_to_completed_event": {k: summary(v) for k, v in sides.items()},
-               "answer_to_completed_event": {k: summary(v) for k, v in after.items()}}
+               "send_to_completed_event": {k: median_p90(v) for k, v in sides.items()},
+               "answer_to_completed_event": {k: median_p90(v) for k, v in after.items()}}
     results["ratio_send_to_event_median"] = (results["send_to_completed_event"]["bridge"]["median_ms"]
                                              / results["send_to_completed_event"]["bare_sdk"]["median_ms"])
     print(json.dumps(results, indent=2))
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

@@ -17,18 +17,16 @@ and how long the plugin takes to answer again after its agent restarts.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import socket
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test"))
+from benchlib import REPO, SdkClientThread, use_test_helpers, user_message, write_json
 
+use_test_helpers()
 from agent_process import AgentProcess, free_port  # noqa: E402
 from ovos_a2a_solver._settings import DEFAULT_BREAKER_COOLDOWN  # noqa: E402
 
@@ -145,37 +143,19 @@ def recovery(down_seconds: float, interval: float, cooldown: float | None) -> di
             "plugin_answer_after_restart_s": answered["plugin"], "bare_sdk_answer_after_restart_s": answered["bare"]}
 
 
-class BareClient:
+class BareClient(SdkClientThread):
     """A bare a2a-sdk 1.3 client on its own loop thread, with the card it resolved first."""
 
     def __init__(self, url: str) -> None:
-        import httpx
-        from a2a.client import ClientConfig, create_client
-
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-        async def make():
-            self.http = httpx.AsyncClient(timeout=5)
-            return await create_client(url, client_config=ClientConfig(streaming=False, httpx_client=self.http))
-
-        self.client = asyncio.run_coroutine_threadsafe(make(), self.loop).result()
+        super().__init__(url, streaming=False, timeout=5)
 
     def ask(self, text: str) -> None:
-        import uuid
-
-        from a2a.types import Message, Part, Role, SendMessageRequest
-
+        """One turn; raises what the SDK raises."""
         async def go():
-            message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
-            async for _ in self.client.send_message(SendMessageRequest(message=message)):
+            async for _ in self.client.send_message(user_message(text)):
                 pass
 
-        asyncio.run_coroutine_threadsafe(go(), self.loop).result()
-
-    def close(self) -> None:
-        asyncio.run_coroutine_threadsafe(self.http.aclose(), self.loop).result()
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.run(go())
 
 
 def main() -> None:
@@ -183,12 +163,12 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--down", type=float, default=3.0, help="seconds the agent is down")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between the user's questions")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "recovery.json")
+    parser.add_argument("--json", type=Path, default=REPO / "bench" / "results" / "recovery.json")
     args = parser.parse_args()
     results = {"breaker_open": breaker_open(args.turns),
                "recovery": [recovery(args.down, args.interval, cooldown) for cooldown in (None, 2.0)]}
     print(json.dumps(results, indent=2))
-    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    write_json(args.json, results)
 
 
 if __name__ == "__main__":

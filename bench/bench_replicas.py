@@ -20,12 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
-import statistics
 import os
-import re
-import subprocess
-import sys
+import shutil
+import statistics
 import tempfile
 import time
 import uuid
@@ -33,25 +30,18 @@ from pathlib import Path
 
 import httpx
 
-READY = re.compile(r'serving ".*" at (\S+) ')
+from benchlib import BridgeProcess, write_json, wrk_rounds
 
 
-def start_bridge(db: str | None, name: str, workers: int = 1) -> tuple[subprocess.Popen, str]:
-    state = tempfile.mkdtemp(prefix="bench_replicas_")
-    args = [sys.executable, "-m", "ovos_a2a_solver.bridge", "--backend", "echo", "--port", "0",
-            "--max-concurrent", "256", "--state-dir", state, "--workers", str(workers)] + (["--db", db] if db else [])
-    log = open(os.path.join(state, "stdout"), "w+")
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.DEVNULL, env={**os.environ, "OVOS_A2A_REPLICA": name})
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        log.seek(0)
-        match = READY.search(log.read())
-        if match:
-            return proc, match.group(1).rstrip("/") + "/"
-        if proc.poll() is not None:
-            raise SystemExit(f"the bridge exited with {proc.returncode}")
-        time.sleep(0.1)
-    raise SystemExit("the bridge did not start within 60 s")
+def echo_bridge(workdir: Path, name: str, db: str | None, workers: int = 1) -> BridgeProcess:
+    """A bridge named ``name`` (its log in ``workdir``) with the echo backend, on SQLite in a
+    state directory of its own or on ``db``, as a replica of a fresh name; not yet started."""
+    replica = f"bench-{uuid.uuid4().hex[:6]}"
+    state = workdir / f"state-{replica}"
+    state.mkdir()
+    flags = ["--backend", "echo", "--max-concurrent", "256", "--state-dir", str(state), "--workers", str(workers),
+             *(["--db", db] if db else [])]
+    return BridgeProcess(workdir, name, flags, env={"OVOS_A2A_REPLICA": replica})
 
 
 async def load(urls: list[str], seconds: float, concurrency: int) -> dict:
@@ -90,69 +80,63 @@ def main() -> None:
                                                        "replicas.json"), help="where the figures are written")
     parser.add_argument("--wrk", action="store_true", help="wrk as the load; two replicas are two workers")
     options = parser.parse_args()
-    if options.wrk:
-        return main_wrk(options)
+    workdir = Path(tempfile.mkdtemp(prefix="bench_replicas_"))
+    try:
+        if options.wrk:
+            main_wrk(options, workdir)
+        else:
+            main_python_clients(options, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main_python_clients(options, workdir: Path) -> None:
+    """Each setup in turn, the closed loop of :func:`load` spread over its replicas."""
     results = {}
     for label, db, replicas in (("sqlite x1", None, 1), ("postgresql x1", options.db, 1),
                                 ("postgresql x2", options.db, 2)):
-        bridges = [start_bridge(db, f"bench-{n}-{uuid.uuid4().hex[:6]}") for n in range(replicas)]
+        bridges = [echo_bridge(workdir, f"{label} #{n}", db) for n in range(replicas)]
         try:
-            asyncio.run(load([url for _, url in bridges], 2, options.concurrency))  # warm up
-            results[label] = result = asyncio.run(load([url for _, url in bridges], options.seconds,
-                                                       options.concurrency))
+            urls = [bridge.start().rpc_url for bridge in bridges]
+            asyncio.run(load(urls, 2, options.concurrency))  # warm up
+            results[label] = result = asyncio.run(load(urls, options.seconds, options.concurrency))
         finally:
-            for proc, _ in bridges:
-                proc.terminate()
-                proc.wait(30)
+            for bridge in bridges:
+                bridge.stop()
         print(f"{label:15} {result['rps']:8.1f} req/s  p50 {result['p50']:7.1f} ms  p99 {result['p99']:7.1f} ms  "
               f"errors {result['errors']}", flush=True)
     base = results["sqlite x1"]["rps"]
     print("throughput relative to one SQLite process: " +
           ", ".join(f"{label} {r['rps'] / base:.2f}" for label, r in results.items()))
-    with open(options.json, "w") as out:
-        json.dump({"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… "
-                              f"--seconds {options.seconds:g} --concurrency {options.concurrency}",
-                   "results": results, "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()}},
-                  out, indent=2)
-        out.write("\n")
+    write_json(options.json, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… "
+                                         f"--seconds {options.seconds:g} --concurrency {options.concurrency}",
+                              "results": results,
+                              "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()}})
 
 
-def main_wrk(options) -> None:
-    """Each setup in turn, wrk against its one URL, ``--seconds`` per round, 3 rounds with the
-    order alternating; medians."""
-    from bench_bridge import wrk_round  # this directory is on sys.path when run as a script
-
+def main_wrk(options, workdir: Path) -> None:
+    """All setups started, then wrk against each one's URL, ``--seconds`` per round, 3 rounds
+    with the order alternating (:func:`benchlib.wrk_rounds`); medians."""
     setups = (("sqlite x1", None, 1), ("sqlite 2 workers", None, 2), ("postgresql x1", options.db, 1),
               ("postgresql 2 workers", options.db, 2))
-    bridges = {label: start_bridge(db, f"bench-{uuid.uuid4().hex[:6]}", workers) for label, db, workers in setups}
-    rounds: dict[str, list[dict]] = {label: [] for label in bridges}
-    workdir = tempfile.mkdtemp(prefix="bench_replicas_wrk_")
+    bridges = [echo_bridge(workdir, label, db, workers) for label, db, workers in setups]
     try:
-        for r in range(3):
-            for label in (list(bridges) if r % 2 == 0 else list(bridges)[::-1]):
-                proc, url = bridges[label]
-                result = wrk_round(url, proc.pid, options.concurrency, options.seconds, Path(workdir), pin=False)
-                rounds[label].append(result)
-                print(f"round {r} {label:22} {result['rps']:8.1f} req/s  p50 {result['p50_ms']:7.1f} ms  "
-                      f"p99 {result['p99_ms']:7.1f} ms  errors {result['bad']}", flush=True)
+        for bridge in bridges:  # one at a time: those on one database would create its tables together
+            bridge.start()
+        measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [])
     finally:
-        for proc, _ in bridges.values():
-            proc.terminate()
-            proc.wait(30)
-    results = {label: {"rps": statistics.median(x["rps"] for x in each),
-                       "p50": statistics.median(x["p50_ms"] for x in each),
-                       "p99": statistics.median(x["p99_ms"] for x in each), "rounds": each}
-               for label, each in rounds.items()}
+        for bridge in bridges:
+            bridge.stop()
+    results = {label: {"rps": entry["median_rps"], "p50": statistics.median(x["p50_ms"] for x in entry["rounds"]),
+                       "p99": entry["median_p99_ms"], "rounds": entry["rounds"]}
+               for label, entry in measured["servers"].items()}
     base = results["sqlite x1"]["rps"]
     print("median throughput relative to one SQLite process: " +
           ", ".join(f"{label} {r['rps'] / base:.2f}" for label, r in results.items()))
     target = options.json.replace(".json", "-wrk.json") if options.json.endswith(".json") else options.json
-    with open(target, "w") as out:
-        json.dump({"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --wrk "
-                              f"--seconds {options.seconds:g} --concurrency {options.concurrency}",
-                   "results": results, "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()}},
-                  out, indent=2)
-        out.write("\n")
+    write_json(target, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --wrk "
+                                   f"--seconds {options.seconds:g} --concurrency {options.concurrency}",
+                        "results": results, "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()}})
 
 
 if __name__ == "__main__":

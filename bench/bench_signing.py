@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -30,19 +28,13 @@ from pathlib import Path
 
 import httpx
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "test"))
-sys.path.insert(0, str(HERE.parent))
+from benchlib import REPO, machine_brief, median_p90, use_test_helpers, write_json
 
+use_test_helpers()
+sys.path.insert(0, str(REPO))  # the package of this checkout, before any installed one
 from bridge_process import BridgeProcess  # noqa: E402
 
 V1 = {"A2A-Version": "1.0"}
-
-
-def quantiles(samples: list[float]) -> dict:
-    samples = sorted(samples)
-    return {"median_ms": round(statistics.median(samples) * 1000, 3),
-            "p90_ms": round(samples[int(len(samples) * 0.9) - 1] * 1000, 3), "n": len(samples)}
 
 
 def ratio(a: dict, b: dict) -> float:
@@ -64,7 +56,7 @@ def card_gets(unsigned: str, signed: str, requests: int) -> dict:
                 times[side].append(time.perf_counter() - start)
                 if side == "signed":
                     signatures.add(response.json()["signatures"][0]["signature"])
-    out = {side: quantiles(samples) for side, samples in times.items()}
+    out = {side: median_p90(samples, digits=3) for side, samples in times.items()}
     out["ratio_signed_to_unsigned"] = ratio(out["signed"], out["unsigned"])
     out["distinct_signatures_served"] = len(signatures)
     return out
@@ -85,7 +77,7 @@ def signing_cost(key_file: str, repeat: int = 50) -> dict:
         start = time.perf_counter()
         sign_card(fresh, key, "http://127.0.0.1:1/a2a/.well-known/jwks.json")
         samples.append(time.perf_counter() - start)
-    return quantiles(samples)
+    return median_p90(samples, digits=3)
 
 
 def turns(url: str, count: int) -> dict:
@@ -102,7 +94,7 @@ def turns(url: str, count: int) -> dict:
                 client.send_task(f"turn {n}", session_id="bench")
                 times[side].append(time.perf_counter() - start)
         fetches = {side: client.card_fetches for side, client in clients.items()}
-    out = {side: quantiles(samples) for side, samples in times.items()}
+    out = {side: median_p90(samples, digits=3) for side, samples in times.items()}
     out["ratio_required_to_not"] = ratio(out["required"], out["not_required"])
     out["card_fetches"] = fetches
     return out
@@ -118,7 +110,7 @@ def first_turns(url: str, count: int) -> dict:
             with A2AClient(url, **settings) as client:
                 client.send_task(f"first {n}")
             times[side].append(time.perf_counter() - start)
-    out = {side: quantiles(samples) for side, samples in times.items()}
+    out = {side: median_p90(samples, digits=3) for side, samples in times.items()}
     out["ratio_required_to_not"] = ratio(out["required"], out["not_required"])
     return out
 
@@ -145,7 +137,7 @@ def check_cost(url: str, repeat: int = 50) -> dict:
                 samples.append(time.perf_counter() - start)
         return samples
 
-    return quantiles(asyncio.run(run()))
+    return median_p90(asyncio.run(run()), digits=3)
 
 
 def main() -> None:
@@ -153,7 +145,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--fresh", type=int, default=10)
-    parser.add_argument("--out", default=str(HERE / "results" / "signing.json"))
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "signing.json"))
     args = parser.parse_args()
 
     from cryptography.hazmat.primitives import serialization
@@ -167,7 +159,7 @@ def main() -> None:
     with BridgeProcess() as unsigned, BridgeProcess("--card-signing-key", str(key_file)) as signed:
         result = {
             "command": "python bench/bench_signing.py " + " ".join(sys.argv[1:]),
-            "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+            "machine": machine_brief(),
             "card_get": card_gets(unsigned.url, signed.url, args.requests),
             "signing_once_ms": signing_cost(str(key_file)),
             "turn": turns(signed.url, args.turns),
@@ -175,7 +167,7 @@ def main() -> None:
             "check_once_ms": check_cost(signed.url),
         }
     result["seconds"] = round(time.perf_counter() - started, 1)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
 
 

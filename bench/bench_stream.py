@@ -24,49 +24,33 @@ readers. Its cost per chunk must not grow with N.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
-import sys
 import tempfile
-import threading
 import time
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "test"))
+from benchlib import SdkClientThread, use_test_helpers, user_message, write_json
 
+use_test_helpers()
 from agent_process import AgentProcess  # noqa: E402
 
 
-class BareSdk:
+class BareSdk(SdkClientThread):
     """One a2a-sdk streaming client on its own loop thread, used as its docs show."""
 
     def __init__(self, url: str) -> None:
-        import httpx
-        from a2a.client import ClientConfig, create_client
-
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-        async def make():
-            return await create_client(url, client_config=ClientConfig(
-                streaming=True, httpx_client=httpx.AsyncClient(timeout=600)))
-
-        self.client = asyncio.run_coroutine_threadsafe(make(), self.loop).result()
+        super().__init__(url, streaming=True, timeout=600)
 
     def turn(self, text: str) -> int:
-        from a2a.types import Message, Part, Role, SendMessageRequest
-
-        async def run() -> int:
-            msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
+        """One streamed turn, every event read; how many events."""
+        async def count_events() -> int:
             events = 0
-            async for _ in self.client.send_message(SendMessageRequest(message=msg)):
+            async for _ in self.client.send_message(user_message(text)):
                 events += 1
             return events
 
-        return asyncio.run_coroutine_threadsafe(run(), self.loop).result()
+        return self.run(count_events())
 
 
 def measure(agent: AgentProcess, sizes: list[int], runs: int) -> dict:
@@ -158,10 +142,9 @@ def main() -> None:
     if not args.no_server:
         with AgentProcess() as agent:
             results["stream"] = measure(agent, sizes, args.runs)
-    text = json.dumps(results, indent=2)
-    print(text)
+    print(json.dumps(results, indent=2))
     if args.json:
-        Path(args.json).write_text(text + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

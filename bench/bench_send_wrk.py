@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""SendMessage throughput with wrk as the load (C, two threads): the bridge and a bare a2a-sdk
+server, each with the persona and with an echo, and ovos-persona-server, side by side on loopback.
+
+    python bench/bench_send_wrk.py [--pin] [--seconds 10] [--concurrency 16] [--rounds 3] [--quick] [--keep]
+                                   [--json bench/results/bridge-wrk.json]
+
+The load is that of ``bench_send.py`` (a fresh messageId per request, only COMPLETED tasks
+count) from wrk (``apt-get install wrk``); ``--pin``: servers on CPU 1, wrk on CPU 0 (needs
+taskset). The bare servers run as the a2a-sdk does by default where ``opentelemetry-api`` is
+installed (as here: fastapi and Google's libraries bring it), with a span around every handler
+call; ``bare_sdk_echo_untraced`` runs with those spans off, as the bridge does
+(``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``). Rounds alternate the order; medians and the
+ratios of req/s are reported.
+
+``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchlib import (BareProcess, BridgeProcess, PersonaServerProc, add_round_arguments, bench_arguments,
+                      resolve_round_arguments, run_benchmark, wrk_rounds)
+
+
+def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
+    """SendMessage throughput with wrk as the load (see ``wrk_round``), servers side by side."""
+    print(f"\n== SendMessage throughput with wrk: {args.concurrency} connections, {args.rounds} rounds x "
+          f"{args.seconds:g} s{', server on CPU 1, wrk on CPU 0' if args.pin else ''}", flush=True)
+    servers = [
+        BridgeProcess(workdir, "bridge", ["--persona", str(persona), "--state-dir", str(workdir / "state-wrk"),
+                                          "--max-concurrent", str(max(args.concurrency, 8))]),
+        BridgeProcess(workdir, "bridge_echo", ["--backend", "echo", "--state-dir", str(workdir / "state-wrk-echo"),
+                                               "--max-concurrent", str(max(args.concurrency, 8))]),
+        BareProcess(workdir, "bare_sdk", persona),
+        BareProcess(workdir, "bare_sdk_echo", persona, echo=True),
+        BareProcess(workdir, "bare_sdk_echo_untraced", persona, echo=True, traced=False),
+        PersonaServerProc(workdir, "persona_server", persona),
+    ]
+    ratios = [("bridge", "persona_server"), ("bridge", "bare_sdk"), ("bridge_echo", "bare_sdk_echo"),
+              ("bridge_echo", "bare_sdk_echo_untraced")]
+    return wrk_rounds(servers, workdir, args.concurrency, args.seconds, args.rounds, args.pin, ratios)
+
+
+def main() -> None:
+    parser = bench_arguments(__doc__, "2 rounds x 3 s")
+    add_round_arguments(parser)
+    parser.add_argument("--pin", action="store_true", help="each server on CPU 1, wrk on CPU 0 (needs taskset)")
+    args = parser.parse_args()
+    resolve_round_arguments(args)
+    run_benchmark("send-wrk", args, bench_send_wrk)
+
+
+if __name__ == "__main__":
+    main()

@@ -34,15 +34,21 @@ from benchlib import (HEADERS, BareProcess, BridgeProcess, ServerProcess, bench_
 async def prefill_bridge_store(db_file: Path, tasks: list, via_save: int) -> dict:
     """Write ``tasks`` where the bridge will read them.
 
-    If the measured bridge code opens its SQLite store itself (``bridge.app.open_stores``, the
-    bridge's own ``TaskStore``), every task goes through that store's ``save(task,
-    ServerCallContext())``. Otherwise the bridge uses the a2a-sdk ``DatabaseTaskStore``, and
-    :func:`prefill_sqlite` fills its table.
+    If the measured bridge code opens its SQLite store itself (``open_stores``: in
+    ``bridge.storage.database``, earlier in ``bridge.app``; the bridge's own ``TaskStore``),
+    every task goes through that store's ``save(task, ServerCallContext())``. Otherwise the
+    bridge uses the a2a-sdk ``DatabaseTaskStore``, and :func:`prefill_sqlite` fills its table.
     """
-    try:
-        from ovos_a2a_solver.bridge import app as bridge_app  # the snapshot (first on sys.path)
-    except ImportError:
-        bridge_app = None
+    import importlib
+
+    bridge_app = None
+    for where in ("ovos_a2a_solver.bridge.storage.database", "ovos_a2a_solver.bridge.app"):  # the snapshot's
+        try:
+            bridge_app = importlib.import_module(where)
+        except ImportError:
+            continue
+        if hasattr(bridge_app, "open_stores"):
+            break
     if bridge_app is None or not hasattr(bridge_app, "open_stores"):
         out = await prefill_sqlite(db_file, tasks, via_save)
         out["store"] = "a2a-sdk DatabaseTaskStore"

@@ -298,7 +298,7 @@ class Bystander:
         import asyncio
         import threading
 
-        from ovos_a2a_solver.bridge.replicas import CHANNEL
+        from ovos_a2a_solver.bridge.cluster.replicas import CHANNEL
 
         self.channel = CHANNEL
         self.heard: list[str] = []

@@ -40,8 +40,16 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
             raise ConnectionError("the database went away")
         return len(operations)
 
-    async def no_turn_here(_task_id: str, _owner: str) -> str:
-        return "no turn runs here"
+    class TurnsOfTheTaker:  # what the taker does for its own turns (LocalTurns): it runs none
+        async def cancel_here(self, _task_id: str, _owner: str) -> str:
+            return "no turn runs here"
+
+        async def follow_here(self, _task_id: str, _owner: str):
+            return
+            yield
+
+        async def fail_lost(self, operations) -> int:
+            return await fail_lost(operations)
 
     async def scenario() -> None:
         db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
@@ -68,7 +76,7 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
         await lost_log.claim("owner", Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER,
                                               parts=[Part(text="hello")]), str(uuid.uuid4()))
         taker = ReplicaGroup(db, log, lease=lease)
-        await taker.start(stop_here=no_turn_here, fail_lost=fail_lost)
+        await taker.start(TurnsOfTheTaker())
         try:
             await db.execute(f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) "
                              f"VALUES (:boot, :replica, :live, {NOW} - 1)",

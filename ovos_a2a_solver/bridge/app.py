@@ -42,6 +42,7 @@ from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.push.delivery import PushConfigStore, WebhookGuard, WebhookSender
+from ovos_a2a_solver.bridge.cluster.peers import Peers
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
@@ -76,7 +77,9 @@ class Bridge:
         if self.signing_key is not None:
             self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
         self.db, self.database_store = open_stores(settings.database_url, settings.max_concurrent)
-        shared = isinstance(self.db, SqlAlchemyDatabase)
+        # PostgreSQL: a store that replicas share, with the a2a-sdk's event log between them
+        self.shared_store = shared = isinstance(self.db, SqlAlchemyDatabase)
+        self.peers: Peers | None
         # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
@@ -87,12 +90,12 @@ class Bridge:
             self.buffered_store = None
             sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks)
             self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
-            self.replicas = ReplicaGroup(self.db, self.operations, settings.replica_lease)
+            self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease)
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
-            self.replicas = Siblings(self.operations) if worker is not None else None
+            self.peers = Siblings(self.operations) if worker is not None else None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
@@ -103,7 +106,7 @@ class Bridge:
         # released (it stays in the store, and a follow-up brings it back). Sibling workers on
         # SQLite release it at once (10 ms): the follow-up may reach another worker, and the task parked
         # here would not see what that one wrote.
-        parked = 0.01 if isinstance(self.replicas, Siblings) else 600
+        parked = 600 if self.peers is None or self.peers.keeps_parked_tasks else 0.01
         self.sdk_handler = DefaultRequestHandler(agent_executor=self.executor, task_store=sdk_store,
                                                  event_stream=self.event_stream,
                                                  agent_card=self.card, interrupted_task_timeout=parked,
@@ -111,7 +114,7 @@ class Bridge:
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
-                                            self.new_tasks, self.replicas)
+                                            self.new_tasks, self.peers)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 
@@ -154,16 +157,15 @@ class Bridge:
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app):
         await self.database_store.initialize()
-        if isinstance(self.db, SqlAlchemyDatabase):  # ListTasks by context: without it, a scan of every task
+        if self.shared_store:  # ListTasks by context: without it, a scan of every task
             await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
         await self.operations.initialize()
         await self.push_configs.initialize()
         await self.handler.recover_interrupted()
-        if isinstance(self.replicas, Siblings):
-            await self.replicas.start(self.handler.cancel_here, self.handler.follow_here)
-        elif self.replicas is not None:
+        if self.shared_store:
             await self.event_stream.initialize()
-            await self.replicas.start(self.handler.cancel_here, self.handler.fail_lost)
+        if self.peers is not None:
+            await self.peers.start(self.handler)
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
         try:
             yield
@@ -172,8 +174,8 @@ class Bridge:
             if grpc_server is not None:
                 await grpc_server.stop(grace=1)
             await self.handler.fail_unfinished_at_shutdown()
-            if self.replicas is not None:
-                await self.replicas.stop()
+            if self.peers is not None:
+                await self.peers.stop()
             await self.sdk_handler.aclose()
             await self.push_sender.aclose(self.settings.shutdown_grace)
             if self.buffered_store is not None:

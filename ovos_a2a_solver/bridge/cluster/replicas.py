@@ -41,10 +41,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from a2a.types import TaskState
 
+from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 from ovos_a2a_solver.states import TERMINAL
 
@@ -80,20 +81,11 @@ SCHEMA = (
 #: rings the doorbell once the statement it is the tail of changed a row (``changed``)
 RING = f"SELECT pg_notify('{CHANNEL}', '') FROM changed"
 
-#: stops the turn of a task on this replica for its owner: ``None`` once stopped, else why not
-StopHere = Callable[[str, str], Awaitable["str | None"]]
-#: fails the tasks of operations whose replica was lost; returns how many
-FailLost = Callable[[list[Operation]], Awaitable[int]]
-
-
-class CancelNotAnswered(Exception):
-    """The replica working on a task did not answer a cancel request in time."""
-
-
 class ReplicaGroup:
     """This replica's membership: its lease, the others' leases, and cancel requests between them."""
 
     relays_streams = False  # the SDK's shared event log carries every replica's events
+    keeps_parked_tasks = True  # the SDK's shared event log keeps a parked task up to date
 
     def __init__(self, db, operations: OperationLog, lease: float) -> None:
         self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
@@ -106,17 +98,16 @@ class ReplicaGroup:
         self._renewer: asyncio.Task | None = None
         self._rung = asyncio.Event()    # the doorbell rang since the last read
         self._reader: asyncio.Task | None = None
-        self._stop_here: StopHere | None = None
-        self._fail_lost: FailLost | None = None
+        self._here: LocalTurns | None = None
 
     @property
     def boot(self) -> str:
         return self.operations.boot
 
-    async def start(self, stop_here: StopHere, fail_lost: FailLost) -> None:
+    async def start(self, here: LocalTurns) -> None:
         """Create the table, take this run's lease, listen, and keep renewing (and watching
         the others) in the background."""
-        self._stop_here, self._fail_lost = stop_here, fail_lost
+        self._here = here
         for statement in SCHEMA:
             await self.db.execute(statement)
         await self._take_lease()
@@ -169,7 +160,7 @@ class ReplicaGroup:
             {"taking": TAKING_OVER, "live": LIVE, "lease": self.lease, "boot": self.boot})
         failed = 0
         for row in claimed:
-            count = await self._fail_lost(await self.operations.running_in(row["boot"]))
+            count = await self._here.fail_lost(await self.operations.running_in(row["boot"]))
             await self.db.execute("UPDATE a2a_bridge_replicas SET state = :lost WHERE boot = :boot AND state = :taking",
                                   {"lost": LOST, "boot": row["boot"], "taking": TAKING_OVER})
             LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
@@ -218,7 +209,7 @@ class ReplicaGroup:
     async def ask_to_cancel(self, operation: Operation, timeout: float) -> str | None:
         """Ask the run doing ``operation`` to stop its task's turn; ``None`` once it stopped
         (and recorded ``canceled``), else the reason it could not. Raises
-        :class:`CancelNotAnswered` after ``timeout`` seconds without an answer."""
+        :class:`PeerUnreachable` after ``timeout`` seconds without an answer."""
         request = uuid.uuid4().hex
         answer = asyncio.get_running_loop().create_future()
         self._answers[request] = answer
@@ -231,16 +222,21 @@ class ReplicaGroup:
                  "owner": operation.owner, "asked": ASKED, "timeout": timeout})
             return await asyncio.wait_for(answer, timeout)
         except asyncio.TimeoutError:
-            raise CancelNotAnswered(operation.replica) from None
+            raise PeerUnreachable(operation.replica) from None
         finally:
             self._answers.pop(request, None)
             if not answer.done():  # an answered request was removed when its answer was read
                 await self.db.execute("DELETE FROM a2a_bridge_cancels WHERE request = :request",
                                       {"request": request})
 
+    def follow(self, operation: Operation) -> AsyncIterator:
+        """Not needed between replicas: the SDK's shared event log carries the events of every
+        replica's tasks (``relays_streams`` is False)."""
+        raise NotImplementedError("replicas share live events through the a2a-sdk's event log")
+
     async def _answer_cancel(self, request: dict) -> None:
         try:
-            refusal = await self._stop_here(request["task_id"], request["owner"])
+            refusal = await self._here.cancel_here(request["task_id"], request["owner"])
         except Exception as exc:  # never leave the asking replica waiting for nothing
             refusal = f"the replica working on it failed to stop it: {type(exc).__name__}"
         await self.db.fetch(

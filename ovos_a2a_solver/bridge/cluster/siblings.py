@@ -33,28 +33,74 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import AsyncIterator, Awaitable, Callable
+import enum
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from a2a.types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
 from a2a.utils import errors as a2a_errors
 
+from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
-from ovos_a2a_solver.bridge.cluster.replicas import CancelNotAnswered
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 NAMESPACE = "ovos-a2a-bridge"  # abstract socket names: "\0ovos-a2a-bridge/<boot>"
 LINE_LIMIT = 64 * 1024 * 1024  # one relayed event (a whole task) may be large
 
-#: stops the turn of a task on this run for its owner: ``None`` once stopped, else why not
-StopHere = Callable[[str, str], Awaitable["str | None"]]
-#: the live events of a task on this run, as its owner sees them
-FollowHere = Callable[[str, str], AsyncIterator]
+#: the A2A errors a relay may end with, by their JSON-RPC code (the a2a-sdk's own mapping)
+ERRORS_BY_CODE = {code: cls for cls, code in a2a_errors.JSON_RPC_ERROR_CODE_MAP.items()}
 
 
-class SiblingGone(Exception):
-    """The worker running a task is gone (it died; it is being started again), or went
-    away while relaying it."""
+class Ask(enum.Enum):
+    """What one worker asks the worker doing a task (the ``kind`` of a request line)."""
+
+    CANCEL = "cancel"   # stop its turn: one line back, the refusal or null
+    FOLLOW = "follow"   # relay its live events: a line per event, then one that says how it ended
+
+
+@dataclass(frozen=True)
+class Request:
+    """One worker's request about a task, as one JSON line."""
+
+    ask: Ask
+    task_id: str
+    owner: str
+
+    def line(self) -> bytes:
+        return _line({"kind": self.ask.value, "task": self.task_id, "owner": self.owner})
+
+    @classmethod
+    def read(cls, line: bytes) -> "Request":
+        """The request in ``line``; ``ValueError`` for anything else."""
+        note = json.loads(line or b"{}")
+        try:
+            return cls(Ask(note["kind"]), str(note["task"]), str(note["owner"]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"not a worker's request: {exc!r}") from None
+
+
+@dataclass(frozen=True)
+class RelayEnd:
+    """How a relayed subscription ended: settled (no error), or with an A2A error."""
+
+    code: int | None = None
+    message: str = ""
+
+    def line(self) -> bytes:
+        return _line({"end": True} if self.code is None else {"error": self.code, "message": self.message})
+
+    def error(self) -> Exception | None:
+        """The A2A error it ended with, as the SDK's own class (by its code), or ``None``."""
+        if self.code is None:
+            return None
+        return ERRORS_BY_CODE.get(self.code, a2a_errors.InternalError)(message=self.message)
+
+    @classmethod
+    def of(cls, exc: a2a_errors.A2AError) -> "RelayEnd":
+        code = a2a_errors.JSON_RPC_ERROR_CODE_MAP.get(type(exc), a2a_errors.JSON_RPC_ERROR_CODE_MAP[
+            a2a_errors.InternalError])
+        return cls(code, exc.message or "")
 
 
 class NotASibling(ConnectionError):
@@ -86,33 +132,25 @@ def _line(note: dict) -> bytes:
     return json.dumps(note, separators=(",", ":")).encode() + b"\n"
 
 
-def _error(kind: str, message: str) -> Exception:
-    """The A2A error a relayed subscription ended with, as the SDK's own class."""
-    cls = getattr(a2a_errors, kind, None)
-    if isinstance(cls, type) and issubclass(cls, a2a_errors.A2AError):
-        return cls(message=message)
-    return a2a_errors.InternalError(message=message)
-
-
 class Siblings:
     """This worker's end: it answers its siblings' requests and makes its own."""
 
     relays_streams = True  # a subscription to a sibling's task is relayed here (see ``handler``)
+    keeps_parked_tasks = False  # a follow-up may reach a sibling, which writes what this one would not see
 
     def __init__(self, operations: OperationLog) -> None:
         self.operations = operations
         self._server: asyncio.AbstractServer | None = None
-        self._stop_here: StopHere | None = None
-        self._follow_here: FollowHere | None = None
+        self._here: LocalTurns | None = None
         self._connections: set[asyncio.Task] = set()
 
     @property
     def boot(self) -> str:
         return self.operations.boot
 
-    async def start(self, stop_here: StopHere, follow_here: FollowHere) -> None:
+    async def start(self, here: LocalTurns) -> None:
         """Listen for the siblings' requests."""
-        self._stop_here, self._follow_here = stop_here, follow_here
+        self._here = here
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.bind(address(self.boot))
@@ -142,32 +180,32 @@ class Siblings:
             if refusal is not None:
                 LOG.warning("hung up on a request on this worker's socket: %s", refusal)
                 return
-            note = json.loads(await reader.readline() or b"{}")
-            if note.get("kind") == "cancel":
+            request = Request.read(await reader.readline())
+            if request.ask is Ask.CANCEL:
                 try:
-                    refusal = await self._stop_here(note["task"], note["owner"])
+                    refusal = await self._here.cancel_here(request.task_id, request.owner)
                 except Exception as exc:  # never leave the asking worker waiting for nothing
                     refusal = f"the worker on it failed to stop it: {type(exc).__name__}"
                 writer.write(_line({"refusal": refusal}))
-            elif note.get("kind") == "follow":
-                await self._relay(note, writer)
+            else:
+                await self._relay(request, writer)
             await writer.drain()
-        except (ConnectionError, ValueError, KeyError, asyncio.IncompleteReadError) as exc:
+        except (ConnectionError, ValueError, asyncio.IncompleteReadError) as exc:
             LOG.debug("a sibling's request ended early: %r", exc)
         finally:
             self._connections.discard(job)
             writer.close()
 
-    async def _relay(self, note: dict, writer: asyncio.StreamWriter) -> None:
-        events = self._follow_here(note["task"], note["owner"])
+    async def _relay(self, request: Request, writer: asyncio.StreamWriter) -> None:
+        events = self._here.follow_here(request.task_id, request.owner)
         try:
             async for event in events:
                 data = base64.b64encode(_wrap(event).SerializeToString()).decode()
                 writer.write(_line({"event": data}))
                 await writer.drain()
-            writer.write(_line({"end": True}))
+            writer.write(RelayEnd().line())
         except a2a_errors.A2AError as exc:
-            writer.write(_line({"error": type(exc).__name__, "message": exc.message or ""}))
+            writer.write(RelayEnd.of(exc).line())
         finally:
             await events.aclose()
 
@@ -176,33 +214,33 @@ class Siblings:
     async def ask_to_cancel(self, operation: Operation, timeout: float) -> str | None:
         """Ask the run doing ``operation`` to stop its task's turn; ``None`` once it stopped
         (and recorded ``canceled``), else the reason it could not. Raises
-        :class:`CancelNotAnswered` when it is gone or silent for ``timeout`` seconds."""
+        :class:`PeerUnreachable` when it is gone or silent for ``timeout`` seconds."""
         try:
             async with asyncio.timeout(timeout):
                 reader, writer = await self._open(operation)
                 try:
-                    writer.write(_line({"kind": "cancel", "task": operation.task_id, "owner": operation.owner}))
+                    writer.write(Request(Ask.CANCEL, operation.task_id, operation.owner).line())
                     await writer.drain()
                     answer = json.loads(await reader.readline() or b"{}")
                 finally:
                     writer.close()
         except (OSError, ValueError, asyncio.TimeoutError):
-            raise CancelNotAnswered(operation.replica) from None
+            raise PeerUnreachable(operation.replica) from None
         if "refusal" not in answer:
-            raise CancelNotAnswered(operation.replica)
+            raise PeerUnreachable(operation.replica)
         return answer["refusal"]
 
     async def follow(self, operation: Operation) -> AsyncIterator:
         """The live events of ``operation``'s task, relayed by the run doing it, until the
         task settles there (or its turn ended before the relay began: nothing). Raises the
-        A2A error that run answered, or :class:`SiblingGone` when it is gone or goes away
+        A2A error that run answered, or :class:`PeerUnreachable` when it is gone or goes away
         (its work is failed when it is started again)."""
         try:
             reader, writer = await self._open(operation)
         except OSError:
-            raise SiblingGone(operation.replica) from None
+            raise PeerUnreachable(operation.replica) from None
         try:
-            writer.write(_line({"kind": "follow", "task": operation.task_id, "owner": operation.owner}))
+            writer.write(Request(Ask.FOLLOW, operation.task_id, operation.owner).line())
             await writer.drain()
             while True:
                 try:
@@ -210,12 +248,12 @@ class Siblings:
                 except OSError:
                     line = b""
                 if not line:
-                    raise SiblingGone(operation.replica)
+                    raise PeerUnreachable(operation.replica)
                 note = json.loads(line)
                 if "event" in note:
                     yield _unwrap(StreamResponse.FromString(base64.b64decode(note["event"])))
                 elif "error" in note:
-                    raise _error(note["error"], note.get("message", ""))
+                    raise RelayEnd(int(note["error"]), str(note.get("message", ""))).error()
                 else:
                     return
         finally:

@@ -43,8 +43,7 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.operations import Operation
-from ovos_a2a_solver.bridge.cluster.replicas import CancelNotAnswered, ReplicaGroup
-from ovos_a2a_solver.bridge.cluster.siblings import SiblingGone, Siblings
+from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, fail_operations)
 from ovos_a2a_solver.bridge.storage.tasks import NewTasks, call_context_for, owner_scope, read_task
@@ -83,7 +82,7 @@ class BridgeRequestHandler(RequestHandler):
 
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
                  task_store: VersionedTaskStore, settings: BridgeSettings, new_tasks: NewTasks,
-                 replicas: "ReplicaGroup | Siblings | None" = None) -> None:
+                 peers: Peers | None = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
@@ -92,7 +91,7 @@ class BridgeRequestHandler(RequestHandler):
         self.new_tasks = new_tasks  # the stores answer reads of these without the database
         # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
         # file); None when alone
-        self.replicas = replicas
+        self.peers = peers
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -251,14 +250,14 @@ class BridgeRequestHandler(RequestHandler):
     async def _cancel_elsewhere(self, operation: Operation, context: ServerCallContext) -> Task:
         """Cancel a task whose turn runs in another process: ask it to stop the turn (it
         records ``canceled`` itself), then answer with the stored task."""
-        if self.replicas is None:
+        if self.peers is None:
             raise TaskNotCancelableError(
                 message=f"Task {operation.task_id} is being worked on by another bridge process "
                         f"({operation.replica}); send the cancel to the one serving this conversation.")
         wait = self.settings.cancel_grace + REPLICA_ANSWER_MARGIN
         try:
-            refusal = await self.replicas.ask_to_cancel(operation, wait)
-        except CancelNotAnswered:
+            refusal = await self.peers.ask_to_cancel(operation, wait)
+        except PeerUnreachable:
             raise TaskNotCancelableError(
                 message=f"Task {operation.task_id} is worked on by another bridge process ({operation.replica}), "
                         f"which did not answer the cancel within {wait:g} s; the task goes on (should that "
@@ -323,7 +322,7 @@ class BridgeRequestHandler(RequestHandler):
         return await self.inner.on_list_tasks(params, context)
 
     async def on_subscribe_to_task(self, params, context):
-        if self.replicas is not None and self.replicas.relays_streams:
+        if self.peers is not None and self.peers.relays_streams:
             async for event in self._subscribe_among_workers(params.id, context):
                 yield event
             return
@@ -346,7 +345,7 @@ class BridgeRequestHandler(RequestHandler):
             operation = await self.tracker.log.running_for_task(task_id)
             if operation is not None:
                 source = (self.follow_here(task_id, operation.owner) if self.tracker.log.is_mine(operation)
-                          else self.replicas.follow(operation))
+                          else self.peers.follow(operation))
                 first = True
                 try:
                     # closed on every way out (settled, the subscriber gone): a relay holds a connection
@@ -359,7 +358,7 @@ class BridgeRequestHandler(RequestHandler):
                             yielded_task = True
                             if _settles(event) and not snapshot:  # a snapshot may predate the follow-up's turn
                                 return
-                except SiblingGone:
+                except PeerUnreachable:
                     pass  # its worker died: it is started again and fails the task; the poll below sees it
             elif not yielded_task:
                 yield task  # A2A: a subscription's first event is the task

@@ -306,7 +306,7 @@ def cmd_send(args, out: Output) -> int:
     last = updates[-1] if updates else None
     task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
     if out.as_json:
-        out.json({"answer": answer, "state": last.state if last else "", "task_id": task_id,
+        out.json({"answer": answer, "state": last.state_name if last else "", "task_id": task_id,
                   "context_id": conversation.context_id if conversation else "",
                   "waiting_for_input": bool(conversation and conversation.task_id)})
         return 0
@@ -317,7 +317,7 @@ def cmd_send(args, out: Output) -> int:
     if conversation and conversation.task_id:
         out.note(f"the agent waits for your answer: ovos-a2a send {args.url} \"...\" --session {args.session}")
     elif task_id and sys.stderr.isatty():
-        out.note(f"task {task_id} ({last.state if last else '?'})")
+        out.note(f"task {task_id} ({last.state_name if last else '?'})")
     return 0
 
 

@@ -64,9 +64,14 @@ class TaskUpdate:
 
     task_id: str
     context_id: str
-    state: str        # "submitted", "working", "completed", "input-required", ... ("" before any)
+    state: int        # the task's ``a2a.types.TaskState`` (``TASK_STATE_UNSPECIFIED`` before any); see ``states``
     progress: str     # the agent's "working" message of this event, if any
     note: str = ""    # the event's metadata "note", if any (the bridge's heartbeats: "Still working (N s).")
+
+    @property
+    def state_name(self) -> str:
+        """The state as people say it: "working", "input-required", ... ("" before any)."""
+        return state_name(self.state) if self.state else ""
 
 
 #: Seconds a stopped turn waits for the agent to confirm its CancelTask.
@@ -440,8 +445,8 @@ class _BaseClient:
         report = None
         if on_update is not None:
             def report(a: AnswerAssembler) -> None:
-                on_update(TaskUpdate(a.task_id, a.context_id, state_name(a.state) if a.state else "", a.progress,
-                                     a.note))
+                on_update(TaskUpdate(a.task_id, a.context_id, a.state or TaskState.TASK_STATE_UNSPECIFIED,
+                                     a.progress, a.note))
         return AnswerAssembler(on_update=report)
 
     async def _earlier_answer(self, session_id: str | None) -> "_EarlierAnswer | None":

@@ -86,6 +86,8 @@ def test_async_task_calls_and_errors_are_the_sdks(agent):
             async for _ in client.stream_task("hello", on_update=updates.append):
                 pass
             task = await client.get_task(updates[-1].task_id)
+            assert updates[-1].state == TaskState.TASK_STATE_COMPLETED and updates[-1].state_name == "completed"
+            assert {u.state for u in updates} <= set(TaskState.values()) - {TaskState.TASK_STATE_UNSPECIFIED}
             listed = await client.list_tasks(page_size=100)
             with pytest.raises(TaskNotFoundError):
                 await client.get_task("no-such-task")

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
-from ovos_a2a_solver.bridge.cluster.replicas import LIVE, NOW, ReplicaGroup
+from ovos_a2a_solver.bridge.cluster.replicas import NOW, LeaseState, ReplicaGroup
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
@@ -80,7 +80,7 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
         try:
             await db.execute(f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) "
                              f"VALUES (:boot, :replica, :live, {NOW} - 1)",
-                             {"boot": lost_log.boot, "replica": lost_name, "live": LIVE})
+                             {"boot": lost_log.boot, "replica": lost_name, "live": LeaseState.LIVE})
             await until(attempts_made, "the first take-over", lambda n: n >= 1)
             assert (await lease_of(lost_name))["state"] == "taking-over"
             await until(attempts_made, "the take-over to be tried again", lambda n: n >= 2)

@@ -39,6 +39,7 @@ whose ring was lost gets no answer and is refused as not cancelable, the honest 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -52,15 +53,31 @@ from ovos_a2a_solver.states import TERMINAL
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 CHANNEL = "ovos_a2a_bridge"   # the doorbell: NOTIFY with an empty payload, every replica listens
-#: a run's lease: held and renewed; expired and being taken over (for a lease of the taker's:
-#: if the taker fails or dies first, another replica takes it over again); taken over; ended
-LIVE, TAKING_OVER, LOST, STOPPED = "live", "taking-over", "lost", "stopped"
+
+
+class LeaseState(str, enum.Enum):
+    """Where a run's lease stands (the ``state`` column of ``a2a_bridge_replicas``)."""
+
+    LIVE = "live"                # held and renewed
+    TAKING_OVER = "taking-over"  # expired, being taken over (for a lease of the taker's: if the taker
+    #                              fails or dies first, another replica takes it over again)
+    LOST = "lost"                # taken over: its work was failed
+    STOPPED = "stopped"          # ended at shutdown
+
+
 FORGET_AFTER = 86400.0        # seconds after which rows of ended runs are deleted
 EVENTS_KEPT = 600.0           # seconds the shared event log keeps the events of a task that ended
 PRUNE_EVERY = 60.0            # seconds between two prunings of the event log by one replica
 TERMINAL_NAMES = tuple(TaskState.Name(state) for state in TERMINAL)
-#: a cancel request: written by the asking run; claimed by the run doing the task; answered
-ASKED, STOPPING, ANSWERED = "asked", "stopping", "answered"
+
+
+class CancelState(str, enum.Enum):
+    """Where a cancel request between runs stands (the ``state`` column of ``a2a_bridge_cancels``)."""
+
+    ASKED = "asked"          # written by the asking run
+    STOPPING = "stopping"    # claimed by the run doing the task
+    ANSWERED = "answered"    # answered by it (the refusal, or none)
+
 
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in seconds
 
@@ -128,7 +145,7 @@ class ReplicaGroup:
         await asyncio.gather(*self._jobs, return_exceptions=True)
         await self._unlisten()
         await self.db.execute("UPDATE a2a_bridge_replicas SET state = :stopped WHERE boot = :boot",
-                              {"stopped": STOPPED, "boot": self.boot})
+                              {"stopped": LeaseState.STOPPED, "boot": self.boot})
 
     # ---- leases ----------------------------------------------------------------------------------
 
@@ -136,7 +153,7 @@ class ReplicaGroup:
         await self.db.execute(
             f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) VALUES (:boot, :replica, :live, "
             f"{NOW} + :lease) ON CONFLICT (boot) DO UPDATE SET state = :live, expires = excluded.expires",
-            {"boot": self.boot, "replica": self.operations.replica, "live": LIVE, "lease": self.lease})
+            {"boot": self.boot, "replica": self.operations.replica, "live": LeaseState.LIVE, "lease": self.lease})
 
     async def renew(self) -> None:
         """Renew this run's lease; if another replica declared it lost meanwhile (this
@@ -144,7 +161,7 @@ class ReplicaGroup:
         was failed, and whatever this process writes for it now is refused."""
         renewed = await self.db.execute(
             f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND state = :live",
-            {"lease": self.lease, "boot": self.boot, "live": LIVE})
+            {"lease": self.lease, "boot": self.boot, "live": LeaseState.LIVE})
         if not renewed:
             LOG.error("this replica's lease had expired (it stalled for more than %g s); another replica "
                       "failed its running tasks", self.lease)
@@ -157,12 +174,12 @@ class ReplicaGroup:
         claimed = await self.db.fetch(
             f"UPDATE a2a_bridge_replicas SET state = :taking, expires = {NOW} + :lease "
             f"WHERE state IN (:live, :taking) AND expires < {NOW} AND boot <> :boot RETURNING boot, replica",
-            {"taking": TAKING_OVER, "live": LIVE, "lease": self.lease, "boot": self.boot})
+            {"taking": LeaseState.TAKING_OVER, "live": LeaseState.LIVE, "lease": self.lease, "boot": self.boot})
         failed = 0
         for row in claimed:
             count = await self._here.fail_lost(await self.operations.running_in(row["boot"]))
             await self.db.execute("UPDATE a2a_bridge_replicas SET state = :lost WHERE boot = :boot AND state = :taking",
-                                  {"lost": LOST, "boot": row["boot"], "taking": TAKING_OVER})
+                                  {"lost": LeaseState.LOST, "boot": row["boot"], "taking": LeaseState.TAKING_OVER})
             LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
             failed += count
         return failed
@@ -192,7 +209,7 @@ class ReplicaGroup:
                     await self._listen()  # the database went away and came back: listen again
                 await self.db.execute(
                     f"DELETE FROM a2a_bridge_replicas WHERE state <> :live AND expires < {NOW} - :forget",
-                    {"live": LIVE, "forget": FORGET_AFTER})
+                    {"live": LeaseState.LIVE, "forget": FORGET_AFTER})
                 await self.db.execute(  # requests whose asker died before it removed them
                     f"DELETE FROM a2a_bridge_cancels WHERE expires < {NOW} - :lease", {"lease": self.lease})
             except Exception as exc:  # the database is unreachable: try again at the next round
@@ -219,7 +236,7 @@ class ReplicaGroup:
                 f"expires) VALUES (:request, :asker, :runner, :task, :owner, :asked, {NOW} + :timeout) RETURNING 1) "
                 + RING,
                 {"request": request, "asker": self.boot, "runner": operation.boot, "task": operation.task_id,
-                 "owner": operation.owner, "asked": ASKED, "timeout": timeout})
+                 "owner": operation.owner, "asked": CancelState.ASKED, "timeout": timeout})
             return await asyncio.wait_for(answer, timeout)
         except asyncio.TimeoutError:
             raise PeerUnreachable(operation.replica) from None
@@ -242,7 +259,8 @@ class ReplicaGroup:
         await self.db.fetch(
             "WITH changed AS (UPDATE a2a_bridge_cancels SET state = :answered, refusal = :refusal "
             "WHERE request = :request AND state = :stopping RETURNING 1) " + RING,
-            {"answered": ANSWERED, "refusal": refusal, "request": request["request"], "stopping": STOPPING})
+            {"answered": CancelState.ANSWERED, "refusal": refusal, "request": request["request"],
+             "stopping": CancelState.STOPPING})
 
     async def _read_requests(self) -> None:
         """Read what is addressed to this run, in one statement: claim the cancel requests
@@ -254,9 +272,10 @@ class ReplicaGroup:
             f"answered AS (DELETE FROM a2a_bridge_cancels WHERE asker = :boot AND state = :answered "
             f"RETURNING request, task_id, owner, state, refusal) "
             f"SELECT * FROM asked UNION ALL SELECT * FROM answered",
-            {"stopping": STOPPING, "boot": self.boot, "asked": ASKED, "answered": ANSWERED})
+            {"stopping": CancelState.STOPPING, "boot": self.boot, "asked": CancelState.ASKED,
+             "answered": CancelState.ANSWERED})
         for row in rows:
-            if row["state"] == STOPPING:
+            if row["state"] == CancelState.STOPPING:
                 job = asyncio.get_running_loop().create_task(self._answer_cancel(row))
                 self._jobs.add(job)
                 job.add_done_callback(self._jobs.discard)

@@ -22,6 +22,7 @@ import hashlib
 import json
 import time
 import uuid
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
@@ -29,7 +30,14 @@ from a2a.types import Message
 
 from ovos_a2a_solver.bridge.storage.database import Sql
 
-RUNNING, DONE = "running", "done"
+
+
+class OperationState(str, enum.Enum):
+    """Where a message's operation stands (the ``state`` column)."""
+
+    RUNNING = "running"  # its turn runs (or ran, in a run that is gone: its work is lost)
+    DONE = "done"        # its turn ended; a replay of the message answers with its task
+
 FINISH_DELAY = 0.5  # seconds within which a finished operation is written
 
 SCHEMA = (
@@ -79,7 +87,7 @@ class Operation:
 
     @property
     def done(self) -> bool:
-        return self.state == DONE
+        return self.state == OperationState.DONE
 
 
 class OperationLog:
@@ -113,8 +121,8 @@ class OperationLog:
                 key=operation_key(owner, message.task_id, message.message_id, message.context_id, content,
                                   generation),
                 owner=owner, message_id=message.message_id, sent_task_id=message.task_id, content=content,
-                context_id=message.context_id or None, task_id=task_id, state=RUNNING, replica=self.replica,
-                boot=self.boot)
+                context_id=message.context_id or None, task_id=task_id, state=OperationState.RUNNING,
+                replica=self.replica, boot=self.boot)
             if await self._insert(operation, time.time()):
                 return operation, True
             existing = await self.get(operation.key)
@@ -149,7 +157,7 @@ class OperationLog:
         if not rows:
             return None
         operation = _operation(rows[0])
-        return replace(operation, state=DONE) if key in self._finished else operation
+        return replace(operation, state=OperationState.DONE) if key in self._finished else operation
 
     async def finish(self, key: str) -> None:
         """The operation's work is over (its task is final, waits for input, or its deadline passed).
@@ -172,7 +180,7 @@ class OperationLog:
             chunk = {f"k{n}": key for n, key in enumerate(keys[start:start + 500])}
             await self.db.execute(f"UPDATE a2a_bridge_operations SET state = :state, updated = :now "
                                   f"WHERE key IN ({', '.join(':' + k for k in chunk)})",
-                                  {"state": DONE, "now": time.time(), **chunk})
+                                  {"state": OperationState.DONE, "now": time.time(), **chunk})
 
     async def release(self, key: str) -> None:
         """Forget a claim whose message was refused before any work started."""
@@ -186,19 +194,19 @@ class OperationLog:
         sql = "SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot <> :boot"
         if not self.single_process:
             sql += " AND replica = :replica"
-        rows = await self.db.fetch(sql, {"state": RUNNING, "replica": self.replica, "boot": self.boot})
+        rows = await self.db.fetch(sql, {"state": OperationState.RUNNING, "replica": self.replica, "boot": self.boot})
         return [_operation(r) for r in rows]
 
     async def running_here(self) -> list[Operation]:
         """This run's operations whose work has not ended."""
         rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot = :boot",
-                                   {"state": RUNNING, "boot": self.boot})
+                                   {"state": OperationState.RUNNING, "boot": self.boot})
         return [_operation(r) for r in rows if r["key"] not in self._finished]
 
     async def running_in(self, boot: str) -> list[Operation]:
         """The operations the run ``boot`` (of any replica) left unfinished."""
         rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE state = :state AND boot = :boot",
-                                   {"state": RUNNING, "boot": boot})
+                                   {"state": OperationState.RUNNING, "boot": boot})
         return [_operation(r) for r in rows]
 
     async def running_for_task(self, task_id: str) -> Operation | None:
@@ -206,7 +214,7 @@ class OperationLog:
         finished here and is not written yet is not)."""
         rows = await self.db.fetch(
             "SELECT * FROM a2a_bridge_operations WHERE task_id = :task AND state = :state "
-            "ORDER BY created DESC LIMIT 1", {"task": task_id, "state": RUNNING})
+            "ORDER BY created DESC LIMIT 1", {"task": task_id, "state": OperationState.RUNNING})
         return _operation(rows[0]) if rows and rows[0]["key"] not in self._finished else None
 
     def is_mine(self, operation: Operation) -> bool:

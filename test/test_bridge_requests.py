@@ -170,30 +170,53 @@ def test_each_bad_http_json_request_gets_400_with_an_a2a_error(bridge, method, p
     assert error["status"] == "INVALID_ARGUMENT" and error["details"][0]["domain"] == "a2a-protocol.org", error
 
 
-def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(bridge):
-    """A 1 MB message of ~69,000 parts: refused with -32602, and while the bridge reads
-    it, /health and a small message are answered promptly (it is parsed off the loop)."""
-    parts = [{"text": "x"}] * 69_000
-    huge = rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}})
-    assert len(huge) > 900_000
-    results: dict = {}
+def test_a_message_with_one_part_too_many_is_refused_naming_the_limit(bridge):
+    parts = [{"text": "x"}] * 101
+    response = post(bridge, rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+                                                                 "parts": parts}}))
+    error = response.json()["error"]
+    assert error["code"] == -32602 and "at most 100" in error["message"], error
 
-    def big() -> None:
-        for _ in range(5):
-            results.setdefault("codes", []).append(post(bridge, huge).json()["error"]["code"])
 
-    sender = threading.Thread(target=big)
-    sender.start()
-    slowest = 0.0
-    while sender.is_alive():
-        started = time.monotonic()
-        assert health(bridge)["ok"] is True
-        slowest = max(slowest, time.monotonic() - started)
-    sender.join()
-    assert results["codes"] == [-32602] * 5
-    assert slowest < 1.0, f"/health took {slowest:.2f} s while a large body was processed"
-    done = task_of(send(bridge.url, message("small")))
-    assert answer(done) == "echo: small"
+def structured_send(objects: int) -> bytes:
+    """A SendMessage whose metadata is ``objects`` small objects (30,000: about 780 KiB)."""
+    metadata = {f"item{n:05d}": {"n": n} for n in range(objects)}
+    return rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+                                                "parts": [{"text": "hi"}], "metadata": metadata}})
+
+
+def test_structured_metadata_over_the_value_limit_is_refused_and_health_answers_meanwhile(bridge):
+    """Eight callers each sending 780 KiB SendMessages whose metadata is 30,000 small objects
+    (about 1.8 s of event-loop time each when the SDK parsed and walked them): each is refused
+    with -32600 naming the limit, and /health answers in under 100 ms throughout."""
+    bodies = [structured_send(30_000) for _ in range(8)]
+    assert 750_000 < len(bodies[0]) < 850_000
+    codes: list = []
+
+    def sender(body: bytes) -> None:
+        with httpx.Client() as client:
+            for _ in range(4):
+                answer = client.post(bridge.url + "/", content=body, timeout=30,
+                                     headers={**V1, "Content-Type": "application/json"})
+                codes.append((answer.json()["error"]["code"], answer.json()["error"]["message"]))
+
+    senders = [threading.Thread(target=sender, args=(body,)) for body in bodies]
+    for thread in senders:
+        thread.start()
+    latencies = []
+    with httpx.Client() as client:
+        while any(thread.is_alive() for thread in senders) or len(latencies) < 5:
+            started = time.monotonic()
+            assert client.get(bridge.root + "/health", timeout=10).json()["ok"] is True
+            latencies.append(time.monotonic() - started)
+    for thread in senders:
+        thread.join()
+    assert len(codes) == 32 and {code for code, _ in codes} == {-32600}, codes[:3]
+    assert "more than 1000 JSON values" in codes[0][1]
+    assert max(latencies) < 0.1, f"/health took {max(latencies) * 1000:.0f} ms while the bodies were refused"
+    within = structured_send(300)  # 300 objects of 2 values: ~610 values with the envelope
+    done = task_of(post(bridge, within).json())
+    assert answer(done) == "echo: hi"
 
 
 @pytest.fixture(scope="module")

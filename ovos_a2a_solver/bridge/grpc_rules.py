@@ -101,13 +101,17 @@ class A2AStatusRules(grpc.aio.ServerInterceptor):
 
 def count_values(message: Message, most: int) -> int:
     """How many values ``message`` holds: every set field, every element of a repeated or
-    map field, and so on inside each message among them; counted no further than ``most``."""
+    map field, and so on inside each message among them; counted no further than ``most``.
+    A ``google.protobuf.Value`` is counted where it stands, as one JSON value, so a
+    ``Struct`` counts as its JSON does (``{"n": 1}``: 2 values)."""
     count = 0
     stack = [message]
     while stack and count < most:
-        for field, value in stack.pop().ListFields():
+        node = stack.pop()
+        counted = node.DESCRIPTOR.full_name != JSON_VALUE  # a Value's one field is the value itself
+        for field, value in node.ListFields():
             if field.type != FieldDescriptor.TYPE_MESSAGE:
-                count += len(value) if field.is_repeated else 1
+                count += (len(value) if field.is_repeated else 1) * counted
             elif field.message_type.GetOptions().map_entry:
                 count += len(value)
                 if field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE:
@@ -116,6 +120,9 @@ def count_values(message: Message, most: int) -> int:
                 count += len(value)
                 stack.extend(value)
             else:
-                count += 1
+                count += counted
                 stack.append(value)
     return count
+
+
+JSON_VALUE = "google.protobuf.Value"

@@ -323,20 +323,6 @@ def test_rest_answers_are_application_json_and_cancel_needs_no_body(bridge):
     assert subscribed.status_code == 404
 
 
-def test_grpc_unsupported_version_is_unimplemented(bridge):
-    import grpc
-    from a2a.types import SendMessageRequest
-
-    request = ParseDict({"message": message("tck-complete-task")}, SendMessageRequest())
-    with pytest.raises(grpc.RpcError) as raised:
-        _grpc(bridge, "SendMessage", request, metadata=(("a2a-version", "99.0"),))
-    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    with pytest.raises(grpc.RpcError) as raised:
-        _grpc(bridge, "SendStreamingMessage", request, metadata=(("a2a-version", "99.0"),))
-    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert _grpc(bridge, "SendMessage", request)["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
-
-
 def _v03(bridge, method: str, params, request_id="r-1") -> dict:
     body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     return httpx.post(bridge.url + "/", json=body, timeout=WAIT).json()

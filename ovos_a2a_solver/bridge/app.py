@@ -48,7 +48,8 @@ from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCreden
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
-from ovos_a2a_solver.bridge.edge.wire import BodyLimit, WireCheck
+from ovos_a2a_solver.bridge.edge.versions import served_versions
+from ovos_a2a_solver.bridge.edge.wire import BodyLimit, VersionCheck, WireCheck
 from ovos_a2a_solver.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,10 +125,12 @@ class Bridge:
 
     def _middleware(self, app):
         """Outermost first: the size of the body, who calls, what of their credentials
-        travels on, and whether the request is well-formed."""
+        travels on, whether the request is well-formed, and which A2A version it speaks."""
         rest_prefix = self._path + "/rest"
-        app = WireCheck(app, rpc_paths={self._path or "/", self._path + "/"}, rest_prefix=rest_prefix,
-                        max_parts=self.settings.max_parts)
+        rpc_paths = {self._path or "/", self._path + "/"}
+        app = VersionCheck(app, rest_prefix=rest_prefix, served=served_versions(self.card.supported_interfaces))
+        app = WireCheck(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix, max_parts=self.settings.max_parts,
+                        max_values=self.settings.max_values)
         app = ScrubCredentials(app)
         app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings),
                                        on_error=unauthenticated(rest_prefix))
@@ -206,8 +209,11 @@ class Bridge:
 
         from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules
 
-        server = grpc.aio.server(interceptors=[A2AStatusRules()])
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)
+        handler = GrpcHandler(self.handler)
+        rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
+                               self.settings.max_values)
+        server = grpc.aio.server(interceptors=[rules])
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(handler, server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()
         return server

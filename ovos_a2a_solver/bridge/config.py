@@ -122,6 +122,9 @@ class BridgeSettings:
     max_body: int = setting(1024 * 1024, kind=int, bounds=(1024, 64 * 1024 * 1024), flag=False,
                             help="largest request body, bytes")
     max_parts: int = setting(100, kind=int, bounds=(1, 10000), flag=False, help="parts one message may have")
+    max_values: int = setting(1000, kind=int, bounds=(100, 1_000_000), flag=False,
+                              help="JSON values one request may hold (objects, arrays, strings, numbers, ...; "
+                                   "over gRPC: message fields and elements)")
     backend_retries: int = setting(2, kind=int, bounds=(0, 10), flag=False,
                                    help="more tries for a turn that fails before it said anything")
     backend_cool_down: float = setting(30.0, kind=float, bounds=(1, 3600), flag=False,

@@ -1,8 +1,9 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """The request on the wire, until the a2a-sdk's handler takes it: size and shape checks
-(:mod:`.wire`), who may call (:mod:`.security`), errors in each binding's shape (:mod:`.errors`),
-the agent card (:mod:`.card`) and the gRPC statuses A2A asks for (:mod:`.grpc_rules`).
+(:mod:`.wire`), the A2A version it speaks (:mod:`.versions`), who may call (:mod:`.security`),
+errors in each binding's shape (:mod:`.errors`), the agent card (:mod:`.card`) and the gRPC
+statuses A2A asks for (:mod:`.grpc_rules`).
 
 It imports only the bridge's settings and the backends' description (for the card).
 """

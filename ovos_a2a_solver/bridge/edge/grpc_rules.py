@@ -1,50 +1,128 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""A2A's gRPC status rules the SDK's ``GrpcHandler`` does not hold, as a server interceptor.
+"""A2A's gRPC rules the SDK's ``GrpcHandler`` does not hold, as a server interceptor.
 
-An ``a2a-version`` the bridge does not speak over gRPC (anything but 1.x) is
-VersionNotSupported: ``UNIMPLEMENTED`` (the SDK answers ``FAILED_PRECONDITION``). (Push
-notifications are offered, so their methods need no rule of this kind.)
+* The A2A version (``a2a-version`` metadata) is decided by :mod:`versions`' rule, as on
+  the other bindings: ``1.0.3`` is 1.0, no version is 0.3, and a version gRPC does not
+  serve is VersionNotSupported, ``FAILED_PRECONDITION`` with its ``ErrorInfo`` (the SDK's
+  handler takes any call, whatever version it names).
+* A request that cannot be read (a string field that is not UTF-8, bytes that are not
+  the message) is ``INVALID_ARGUMENT``, not ``UNKNOWN`` with the parser's exception.
+* A request holding more than ``max_values`` message fields and elements (a ``Struct``
+  of 30,000 entries in its metadata, say) is ``INVALID_ARGUMENT``: the SDK walks every
+  one of them on the event loop.
+
+Each refusal is the SDK's own error, answered by ``GrpcHandler.abort_context``, so it
+carries the same ``google.rpc.Status`` details as the SDK's errors.
 """
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 import grpc
+from a2a.server.request_handlers import GrpcHandler
+from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, VersionNotSupportedError
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import DecodeError, Message
 
-SUPPORTED_VERSION = re.compile(r"^1(\.\d+)?$")
+from ovos_a2a_solver.bridge.edge.versions import HEADER, negotiate
+
+VERSION_KEY = HEADER.lower()
+
+
+@dataclass
+class Unreadable:
+    """What a request's deserializer gives for a request that is refused: the error to answer."""
+
+    error: A2AError
 
 
 class A2AStatusRules(grpc.aio.ServerInterceptor):
-    """Answers a call in an unsupported A2A version with ``UNIMPLEMENTED`` before it reaches the handler."""
+    """Refuses calls in a version gRPC does not serve, and requests that cannot be read or
+    hold more than ``max_values`` values, with the error A2A maps for each."""
+
+    def __init__(self, handler: GrpcHandler, served: tuple[str, ...], max_values: int) -> None:
+        self.handler, self.served, self.max_values = handler, served, max_values
 
     async def intercept_service(self, continuation, handler_call_details):
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        metadata = dict((k.lower(), v) for k, v in (handler_call_details.invocation_metadata or ()))
-        version = metadata.get("a2a-version", "")
-        if isinstance(version, bytes):
-            version = version.decode("latin-1")
-        if version.strip() and not SUPPORTED_VERSION.match(version.strip()):
-            return _refusal(handler, f"A2A version {version.strip()} is not supported over gRPC; use 1.0")
-        return handler
+        method_handler = await continuation(handler_call_details)
+        if method_handler is None:
+            return method_handler
+        value = next((v for k, v in (handler_call_details.invocation_metadata or ()) if k.lower() == VERSION_KEY),
+                     None)
+        try:
+            negotiate(value, self.served, "over gRPC")
+        except VersionNotSupportedError as error:
+            refusal = Unreadable(error)
+            return self._checked(method_handler, lambda _raw: refusal)
+        return self._checked(method_handler, self._reader(method_handler.request_deserializer))
+
+    def _reader(self, deserialize):
+        def read(raw: bytes):
+            try:
+                request = deserialize(raw)
+            except DecodeError as exc:
+                return Unreadable(InvalidParamsError(message=f"the request cannot be read: {exc}"))
+            if isinstance(request, Message) and count_values(request, self.max_values + 1) > self.max_values:
+                return Unreadable(InvalidRequestError(
+                    message=f"the request holds more than {self.max_values} values (message fields and elements); "
+                            f"at most {self.max_values} are accepted"))
+            return request
+
+        return read
+
+    def _checked(self, method_handler: grpc.RpcMethodHandler, read) -> grpc.RpcMethodHandler:
+        """``method_handler`` reading requests with ``read``, answering an :class:`Unreadable`
+        with its error."""
+        abort = self.handler.abort_context
+        kwargs = {"request_deserializer": read, "response_serializer": method_handler.response_serializer}
+        if method_handler.unary_unary is not None:
+            behaviour = method_handler.unary_unary
+
+            async def unary(request, context):
+                if isinstance(request, Unreadable):
+                    return await abort(request.error, context)
+                return await behaviour(request, context)
+
+            return grpc.unary_unary_rpc_method_handler(unary, **kwargs)
+        if method_handler.unary_stream is not None:
+            stream = method_handler.unary_stream
+
+            async def streaming(request, context):
+                if isinstance(request, Unreadable):
+                    await abort(request.error, context)
+                    return
+                async for response in stream(request, context):
+                    yield response
+
+            return grpc.unary_stream_rpc_method_handler(streaming, **kwargs)
+        return method_handler  # A2A has no client-streaming methods
 
 
-def _refusal(handler: grpc.RpcMethodHandler, detail: str) -> grpc.RpcMethodHandler:
-    """A handler of the same shape as ``handler`` that ends the call with ``UNIMPLEMENTED``."""
+def count_values(message: Message, most: int) -> int:
+    """How many values ``message`` holds: every set field, every element of a repeated or
+    map field, and so on inside each message among them; counted no further than ``most``.
+    A ``google.protobuf.Value`` is counted where it stands, as one JSON value, so a
+    ``Struct`` counts as its JSON does (``{"n": 1}``: 2 values)."""
+    count = 0
+    stack = [message]
+    while stack and count < most:
+        node = stack.pop()
+        counted = node.DESCRIPTOR.full_name != JSON_VALUE  # a Value's one field is the value itself
+        for field, value in node.ListFields():
+            if field.type != FieldDescriptor.TYPE_MESSAGE:
+                count += (len(value) if field.is_repeated else 1) * counted
+            elif field.message_type.GetOptions().map_entry:
+                count += len(value)
+                if field.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE:
+                    stack.extend(value.values())
+            elif field.is_repeated:
+                count += len(value)
+                stack.extend(value)
+            else:
+                count += counted
+                stack.append(value)
+    return count
 
-    async def unary(_request, context):
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, detail)
 
-    async def streaming(_request, context):
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, detail)
-        yield  # pragma: no cover (a generator: abort raises first)
-
-    kwargs = {"request_deserializer": handler.request_deserializer,
-              "response_serializer": handler.response_serializer}
-    if handler.unary_unary is not None:
-        return grpc.unary_unary_rpc_method_handler(unary, **kwargs)
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(streaming, **kwargs)
-    return handler
+JSON_VALUE = "google.protobuf.Value"

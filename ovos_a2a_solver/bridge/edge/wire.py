@@ -1,25 +1,31 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The request on the wire, before the a2a-sdk parses it: its size, then its shape.
+"""The request on the wire, before the a2a-sdk parses it: its size, its shape, its A2A version.
 
-Two ASGI middlewares, one job each:
+Three ASGI middlewares, one job each:
 
 * :class:`BodyLimit` refuses a body over ``max_body`` bytes with HTTP 413: at once when
   ``Content-Length`` says so, else as soon as a chunked body grows past the limit.
 * :class:`WireCheck` refuses a malformed body or query with a protocol error, never a
   -32603 or an HTTP 500: invalid UTF-8 or JSON (-32700), JSON nested deeper than
-  :data:`MAX_DEPTH` or a number too long to read (-32600), and, for the A2A operations,
-  any value of the wrong JSON type for its field, an unknown enum name or number, or a
-  message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400). The SDK parses
-  leniently (an unknown enum name becomes 0, a list stands for an object); this is where
-  the ProtoJSON rules are held. Unknown fields are ignored, as A2A asks. A large body is
-  parsed on a worker thread, so one request never stalls the event loop. A JSON-RPC
+  :data:`MAX_DEPTH`, holding more than ``max_values`` JSON values, or with a number too
+  long to read (-32600), a lone UTF-16 surrogate (``"\\ud800"`` escaped alone) in the
+  ``id`` (-32600) or a parameter (-32602), and, for the A2A operations, any value of the
+  wrong JSON type for its field, an unknown enum name or number, or a message with more
+  than ``max_parts`` parts (-32602; HTTP+JSON: 400). The SDK parses leniently (an unknown
+  enum name becomes 0, a list stands for an object); this is where the ProtoJSON rules are
+  held. Unknown fields are ignored, as A2A asks. A large body is parsed on a worker thread,
+  and a body of too many values is read only until it passes the limit (the SDK walks every
+  value on the event loop, ~20 µs apiece), so one request never stalls the loop. A JSON-RPC
   request whose ``Content-Type`` is not JSON is refused with -32005 (ContentTypeNotSupported);
   an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is let through. HTTP+JSON
   answers are labelled ``Content-Type: application/json`` (the SDK says ``application/a2a+json``,
   which the A2A 1.0 HTTP+JSON binding and its conformance kit do not name), and TaskNotCancelable
-  is HTTP 409 as A2A 1.0 maps it (the SDK says 400). An A2A 0.3
-  request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600).
+  is HTTP 409 as A2A 1.0 maps it (the SDK says 400). An A2A 0.3 request whose params do not fit
+  its method is -32602 (the SDK's 0.3 layer says -32600); one without an id is -32600.
+* :class:`VersionCheck` decides the A2A version of a JSON-RPC or HTTP+JSON request by the
+  rule of :mod:`versions` and refuses one its binding or method does not serve (-32009,
+  HTTP 400).
 """
 from __future__ import annotations
 
@@ -33,15 +39,22 @@ from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
 from a2a.utils.errors import (A2AError, ContentTypeNotSupportedError, InvalidParamsError, InvalidRequestError,
-                              JSONParseError)
+                              JSONParseError, VersionNotSupportedError)
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from pydantic import ValidationError
 
 from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, rest_error_body, send_json, status_body
+from ovos_a2a_solver.bridge.edge.versions import HEADER as VERSION_HEADER
+from ovos_a2a_solver.bridge.edge.versions import negotiate
 
 MAX_DEPTH = 64            # JSON nesting a request may have (A2A messages need a handful)
 OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thread
 MESSAGE_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+#: the A2A version each JSON-RPC method name belongs to
+METHOD_VERSIONS = {**{name: "1.0" for name in JsonRpcDispatcher.METHOD_TO_MODEL},
+                   **{name: "0.3" for name in JSONRPC03Adapter.METHOD_TO_MODEL}}
+#: where :class:`WireCheck` leaves a JSON-RPC request's (method, id) for :class:`VersionCheck`
+JSONRPC_CALL = "ovos_a2a.jsonrpc_call"
 REST_BODIES = {"/message:send": SendMessageRequest, "/message:stream": SendMessageRequest,
                "/pushNotificationConfigs": TaskPushNotificationConfig}
 
@@ -103,8 +116,9 @@ class Refusal(Exception):
 class WireCheck:
     """Protocol errors for malformed bodies and queries, before the SDK sees them."""
 
-    def __init__(self, app, *, rpc_paths: set[str], rest_prefix: str, max_parts: int) -> None:
-        self.app, self.rpc_paths, self.rest_prefix, self.max_parts = app, rpc_paths, rest_prefix, max_parts
+    def __init__(self, app, *, rpc_paths: set[str], rest_prefix: str, max_parts: int, max_values: int) -> None:
+        self.app, self.rpc_paths, self.rest_prefix = app, rpc_paths, rest_prefix
+        self.max_parts, self.max_values = max_parts, max_values
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -118,9 +132,11 @@ class WireCheck:
                 body = await _read_body(receive)
                 receive = _replay_body(body, receive)
                 if len(body) > OFF_LOOP_BYTES:
-                    await asyncio.to_thread(self.check_body, body, path, rest)
+                    call = await asyncio.to_thread(self.check_body, body, path, rest)
                 else:
-                    self.check_body(body, path, rest)
+                    call = self.check_body(body, path, rest)
+                if call is not None:
+                    scope = {**scope, JSONRPC_CALL: call}
             elif method == "GET" and rest and path.endswith("/tasks"):
                 check_query(scope.get("query_string", b""), ListTasksRequest.DESCRIPTOR)
         except Refusal as refusal:
@@ -132,23 +148,31 @@ class WireCheck:
             return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
         await self.app(scope, receive, _rest_answer(send) if rest else send)
 
-    def check_body(self, body: bytes, path: str, rest: bool) -> None:
-        """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``."""
+    def check_body(self, body: bytes, path: str, rest: bool) -> tuple[str, Any] | None:
+        """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``;
+        return a JSON-RPC request's (method, id)."""
         if rest:
             model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
             if model is None and not body.strip():  # :cancel and :subscribe need no body
-                return
-            value = load_json(body)
+                return None
+            value = load_json(body, self.max_values)
+            where = lone_surrogate_at(value, body)
+            if where is not None:
+                raise Refusal(InvalidParamsError(message=lone_surrogate_message(where)))
             if model is not None:
                 try:
                     check_fields(value, model.DESCRIPTOR, "")
                 except InvalidParamsError as error:
                     raise Refusal(error) from None
                 _check_parts(value.get("message"), self.max_parts, None)
-            return
-        value = load_json(body)
+            return None
+        value = load_json(body, self.max_values)
         request_id = check_envelope(value)
         method, params = value["method"], value.get("params")
+        where = lone_surrogate_at(value, body)
+        if where is not None:
+            error = InvalidParamsError if where.startswith("params") else InvalidRequestError
+            raise Refusal(error(message=lone_surrogate_message(where)), request_id)
         model = JsonRpcDispatcher.METHOD_TO_MODEL.get(method)
         check_v03_params(value, method, request_id)
         try:
@@ -160,6 +184,62 @@ class WireCheck:
                 _check_parts(params.get("message"), self.max_parts, request_id)
         except InvalidParamsError as error:
             raise Refusal(error, request_id) from None
+        return method, request_id
+
+
+class VersionCheck:
+    """The A2A version of every JSON-RPC and HTTP+JSON request, by :mod:`versions`' rule.
+
+    The version comes from the ``A2A-Version`` header, else the ``A2A-Version`` query
+    parameter. One the binding does not serve (``served``, from the card), or over
+    JSON-RPC one that is not the version of the method (from :class:`WireCheck`), is
+    refused with VersionNotSupported (-32009; HTTP+JSON: 400). A request that passes goes
+    on with the header ``A2A-Version: Major.Minor`` alone, so the a2a-sdk reads the version
+    decided here (it would not read the query, and counts any 1.x as 1.0)."""
+
+    def __init__(self, app, *, rest_prefix: str, served: dict[str, tuple[str, ...]]) -> None:
+        self.app, self.rest_prefix, self.served = app, rest_prefix, served
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        rest = is_rest(scope["path"], self.rest_prefix)
+        call = scope.get(JSONRPC_CALL)
+        if not rest and call is None:  # the cards, /health, and what the SDK refuses as it is
+            return await self.app(scope, receive, send)
+        value = requested_value(scope)
+        try:
+            if rest:
+                version = negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")
+            else:
+                method, request_id = call
+                if method not in METHOD_VERSIONS:  # the SDK answers -32601
+                    return await self.app(scope, receive, send)
+                negotiate(value, self.served.get("JSONRPC", ()), "over JSON-RPC")
+                version = negotiate(value, (METHOD_VERSIONS[method],),
+                                    f"for {method} (an A2A {METHOD_VERSIONS[method]} method)")
+        except VersionNotSupportedError as error:
+            if rest:
+                return await send_json(send, *rest_error_body(error))
+            return await send_json(send, 200, jsonrpc_error_body(error, request_id))
+        headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
+        await self.app({**scope, "headers": [*headers, (VERSION_KEY, version.encode())]}, receive, send)
+
+
+VERSION_KEY = VERSION_HEADER.lower().encode()
+
+
+def requested_value(scope) -> bytes | str | None:
+    """The version a request names: its ``A2A-Version`` header, else its ``A2A-Version``
+    query parameter, else ``None``."""
+    header = next((v for k, v in scope["headers"] if k.lower() == VERSION_KEY), None)
+    if header is not None:
+        return header
+    query = scope.get("query_string", b"")
+    if VERSION_HEADER.encode().lower() not in query.lower():
+        return None
+    return next((v for k, v in parse_qsl(query.decode("latin-1"), keep_blank_values=True)
+                 if k.lower() == VERSION_HEADER.lower()), None)
 
 
 def check_v03_params(value: dict, method: str, request_id) -> None:
@@ -168,6 +248,8 @@ def check_v03_params(value: dict, method: str, request_id) -> None:
     model = JSONRPC03Adapter.METHOD_TO_MODEL.get(method)
     if model is None:
         return
+    if request_id is None:
+        raise Refusal(InvalidRequestError(message=f"{method} (A2A 0.3) needs an id: a string or an integer"))
     try:
         model.model_validate(value)
     except ValidationError as exc:
@@ -250,6 +332,8 @@ def check_envelope(value: Any):
     request_id = value.get("id")
     if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, (str, int))):
         raise Refusal(InvalidRequestError(message="id must be a string, an integer or null"))
+    if isinstance(request_id, str) and _SURROGATE.search(request_id):
+        raise Refusal(InvalidRequestError(message=lone_surrogate_message("id")))
     if value.get("jsonrpc") != "2.0":
         raise Refusal(InvalidRequestError(message='jsonrpc must be "2.0"'), request_id)
     if not isinstance(value.get("method"), str) or not value["method"]:
@@ -257,15 +341,21 @@ def check_envelope(value: Any):
     return request_id
 
 
-def load_json(body: bytes) -> Any:
+def load_json(body: bytes, max_values: int) -> Any:
     """The body as JSON, or :class:`Refusal`: not UTF-8 or not JSON (-32700), nested deeper
-    than :data:`MAX_DEPTH` or with a number too long to read (-32600)."""
+    than :data:`MAX_DEPTH`, with a number too long to read, or holding more than
+    ``max_values`` JSON values (-32600). A body of too many values is not read to its end:
+    the count is known once it passes the limit."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Refusal(JSONParseError(message=f"the body is not valid UTF-8 (byte {exc.start})")) from None
+    counter = _ValueCounter(max_values)
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=counter.object, parse_int=counter.integer,
+                           parse_float=counter.real)
+    except _TooManyValues:
+        raise Refusal(too_many_values(max_values)) from None
     except json.JSONDecodeError as exc:
         raise Refusal(JSONParseError(message=f"the body is not JSON: {exc.msg} at line {exc.lineno} "
                                              f"column {exc.colno}")) from None
@@ -273,22 +363,98 @@ def load_json(body: bytes) -> Any:
         raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels")) from None
     except ValueError:  # an integer of more than 4300 digits
         raise Refusal(InvalidRequestError(message="the body has a number too long to read")) from None
-    if _depth_exceeds(value, MAX_DEPTH):
+    values = count_values(value, MAX_DEPTH, max_values + 1)
+    if values < 0:
         raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels"))
+    if values > max_values:
+        raise Refusal(too_many_values(max_values))
     return value
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
+def too_many_values(max_values: int) -> InvalidRequestError:
+    """The refusal of a body holding more than ``max_values`` JSON values."""
+    return InvalidRequestError(message=f"the request holds more than {max_values} JSON values (objects, arrays, "
+                                       f"strings, numbers, ...); at most {max_values} are accepted")
+
+
+class _TooManyValues(Exception):
+    """The body read so far holds more values than the limit."""
+
+
+class _ValueCounter:
+    """Hooks of ``json.loads`` that count objects, their members and numbers as they are read,
+    and stop the reading once there are more than ``most``: a body of a million small
+    objects costs the first thousand, not the million."""
+
+    def __init__(self, most: int) -> None:
+        self.most, self.count = most, 0
+
+    def _add(self, n: int) -> None:
+        self.count += n
+        if self.count > self.most:
+            raise _TooManyValues
+
+    def object(self, pairs: list) -> dict:  # itself, and those of its values no other hook counts
+        self._add(1 + sum(1 for _, value in pairs if not isinstance(value, (dict, int, float))))
+        return dict(pairs)
+
+    def integer(self, text: str) -> int:
+        self._add(1)
+        return int(text)
+
+    def real(self, text: str) -> float:
+        self._add(1)
+        return float(text)
+
+
+def count_values(value: Any, max_depth: int, most: int) -> int:
+    """How many JSON values ``value`` holds (itself, and every object, array, string,
+    number, true, false and null in it; not the keys), counting no further than ``most``;
+    -1 if it is nested deeper than ``max_depth``."""
     stack = [(value, 1)]
-    while stack:
+    count = 0
+    while stack and count < most:
         item, depth = stack.pop()
-        if depth > limit:
-            return True
+        count += 1
+        if depth > max_depth:
+            return -1
         if isinstance(item, dict):
             stack.extend((child, depth + 1) for child in item.values())
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
-    return False
+    return count
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # left alone by json.loads only when unpaired
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate_at(value: Any, body: bytes) -> str | None:
+    """Where in ``value`` (parsed from ``body``) a string or key holds a lone UTF-16 surrogate
+    (``"\\ud800"`` escaped alone: not a Unicode character), as a dotted path; ``None`` if none does.
+    UTF-8 cannot carry a surrogate, so only a body with such an escape is searched."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return path or "the body"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                where = f"{path}.{key}" if path else key
+                if _SURROGATE.search(key):
+                    return (path or "the body") + " (a key)"
+                stack.append((child, where))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{n}]") for n, child in enumerate(item))
+    return None
+
+
+def lone_surrogate_message(where: str) -> str:
+    """The refusal of a lone surrogate found at ``where``."""
+    return f"{where} holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not a character"
 
 
 def _check_parts(message: Any, max_parts: int, request_id) -> None:

@@ -147,7 +147,11 @@ FORBIDDEN = ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://10.1.2.
              "http://192.168.1.1/hook", "http://169.254.169.254/latest/meta-data", "http://100.64.0.1/hook",
              "http://[::1]/hook", "http://[::ffff:127.0.0.1]/hook", "http://[::ffff:10.0.0.1]/hook",
              "http://[fe80::1]/hook", "http://[fd00:ec2::254]/hook", "http://224.0.0.1/hook", "http://0.0.0.0/hook",
-             "http://240.0.0.1/hook", "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/",
+             "http://240.0.0.1/hook", "http://[fec0::1]/hook",
+             # IPv6 forms that carry a forbidden IPv4 address: 6to4 (2002::/16) and Teredo (2001::/32)
+             "http://[2002:a9fe:a9fe::1]/latest/meta-data", "http://[2002:7f00:1::1]/hook",
+             "http://[2002:a00:1::1]/hook", "http://[2001:0:4136:e378:8000:63bf:5601:5601]/hook",
+             "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook", "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/",
              "http://no-such-host.invalid/hook", "http://" + "x" * 70 + ".example/hook", "not a url"]
 
 
@@ -163,6 +167,7 @@ def test_forbidden_webhooks_are_refused_where_they_are_registered(plain_bridge, 
     done = rpc(plain_bridge, "SendMessage", {"message": message("hello")})["result"]["task"]
     created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": done["id"], **push_config(url)})
     assert created.get("error", {}).get("code") == -32602, created
+    assert created["error"]["message"].startswith("webhook refused: "), created  # with the reason
     with_message = rpc(plain_bridge, "SendMessage", {"message": message("hi"),
                                                      "configuration": {"taskPushNotificationConfig": push_config(url)}})
     assert with_message.get("error", {}).get("code") == -32602, with_message
@@ -237,3 +242,13 @@ def test_a_host_allowed_by_name_is_registered_without_resolving(allowing_bridge)
     created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
                   {"taskId": done["id"], **push_config("https://hooks.internal.invalid/a2a")})
     assert created["result"]["url"] == "https://hooks.internal.invalid/a2a", created
+
+
+@pytest.mark.parametrize("url", ["http://[2002:808:808::1]/hook", "http://[2001:0:4136:e378:8000:63bf:f7f7:f7f7]/hook",
+                                 "http://[::ffff:8.8.8.8]/hook"])
+def test_ipv6_forms_that_carry_a_public_ipv4_address_are_registered(plain_bridge, url):
+    """6to4, Teredo and IPv4-mapped addresses are judged by the IPv4 address they carry:
+    8.8.8.8 (and Teredo's public server) may be called, as 8.8.8.8 itself may."""
+    waiting = rpc(plain_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": waiting["id"], **push_config(url)})
+    assert created["result"]["url"] == url, created

@@ -5,8 +5,9 @@ retries, and never to an address the operator did not allow.
 
 * :class:`WebhookGuard` decides where a webhook may point. Only ``http``/``https`` URLs whose
   host resolves to public addresses: loopback, private, link-local (cloud metadata), shared
-  (CGNAT), multicast, reserved and unspecified addresses are refused, an IPv4-mapped IPv6
-  address as the IPv4 inside it, and a host that does not resolve too. ``push_allow`` (host
+  (CGNAT), multicast, reserved, unspecified and IPv6 site-local addresses are refused, an
+  IPv6 address that carries IPv4 ones (IPv4-mapped, 6to4, Teredo) as those IPv4 addresses
+  (see :func:`forbidden`), and a host that does not resolve too. ``push_allow`` (host
   names, addresses or networks) lets trusted internal receivers through. A URL is checked
   when it is registered and again at every delivery, and the delivery connects to the very
   address that was checked (TLS still verifies the host name), so DNS cannot change the
@@ -38,6 +39,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import PushNotificationConfigStore, PushNotificationSender
 from a2a.server.tasks.push_notification_config_store import normalize_push_notification_config
 from a2a.types import TaskPushNotificationConfig
+from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 
@@ -71,16 +73,33 @@ class Target:
         return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
 
 
+def embedded_ipv4(ip) -> list:
+    """The IPv4 addresses an IPv6 address carries to: the one inside an IPv4-mapped
+    (``::ffff:0:0/96``) or 6to4 (``2002::/16``) address, the server and the client of a Teredo
+    (``2001::/32``) one; nothing for any other address."""
+    if ip.version != 6:
+        return []
+    if ip.ipv4_mapped is not None:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour is not None:
+        return [ip.sixtofour]
+    return list(ip.teredo) if ip.teredo is not None else []
+
+
 def forbidden(address: str) -> bool:
-    """Whether ``address`` is not a public unicast destination (an IPv4-mapped IPv6 address
-    is judged as the IPv4 address inside it)."""
+    """Whether ``address`` is not a public unicast destination. An IPv6 address that carries
+    IPv4 addresses (IPv4-mapped, 6to4, Teredo) is judged by them: it is refused if one of
+    them would be, and passes if all are public, as the IPv4 addresses would. Site-local
+    (``fec0::/10``, deprecated but still routed by some networks) is refused."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return True
-    ip = getattr(ip, "ipv4_mapped", None) or ip
+    embedded = embedded_ipv4(ip)
+    if embedded:
+        return any(forbidden(str(inner)) for inner in embedded)
     return (not ip.is_global or ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_reserved
-            or ip.is_unspecified)
+            or ip.is_unspecified or getattr(ip, "is_site_local", False))
 
 
 class WebhookGuard:
@@ -115,7 +134,8 @@ class WebhookGuard:
             [a for a in addresses if not forbidden(a) or self._allowed(a)]
         if not usable:
             raise WebhookRefused(f"the webhook host {host} is a private, loopback, link-local or reserved "
-                                 f"address ({', '.join(addresses)}); an operator may allow it with "
+                                 f"address, or an IPv6 one that carries such an IPv4 address (6to4, Teredo, "
+                                 f"IPv4-mapped) ({', '.join(addresses)}); an operator may allow it with "
                                  f"OVOS_A2A_PUSH_ALLOW")
         return Target(url, host if parts.port is None else f"{host}:{parts.port}", usable[0])
 
@@ -131,15 +151,16 @@ class WebhookGuard:
         return parts, parts.hostname.lower().rstrip("."), port
 
     async def accepts(self, url: str) -> bool:
-        """For the SDK's ``push_url_validator``: True if ``url`` may be registered. A host on
-        the allow-list by name is taken as it is (it is resolved and checked at delivery)."""
+        """For the SDK's ``push_url_validator``: True if ``url`` may be registered, else an
+        ``InvalidParamsError`` that says why (the SDK's own refusal would not). A host on the
+        allow-list by name is taken as it is (it is resolved and checked at delivery)."""
         try:
             if self._parse(url)[1] not in self.allowed_hosts:
                 await self.target(url)
             return True
         except WebhookRefused as refusal:
             LOG.warning("push notification config refused: %s", refusal)
-            return False
+            raise InvalidParamsError(message=f"webhook refused: {refusal}") from None
 
 
 SCHEMA = (

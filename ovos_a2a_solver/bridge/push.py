@@ -102,6 +102,17 @@ def forbidden(address: str) -> bool:
             or ip.is_unspecified or getattr(ip, "is_site_local", False))
 
 
+def without_secrets(config: TaskPushNotificationConfig) -> TaskPushNotificationConfig:
+    """A copy of ``config`` without its secrets (``token``, ``authentication.credentials``),
+    for answers: once stored they are only ever sent to the webhook."""
+    shown = TaskPushNotificationConfig()
+    shown.CopyFrom(config)
+    shown.ClearField("token")
+    if shown.HasField("authentication"):
+        shown.authentication.ClearField("credentials")
+    return shown
+
+
 class WebhookGuard:
     """Which webhook URLs may be called (see the module's docstring)."""
 

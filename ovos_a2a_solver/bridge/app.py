@@ -152,7 +152,7 @@ class Bridge:
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
         guard = WebhookGuard(settings.push_allow)
-        self.push_sender = WebhookSender(self.push_configs, guard)
+        self.push_sender = WebhookSender(self.push_configs, guard, settings)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back). Sibling workers on
         # SQLite release it at once (10 ms): the follow-up may reach another worker, and the task parked

@@ -18,14 +18,20 @@ retries, and never to an address the operator did not allow.
 * :class:`WebhookSender` is the SDK's ``PushNotificationSender``. It never holds up the task:
   each event is queued for each of the task's webhooks and delivered in order by a worker of
   that webhook, POSTing the ``StreamResponse`` JSON with the configured token
-  (``X-A2A-Notification-Token``) and credentials (``Authorization``), a 15 s timeout, and up
-  to ``attempts`` tries with exponential backoff and full jitter on connection errors, 408,
-  429 and 5xx. Every event is attempted, the final one included; at shutdown the queued
-  ones get the bridge's shutdown grace.
+  (``X-A2A-Notification-Token``) and credentials (``Authorization``), and up to ``attempts``
+  tries with exponential backoff and full jitter on connection errors, timeouts, 408, 429
+  and 5xx. Deliveries take slots (:class:`DeliverySlots`): ``push_in_flight`` at once,
+  ``push_in_flight_per_caller`` for one caller, ``push_in_flight_per_host`` for one
+  caller's host; the others wait in their queues, costing nothing. One delivery, from the
+  name's resolution to the answer's status, has ``push_timeout`` seconds, and at most
+  :data:`ANSWER_READ` bytes of the answer's body are read. Every event is attempted, the
+  final one included; at shutdown the queued ones get the bridge's shutdown grace.
+* :class:`PushConfigStore` limits the configs (see its docstring).
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import json
 import logging
@@ -45,11 +51,11 @@ from google.protobuf.json_format import MessageToDict, MessageToJson, Parse
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.database import Sql, SqliteDatabase
-from ovos_a2a_solver.bridge.store import owner_scope
+from ovos_a2a_solver.bridge.store import caller_of, owner_scope
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
-DELIVERY_TIMEOUT = 15.0  # seconds for one POST to a webhook (A2A: 10-30 s)
+ANSWER_READ = 4096  # bytes of a webhook's answer read at most (the status is all that counts)
 RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
@@ -284,39 +290,88 @@ class PushConfigStore(PushNotificationConfigStore):
         await self.db.execute(sql, params)
 
 
-class WebhookSender(PushNotificationSender):
-    """Queues each event for each webhook of its task; one worker per webhook delivers in order."""
+class Slots:
+    """A counting limit per key (a caller, a caller's host), made when first asked for and
+    dropped once nobody holds or awaits it, so that keys never pile up."""
 
-    def __init__(self, store: PushNotificationConfigStore, guard: WebhookGuard, attempts: int = 4,
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._limits: dict[object, list] = {}  # key -> [semaphore, holders and waiters]
+
+    @contextlib.asynccontextmanager
+    async def held(self, key: object):
+        entry = self._limits.setdefault(key, [asyncio.Semaphore(self.size), 0])
+        entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            entry[1] -= 1
+            if not entry[1]:
+                del self._limits[key]
+
+
+class DeliverySlots:
+    """Deliveries in flight: at most ``total``, ``per_caller`` of them for one caller, and
+    ``per_host`` for one caller's webhook host (and port). A delivery takes its host's
+    slot first (a slow host's queue then waits there, holding none of its caller's slots
+    that the caller's other hosts could use), then its caller's, then one of the total: a
+    caller waits on its own slots, and never holds more than ``per_caller`` of the total,
+    so another caller's delivery finds one free (with ``total`` larger than ``per_caller``)."""
+
+    def __init__(self, total: int, per_caller: int, per_host: int) -> None:
+        self._callers = Slots(per_caller)
+        self._hosts = Slots(per_host)
+        self._total = asyncio.Semaphore(total)
+
+    @contextlib.asynccontextmanager
+    async def held(self, caller: str, host: str):
+        async with self._hosts.held((caller, host)), self._callers.held(caller), self._total:
+            yield
+
+
+class WebhookSender(PushNotificationSender):
+    """Queues each event for each webhook of its task; one worker per webhook delivers in
+    order, each delivery within :class:`DeliverySlots` and one overall deadline, reading
+    no more of the webhook's answer than its status, headers (h11's bound) and
+    :data:`ANSWER_READ` bytes of body."""
+
+    def __init__(self, store: PushConfigStore, guard: WebhookGuard, settings: BridgeSettings, attempts: int = 4,
                  backoff: float = 0.5) -> None:
         import httpx
 
         self.store, self.guard, self.attempts, self.backoff = store, guard, attempts, backoff
-        self._http = httpx.AsyncClient(timeout=DELIVERY_TIMEOUT, follow_redirects=False)
-        self._queues: dict[tuple[str, str], asyncio.Queue] = {}
+        self.timeout = settings.push_timeout
+        self.slots = DeliverySlots(settings.push_in_flight, settings.push_in_flight_per_caller,
+                                   settings.push_in_flight_per_host)
+        # never more connections than deliveries in flight: none waits inside the client's pool
+        limits = httpx.Limits(max_connections=settings.push_in_flight,
+                              max_keepalive_connections=settings.push_in_flight)
+        self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, limits=limits)
+        self._queues: dict[tuple, asyncio.Queue] = {}
         self._workers: set[asyncio.Task] = set()
 
     async def send_notification(self, task_id: str, event) -> None:
-        configs = await self.store.get_info_for_dispatch(task_id)
-        if not configs:
+        webhooks = await self.store.webhooks_of(task_id)
+        if not webhooks:
             return
         body = json.dumps(MessageToDict(to_stream_response(event))).encode()
-        for config in configs:
-            key = (task_id, config.id + "\x00" + config.url)
+        for owner, config in webhooks:
+            key = (task_id, owner, config.id, config.url)
             queue = self._queues.get(key)
             if queue is None:
                 queue = self._queues[key] = asyncio.Queue()
-                worker = asyncio.get_running_loop().create_task(self._work(key, queue))
+                worker = asyncio.get_running_loop().create_task(self._work(key, caller_of(owner), queue))
                 self._workers.add(worker)
                 worker.add_done_callback(self._workers.discard)
             queue.put_nowait((config, body))
 
-    async def _work(self, key: tuple[str, str], queue: asyncio.Queue) -> None:
+    async def _work(self, key: tuple, caller: str, queue: asyncio.Queue) -> None:
         try:
             while not queue.empty():
                 config, body = queue.get_nowait()
                 try:
-                    await self.deliver(config, body)
+                    await self.deliver(config, body, caller)
                 except Exception as exc:  # one broken delivery must not stop the ones queued after it
                     LOG.warning("push notification for task %s not sent: %s: %s", config.task_id,
                                 type(exc).__name__, exc)
@@ -324,7 +379,7 @@ class WebhookSender(PushNotificationSender):
             if self._queues.get(key) is queue and queue.empty():
                 del self._queues[key]
 
-    async def deliver(self, config: TaskPushNotificationConfig, body: bytes) -> bool:
+    async def deliver(self, config: TaskPushNotificationConfig, body: bytes, caller: str = "") -> bool:
         """POST ``body`` to the config's webhook, retried; True once it answered 2xx."""
         import httpx
 
@@ -333,30 +388,44 @@ class WebhookSender(PushNotificationSender):
             headers["X-A2A-Notification-Token"] = config.token
         if config.HasField("authentication") and config.authentication.scheme and config.authentication.credentials:
             headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
+        parts = urlsplit(config.url)
+        host = f"{parts.hostname}:{parts.port}"
         for attempt in range(self.attempts):
             try:
-                target = await self.guard.target(config.url)
+                async with self.slots.held(caller, host):
+                    async with asyncio.timeout(self.timeout):
+                        target = await self.guard.target(config.url)
+                        status = await self._post(target, body, headers)
+                if status < 300:
+                    return True
+                if status not in RETRIED_STATUSES:
+                    LOG.warning("push notification for task %s refused by %s: HTTP %d", config.task_id,
+                                target.host, status)
+                    return False
             except WebhookRefused as refusal:
                 LOG.warning("push notification for task %s not sent: %s", config.task_id, refusal)
                 return False
-            extensions = {"sni_hostname": target.host.split(":")[0]} if config.url.startswith("https") else {}
-            try:
-                response = await self._http.post(target.pinned_url, content=body,
-                                                 headers={**headers, "Host": target.host}, extensions=extensions)
-                if response.status_code < 300:
-                    return True
-                if response.status_code not in RETRIED_STATUSES:
-                    LOG.warning("push notification for task %s refused by %s: HTTP %d", config.task_id,
-                                target.host, response.status_code)
-                    return False
-            except httpx.HTTPError as exc:
-                LOG.info("push notification for task %s to %s failed (%s); retrying", config.task_id, target.host,
-                         type(exc).__name__)
+            except (httpx.HTTPError, TimeoutError) as exc:
+                LOG.info("push notification for task %s to %s failed (%s); retrying", config.task_id,
+                         parts.hostname, type(exc).__name__)
             if attempt + 1 < self.attempts:
                 await asyncio.sleep(random.uniform(0, self.backoff * 2 ** attempt))
         LOG.warning("push notification for task %s to %s not delivered after %d attempts", config.task_id,
-                    urlsplit(config.url).hostname, self.attempts)
+                    parts.hostname, self.attempts)
         return False
+
+    async def _post(self, target: Target, body: bytes, headers: dict[str, str]) -> int:
+        """POST to the checked address; the answer's status. Of its body at most
+        :data:`ANSWER_READ` bytes are read: a longer one closes the connection."""
+        extensions = {"sni_hostname": target.host.split(":")[0]} if target.url.startswith("https") else {}
+        async with self._http.stream("POST", target.pinned_url, content=body,
+                                     headers={**headers, "Host": target.host}, extensions=extensions) as response:
+            read = 0
+            async for chunk in response.aiter_raw():
+                read += len(chunk)
+                if read > ANSWER_READ:
+                    break
+            return response.status_code
 
     async def aclose(self, grace: float) -> None:
         """Give queued deliveries up to ``grace`` seconds, then close the HTTP client."""

@@ -46,6 +46,16 @@ def owner_scope(context: ServerCallContext | None) -> str:
     tenant = context.tenant if context is not None else ""
     return json.dumps([user, tenant], separators=(",", ":"), ensure_ascii=False) if tenant else user
 
+def caller_of(owner: str) -> str:
+    """The caller of an owner (:func:`owner_scope`), without its tenant."""
+    if owner.startswith("["):
+        try:
+            return json.loads(owner)[0]
+        except (ValueError, IndexError, KeyError):
+            pass  # a user name that merely starts with "["
+    return owner
+
+
 #: What a task that lost its work says (the status message of the ``failed`` state).
 INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "
                           "Please ask again.")

@@ -16,12 +16,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-from a2a.types import (DeleteTaskPushNotificationConfigRequest, ListTaskPushNotificationConfigsRequest,
-                       TaskPushNotificationConfig)
+from a2a.types import (DeleteTaskPushNotificationConfigRequest, GetTaskPushNotificationConfigRequest,
+                       ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig)
 
 from bridge_process import BridgeProcess
 from bridge_rpc import grpc_client, message
 from waiting import wait_until
+
+from ovos_a2a_solver.bridge.process.server import OPEN_WARNING
 
 V1 = {"A2A-Version": "1.0"}
 TOKEN = "push-token-Xy7"
@@ -147,7 +149,11 @@ FORBIDDEN = ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://10.1.2.
              "http://192.168.1.1/hook", "http://169.254.169.254/latest/meta-data", "http://100.64.0.1/hook",
              "http://[::1]/hook", "http://[::ffff:127.0.0.1]/hook", "http://[::ffff:10.0.0.1]/hook",
              "http://[fe80::1]/hook", "http://[fd00:ec2::254]/hook", "http://224.0.0.1/hook", "http://0.0.0.0/hook",
-             "http://240.0.0.1/hook", "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/",
+             "http://240.0.0.1/hook", "http://[fec0::1]/hook",
+             # IPv6 forms that carry a forbidden IPv4 address: 6to4 (2002::/16) and Teredo (2001::/32)
+             "http://[2002:a9fe:a9fe::1]/latest/meta-data", "http://[2002:7f00:1::1]/hook",
+             "http://[2002:a00:1::1]/hook", "http://[2001:0:4136:e378:8000:63bf:5601:5601]/hook",
+             "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook", "ftp://example.com/hook", "file:///etc/passwd", "gopher://example.com/",
              "http://no-such-host.invalid/hook", "http://" + "x" * 70 + ".example/hook", "not a url"]
 
 
@@ -163,6 +169,7 @@ def test_forbidden_webhooks_are_refused_where_they_are_registered(plain_bridge, 
     done = rpc(plain_bridge, "SendMessage", {"message": message("hello")})["result"]["task"]
     created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": done["id"], **push_config(url)})
     assert created.get("error", {}).get("code") == -32602, created
+    assert created["error"]["message"].startswith("webhook refused: "), created  # with the reason
     with_message = rpc(plain_bridge, "SendMessage", {"message": message("hi"),
                                                      "configuration": {"taskPushNotificationConfig": push_config(url)}})
     assert with_message.get("error", {}).get("code") == -32602, with_message
@@ -237,3 +244,79 @@ def test_a_host_allowed_by_name_is_registered_without_resolving(allowing_bridge)
     created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
                   {"taskId": done["id"], **push_config("https://hooks.internal.invalid/a2a")})
     assert created["result"]["url"] == "https://hooks.internal.invalid/a2a", created
+
+
+@pytest.mark.parametrize("url", ["http://[2002:808:808::1]/hook", "http://[2001:0:4136:e378:8000:63bf:f7f7:f7f7]/hook",
+                                 "http://[::ffff:8.8.8.8]/hook"])
+def test_ipv6_forms_that_carry_a_public_ipv4_address_are_registered(plain_bridge, url):
+    """6to4, Teredo and IPv4-mapped addresses are judged by the IPv4 address they carry:
+    8.8.8.8 (and Teredo's public server) may be called, as 8.8.8.8 itself may."""
+    waiting = rpc(plain_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": waiting["id"], **push_config(url)})
+    assert created["result"]["url"] == url, created
+
+
+# ---- a config's secrets are write-only --------------------------------------------------------
+
+def rpc03(bridge: BridgeProcess, method: str, params: dict) -> dict:
+    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+    return httpx.post(bridge.url + "/", json=body, headers={"A2A-Version": "0.3"}, timeout=30).json()
+
+
+def assert_no_secrets(answer) -> None:
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    assert TOKEN not in text and CREDENTIALS not in text, text
+
+
+def test_no_answer_shows_a_configs_secrets_over_jsonrpc_and_http_json(allowing_bridge, receiver):
+    waiting = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
+                  {"taskId": waiting["id"], "id": "s-1", **push_config(receiver.url)})["result"]
+    assert created["url"] == receiver.url and created["authentication"]["scheme"] == "Bearer"
+    answers = [created,
+               rpc(allowing_bridge, "GetTaskPushNotificationConfig", {"taskId": waiting["id"], "id": "s-1"}),
+               rpc(allowing_bridge, "ListTaskPushNotificationConfigs", {"taskId": waiting["id"]})]
+    rest = f"{allowing_bridge.url}/rest/tasks/{waiting['id']}/pushNotificationConfigs"
+    answers += [httpx.get(rest, headers=V1, timeout=10).text, httpx.get(rest + "/s-1", headers=V1, timeout=10).text]
+    v03_config = {"id": "s-2", "url": receiver.url, "token": TOKEN,
+                  "authentication": {"schemes": ["Bearer"], "credentials": CREDENTIALS}}
+    answers += [rpc03(allowing_bridge, "tasks/pushNotificationConfig/set",
+                      {"taskId": waiting["id"], "pushNotificationConfig": v03_config}),
+                rpc03(allowing_bridge, "tasks/pushNotificationConfig/get",
+                      {"id": waiting["id"], "pushNotificationConfigId": "s-1"}),
+                rpc03(allowing_bridge, "tasks/pushNotificationConfig/list", {"id": waiting["id"]})]
+    for answer in answers:
+        assert "error" not in answer and receiver.url in json.dumps(answer), answer
+        assert_no_secrets(answer)
+    # the webhook still gets them
+    follow_up = message("Rome", task_id=waiting["id"], context_id=waiting["contextId"])
+    rpc(allowing_bridge, "SendMessage", {"message": follow_up})
+    wait_until(lambda: receiver.states().count("TASK_STATE_COMPLETED") >= 2, "the completed event at both configs")
+    assert {item["headers"]["X-A2A-Notification-Token"] for item in receiver.received} == {TOKEN}
+    assert {item["headers"]["Authorization"] for item in receiver.received} == {f"Bearer {CREDENTIALS}"}
+
+
+def test_no_answer_shows_a_configs_secrets_over_grpc(allowing_bridge, receiver):
+    waiting = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+
+    async def go():
+        async with grpc_client(allowing_bridge.url) as client:
+            config = TaskPushNotificationConfig(task_id=waiting["id"], id="g-s", url=receiver.url, token=TOKEN)
+            config.authentication.scheme, config.authentication.credentials = "Bearer", CREDENTIALS
+            created = await client.create_task_push_notification_config(config)
+            got = await client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=waiting["id"], id="g-s"))
+            listed = await client.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=waiting["id"]))
+            return [created, got, *listed.configs]
+
+    for config in asyncio.run(go()):
+        assert config.url == receiver.url and config.authentication.scheme == "Bearer"
+        assert config.token == "" and config.authentication.credentials == ""
+
+
+def test_an_open_bridge_says_so_once_it_serves(allowing_bridge):
+    assert OPEN_WARNING in allowing_bridge.stdout_text().splitlines()
+    with BridgeProcess(env={"OVOS_A2A_TOKENS": "a-token"}) as closed:
+        lines = closed.stdout_text().splitlines()
+    assert "Ctrl-C to stop" in lines[-1] and not any("open:" in line for line in lines), lines

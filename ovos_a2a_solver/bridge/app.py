@@ -85,24 +85,26 @@ class Bridge:
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
         self.new_tasks = NewTasks()
+        self.push_configs = PushConfigStore(self.db, settings)
         if shared:  # every save versioned and logged at once, for the other replicas
             from a2a.server.cluster import DatabaseTaskEventStream
 
             self.buffered_store = None
-            sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks)
+            sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks,
+                                                          forget=self.push_configs.delete_info)
             self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease)
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
-            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks)
+            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks,
+                                                                forget=self.push_configs.delete_info)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
             self.peers = Siblings(self.operations) if worker is not None else None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent)
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
-        self.push_configs = PushConfigStore(self.db)
         guard = WebhookGuard(settings.push_allow)
-        self.push_sender = WebhookSender(self.push_configs, guard)
+        self.push_sender = WebhookSender(self.push_configs, guard, settings)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back). Sibling workers on
         # SQLite release it at once (10 ms): the follow-up may reach another worker, and the task parked

@@ -138,6 +138,29 @@ class BridgeSettings:
     push_allow: tuple[str, ...] = setting((), kind=tuple, flag=False,
                                           help="webhook hosts, addresses or networks allowed although private or "
                                                "loopback (e.g. 127.0.0.1,10.0.0.0/8), comma separated")
+    push_configs_per_task: int = setting(10, kind=int, bounds=(1, 1000), flag=False,
+                                         help="webhooks (push configs) one task may have; one more is refused "
+                                              "(-32602, HTTP 400, gRPC INVALID_ARGUMENT) naming this setting")
+    push_configs_per_owner: int = setting(100, kind=int, bounds=(1, 100000), flag=False,
+                                          help="webhooks one caller may have on its unfinished tasks (per tenant; "
+                                               "those of finished tasks do not count); one more is refused "
+                                               "likewise")
+    push_config_size: int = setting(4096, kind=int, bounds=(256, 65536), flag=False,
+                                    help="largest push config (its JSON: URL, token, credentials), bytes; a "
+                                         "larger one is refused likewise")
+    push_in_flight: int = setting(32, kind=int, bounds=(1, 1000), flag=False,
+                                  help="webhook deliveries in flight at once; more wait their turn (in order per "
+                                       "webhook)")
+    push_in_flight_per_caller: int = setting(8, kind=int, bounds=(1, 1000), flag=False,
+                                             help="of those, deliveries in flight for one caller's webhooks (so one "
+                                                  "caller's slow webhooks never hold up another's)")
+    push_in_flight_per_host: int = setting(4, kind=int, bounds=(1, 1000), flag=False,
+                                           help="of those, deliveries in flight to one webhook host and port for "
+                                                "one caller")
+    push_timeout: float = setting(15.0, kind=float, bounds=(1, 120), flag=False,
+                                  help="seconds one delivery may take, connecting and answering included (past "
+                                       "it, it is tried again); only the status and the first 4 KiB of the answer "
+                                       "are read")
     grpc_port: int | None = setting(None, kind=int, bounds=(0, 65535), shown="off",
                                     help="also serve gRPC on this port (0: any free port; needs the grpc extra; "
                                          "not with credentials)")

@@ -23,7 +23,7 @@ import threading
 import traceback
 from typing import Callable
 
-from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, redact_url, sqlite_path
+from ovos_a2a_solver.bridge.config import ENV_PREFIX, BridgeSettings, names_of, redact_url, sqlite_path
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -219,6 +219,11 @@ def load_backend(settings: BridgeSettings):
     return PersonaBackend.from_file(settings.persona)
 
 
+#: the banner's line for a bridge that asks no credentials
+OPEN_WARNING = (f"  open: no credentials asked, so whoever can connect (every user of this machine) reads and changes "
+                f"every task and webhook; set {ENV_PREFIX}TOKENS or {ENV_PREFIX}PASSWORD to close it")
+
+
 def banner(settings: BridgeSettings, name: str, workers: tuple[int, ...] = ()) -> list[str]:
     """What the command prints once it serves (``workers``: their process ids, in order).
     The first line is parsed by tools (tests, the demo) and keeps its form:
@@ -228,6 +233,8 @@ def banner(settings: BridgeSettings, name: str, workers: tuple[int, ...] = ()) -
              f"  listening on {settings.host} port {settings.port}{grpc}"]
     if workers:
         lines.append(f"  {len(workers)} workers, process ids {' '.join(map(str, workers))}")
+    if not settings.requires_auth:
+        lines.append(OPEN_WARNING)
     return lines + [f"  tasks kept in {settings.store}", "  Ctrl-C to stop"]
 
 

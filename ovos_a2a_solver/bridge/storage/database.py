@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
-from a2a.types import ListTasksResponse, Task
+from a2a.types import ListTasksResponse, Task, TaskState
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
@@ -29,6 +29,7 @@ from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_lis
 from ovos_a2a_solver.bridge.config import sqlite_path
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
+from ovos_a2a_solver.states import TERMINAL
 
 
 class Sql(Protocol):
@@ -41,11 +42,20 @@ class Sql(Protocol):
         """Run a statement that returns rows; return them as dicts. A write that returns
         rows (``UPDATE … RETURNING``) is committed."""
 
+    async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
+        """:meth:`execute`, while no other statement serialized on ``key`` runs, in any
+        process (for a check and a write that must be one: a count and an insert)."""
+
     async def aclose(self) -> None:
         """Release the connection."""
 
+    #: a subquery of the ids of the finished tasks (completed, failed, canceled, rejected) of
+    #: the owner ``:owner``
+    FINISHED_TASK_IDS: str
+
 
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
+ADVISORY_LOCK_PREFIX = "ovos-a2a-bridge:"  # the bridge's PostgreSQL advisory locks, apart from others'
 
 
 class SqliteDatabase:
@@ -67,6 +77,9 @@ class SqliteDatabase:
         conn.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across a process crash
         return conn
 
+    FINISHED_TASK_IDS = ("SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN ("
+                         + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")")
+
     def on_loop(self, fn, *args) -> Any:
         """``fn(connection, *args)`` right here on the event loop's thread, for short statements."""
         return fn(self._now, *args)
@@ -80,6 +93,11 @@ class SqliteDatabase:
 
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
         return [dict(r) for r in self._now.execute(sql, params or {}).fetchall()]
+
+    async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
+        # a writing statement holds the file's write lock from its start to its end, whatever
+        # it reads first: every writer of every process waits for it
+        return await self.execute(sql, params)
 
     async def aclose(self) -> None:
         await self.call(lambda conn: conn.close())
@@ -105,8 +123,20 @@ class SqlAlchemyDatabase:
         async with self.engine.begin() as conn:
             return [dict(r) for r in (await conn.execute(text(sql), params or {})).mappings().all()]
 
+    async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
+        from sqlalchemy import text
+        async with self.engine.begin() as conn:
+            # a lock held until the transaction ends; taken first, so that ``sql`` (another
+            # statement) reads what the previous holder committed
+            await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+                               {"key": ADVISORY_LOCK_PREFIX + key})
+            return (await conn.execute(text(sql), params or {})).rowcount
+
     async def aclose(self) -> None:
         await self.engine.dispose()
+
+    FINISHED_TASK_IDS = ("SELECT id FROM tasks WHERE owner = :owner AND status->>'state' IN ("
+                         + ", ".join(f"'{TaskState.Name(state)}'" for state in sorted(TERMINAL)) + ")")
 
 
 TASKS_SCHEMA = (

@@ -24,7 +24,7 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
@@ -47,6 +47,7 @@ def owner_scope(context: ServerCallContext | None) -> str:
     tenant = context.tenant if context is not None else ""
     return json.dumps([user, tenant], separators=(",", ":"), ensure_ascii=False) if tenant else user
 
+
 class Owner(User):
     """An authenticated caller, as the stores know it."""
 
@@ -65,6 +66,16 @@ class Owner(User):
 def call_context_for(owner: str) -> ServerCallContext:
     """A call context that reads and writes the stores as ``owner``."""
     return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
+
+
+def caller_of(owner: str) -> str:
+    """The caller of an owner (:func:`owner_scope`), without its tenant."""
+    if owner.startswith("["):
+        try:
+            return json.loads(owner)[0]
+        except (ValueError, IndexError, KeyError):
+            pass  # a user name that merely starts with "["
+    return owner
 
 
 class NewTasks:
@@ -93,13 +104,22 @@ class NewTasks:
         return task_id in self._unsaved
 
 
+#: what else goes when a task is deleted: ``forget(task_id, context)`` (its push configs)
+Forget = Callable[[str, ServerCallContext], Awaitable[None]]
+
+
+async def _nothing_else(_task_id: str, _context: ServerCallContext) -> None:
+    return None
+
+
 class NewTasksUnread(VersionedTaskStore):
     """A versioned store (``inner``) whose reads of the :class:`NewTasks` are answered
-    "not found" without asking it."""
+    "not found" without asking it; deleting a task also ``forget``s what belongs to it."""
 
-    def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks) -> None:
+    def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks, forget: Forget = _nothing_else) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
+        self.forget = forget
 
     async def save(self, task: Task, *, event, prev, prev_version, context: ServerCallContext):
         self.new_tasks.discard(task.id)
@@ -113,15 +133,18 @@ class NewTasksUnread(VersionedTaskStore):
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         await self.inner.delete(task_id, context)
+        await self.forget(task_id, context)
 
 
 class BufferedTaskStore(TaskStore):
     """Write-through for what matters after a crash, write-behind for progress (and no read
-    of the :class:`NewTasks`)."""
+    of the :class:`NewTasks`); deleting a task also ``forget``s what belongs to it."""
 
-    def __init__(self, inner: TaskStore, new_tasks: NewTasks, flush_interval: float = 10.0) -> None:
+    def __init__(self, inner: TaskStore, new_tasks: NewTasks, flush_interval: float = 10.0,
+                 forget: Forget = _nothing_else) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
+        self.forget = forget
         self.flush_interval = flush_interval
         self._pending: dict[tuple[str, str], tuple[Task, ServerCallContext]] = {}
         self._stored: set[tuple[str, str]] = set()   # tasks this process has written at least once
@@ -170,6 +193,7 @@ class BufferedTaskStore(TaskStore):
             self._stored.discard(key)
             await self.inner.delete(task_id, context)
         self._locks.pop(key, None)
+        await self.forget(task_id, context)
 
     async def flush(self) -> None:
         """Write every held-back snapshot."""

@@ -23,6 +23,10 @@ subscription to such a task gets its live events relayed from there (workers), o
 the shared event log (replicas). Work cut short by a crash or ``kill -9`` is marked
 ``failed`` on the next start (a worker's, when it is started again), or, with several
 replicas, by a surviving one once the lost one's lease expired.
+
+A push config's secrets (its ``token`` and its ``authentication.credentials``) are
+write-only: every answer that shows a config (create, get, list; over every binding)
+leaves them out. Deliveries still send them.
 """
 from __future__ import annotations
 
@@ -35,13 +39,14 @@ from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestConte
 from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler, validate_request_params
-from a2a.types import (CancelTaskRequest, GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task,
-                       TaskPushNotificationConfig, TaskState)
+from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, SendMessageRequest,
+                       SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState)
 from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.push.delivery import without_secrets
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
@@ -381,14 +386,21 @@ class BridgeRequestHandler(RequestHandler):
                                                            call_context_for(owner)):
             yield event
 
+    # ---- push configs: their secrets are write-only ----------------------------------------
+
     async def on_create_task_push_notification_config(self, params, context):
-        return await self.inner.on_create_task_push_notification_config(params, context)
+        return without_secrets(await self.inner.on_create_task_push_notification_config(params, context))
 
     async def on_get_task_push_notification_config(self, params, context):
-        return await self.inner.on_get_task_push_notification_config(params, context)
+        return without_secrets(await self.inner.on_get_task_push_notification_config(params, context))
 
     async def on_list_task_push_notification_configs(self, params, context):
-        return await self.inner.on_list_task_push_notification_configs(params, context)
+        listed = await self.inner.on_list_task_push_notification_configs(params, context)
+        answer = ListTaskPushNotificationConfigsResponse()
+        answer.CopyFrom(listed)
+        del answer.configs[:]
+        answer.configs.extend(without_secrets(config) for config in listed.configs)
+        return answer
 
     async def on_delete_task_push_notification_config(self, params, context):
         return await self.inner.on_delete_task_push_notification_config(params, context)

@@ -41,7 +41,9 @@ from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_sto
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
-from ovos_a2a_solver.bridge.push.delivery import PushConfigStore, WebhookGuard, WebhookSender
+from ovos_a2a_solver.bridge.push.delivery import WebhookSender
+from ovos_a2a_solver.bridge.push.guard import WebhookGuard
+from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.cluster.peers import Peers
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated

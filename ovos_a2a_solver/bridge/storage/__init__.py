@@ -1,7 +1,9 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """What survives a crash: the database (:mod:`.database`), the tasks (:mod:`.tasks`), the
-operation log that makes a message idempotent (:mod:`.operations`).
+operation log that makes a message idempotent (:mod:`.operations`), the webhook configs
+(:mod:`.push_configs`), and every way the work a run left unfinished is failed
+(:mod:`.lost_work`).
 
 It imports nothing else of the bridge.
 """

@@ -46,7 +46,7 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.push.delivery import without_secrets
+from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,

@@ -110,6 +110,17 @@ async def fail_earlier_runs(settings: BridgeSettings) -> int:
         await db.aclose()
 
 
+def grpc_limits(settings: BridgeSettings) -> list[tuple[str, int]]:
+    """The gRPC server's limits on its connections, as the HTTP port's (``bridge.connections``):
+    at most ``max_connections`` (newer ones closed at once), an HTTP/2 handshake within
+    ``header_timeout``, closed (GOAWAY) after ``idle_timeout`` without an RPC, and messages
+    of at most ``max_body`` bytes. gRPC's own defaults already bound pings without data."""
+    return [("grpc.max_allowed_incoming_connections", settings.connection_limit),
+            ("grpc.server_handshake_timeout_ms", round(settings.header_timeout * 1000)),
+            ("grpc.max_connection_idle_ms", round(settings.idle_timeout * 1000)),
+            ("grpc.max_receive_message_length", settings.max_body)]
+
+
 class Bridge:
     """Everything one bridge process serves; ``app`` is the ASGI application.
 
@@ -247,14 +258,16 @@ class Bridge:
             await self.tracker.wait_idle(2.0)
 
     async def _start_grpc(self):
-        """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store."""
+        """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store, within :func:`grpc_limits`;
+        RPCs beyond ``max_connections`` at once are answered RESOURCE_EXHAUSTED."""
         import grpc
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
         from ovos_a2a_solver.bridge.grpc_rules import A2AStatusRules
 
-        server = grpc.aio.server(interceptors=[A2AStatusRules()])
+        server = grpc.aio.server(interceptors=[A2AStatusRules()], options=grpc_limits(self.settings),
+                                 maximum_concurrent_rpcs=self.settings.connection_limit)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(self.handler), server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()

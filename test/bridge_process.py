@@ -11,6 +11,7 @@ decides). A state dir given by the caller is kept (so a bridge can be restarted 
 store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
+``fd_limit=N`` starts it with at most N open files (``RLIMIT_NOFILE``, soft and hard).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class BridgeProcess:
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
                  call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
-                 default_state_dir: bool = False) -> None:
+                 default_state_dir: bool = False, fd_limit: Optional[int] = None) -> None:
         if default_state_dir and state_dir is not None:
             raise ValueError("give state_dir or default_state_dir=True, not both")
         self._own_state = state_dir is None and not default_state_dir
@@ -74,7 +75,7 @@ class BridgeProcess:
         self.port: int = 0
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
             self.proc = subprocess.Popen(self.args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                         env=full_env)
+                                         env=full_env, preexec_fn=_file_limit(fd_limit))
         try:
             self._wait_ready(ready_timeout)
         except BaseException:
@@ -160,6 +161,19 @@ class BridgeProcess:
         if not self.call_log.exists():
             return 0
         return sum(1 for line in self.call_log.read_text(encoding="utf-8").splitlines() if line.strip())
+
+
+def _file_limit(count: Optional[int]):
+    """A ``preexec_fn`` that limits the child to ``count`` open files (``None``: no change)."""
+    if count is None:
+        return None
+
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
 
 
 def echo_log(tmp_path: os.PathLike | str) -> Path:

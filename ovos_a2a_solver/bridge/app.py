@@ -206,17 +206,19 @@ class Bridge:
             await self.tracker.wait_idle(2.0)
 
     async def _start_grpc(self):
-        """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store."""
+        """gRPC (A2A 1.0) on ``grpc_port``, same handler, same store, within :func:`grpc_limits`;
+        RPCs beyond ``max_connections`` at once are answered RESOURCE_EXHAUSTED."""
         import grpc
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules
+        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, grpc_limits
 
         handler = GrpcHandler(self.handler)
         rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
                                self.settings.max_values)
-        server = grpc.aio.server(interceptors=[rules])
+        server = grpc.aio.server(interceptors=[rules], options=grpc_limits(self.settings),
+                                 maximum_concurrent_rpcs=self.settings.connection_limit)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(handler, server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")
         await server.start()

@@ -41,6 +41,11 @@ POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 #: the public keys of the card's signature (a JWK Set), next to the card
 JWKS_PATH = "/.well-known/jwks.json"
+#: open files a bridge process keeps for other things than its callers' connections: the
+#: database, the persona, logs, outgoing webhooks (default of ``max_connections``)
+RESERVED_FILES = 64
+#: the most connections a process may be allowed (also the open-file limit taken for "unlimited")
+MOST_CONNECTIONS = 1_000_000
 
 
 class SettingsError(ValueError):
@@ -125,6 +130,23 @@ class BridgeSettings:
     max_values: int = setting(1000, kind=int, bounds=(100, 1_000_000), flag=False,
                               help="JSON values one request may hold (objects, arrays, strings, numbers, ...; "
                                    "over gRPC: message fields and elements)")
+    max_connections: int | None = setting(None, kind=int, bounds=(1, MOST_CONNECTIONS),
+                                          shown="from the open-file limit",
+                                          help="connections open at once per process, on the HTTP port and on the "
+                                               "gRPC port each; a new one at the limit takes the place of the one "
+                                               "waiting longest for its request, or is answered HTTP 503 and closed "
+                                               "if every one has a request in progress (gRPC: closed). Default: "
+                                               f"(ulimit -n - {RESERVED_FILES}) / 2, or / 3 with gRPC")
+    header_timeout: float = setting(10.0, kind=float, bounds=(0.1, 600), flag=False,
+                                    help="seconds a request's line and headers may take to arrive, from the "
+                                         "connection's opening or its previous response (gRPC: the connection's "
+                                         "handshake); then HTTP 408 and the connection is closed")
+    body_timeout: float = setting(30.0, kind=float, bounds=(0.1, 3600), flag=False,
+                                  help="seconds a request's body may take to arrive after its headers; then HTTP "
+                                       "408 and the connection is closed (responses and streams are not timed)")
+    idle_timeout: float = setting(5.0, kind=float, bounds=(0.1, 3600), flag=False,
+                                  help="seconds a connection without a request in progress stays open (HTTP "
+                                       "keep-alive; gRPC: then GOAWAY, and the client reconnects)")
     backend_retries: int = setting(2, kind=int, bounds=(0, 10), flag=False,
                                    help="more tries for a turn that fails before it said anything")
     backend_cool_down: float = setting(30.0, kind=float, bounds=(1, 3600), flag=False,
@@ -222,6 +244,13 @@ class BridgeSettings:
         return str(path) if path is not None else redact_url(self.database_url)
 
     @property
+    def connection_limit(self) -> int:
+        """``max_connections``, or its default from the open-file limit (:func:`connections_allowed`)."""
+        if self.max_connections is not None:
+            return self.max_connections
+        return connections_allowed(open_file_limit(), 2 if self.grpc_port is not None else 1)
+
+    @property
     def requires_auth(self) -> bool:
         return bool(self.password or self.tokens)
 
@@ -252,6 +281,24 @@ class BridgeSettings:
 
 
 # ---- names, conversion, checks ---------------------------------------------------------------
+
+def open_file_limit() -> int:
+    """This process's open-file limit (``ulimit -n``, the soft ``RLIMIT_NOFILE``);
+    :data:`MOST_CONNECTIONS` where there is none or it cannot be read."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return MOST_CONNECTIONS
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return MOST_CONNECTIONS if soft == resource.RLIM_INFINITY else min(soft, MOST_CONNECTIONS)
+
+
+def connections_allowed(file_limit: int, endpoints: int = 1) -> int:
+    """The default of ``max_connections``: the files left beyond :data:`RESERVED_FILES`,
+    shared by the ``endpoints`` (HTTP, and gRPC) and as many again for the connections the
+    event loop has accepted but not yet closed when many arrive at once (at least 1)."""
+    return max(1, (file_limit - RESERVED_FILES) // (endpoints + 1))
+
 
 def spec_of(f: Field) -> Spec:
     return f.metadata["spec"]

@@ -14,6 +14,8 @@
 
 Each refusal is the SDK's own error, answered by ``GrpcHandler.abort_context``, so it
 carries the same ``google.rpc.Status`` details as the SDK's errors.
+
+:func:`grpc_limits` gives the gRPC server the HTTP port's limits on connections.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError, 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.edge.versions import HEADER, negotiate
 
 VERSION_KEY = HEADER.lower()
@@ -126,3 +129,14 @@ def count_values(message: Message, most: int) -> int:
 
 
 JSON_VALUE = "google.protobuf.Value"
+
+
+def grpc_limits(settings: BridgeSettings) -> list[tuple[str, int]]:
+    """The gRPC server's limits on its connections, as the HTTP port's (:mod:`.connections`):
+    at most ``max_connections`` (newer ones closed at once), an HTTP/2 handshake within
+    ``header_timeout``, closed (GOAWAY) after ``idle_timeout`` without an RPC, and messages
+    of at most ``max_body`` bytes. gRPC's own defaults already bound pings without data."""
+    return [("grpc.max_allowed_incoming_connections", settings.connection_limit),
+            ("grpc.server_handshake_timeout_ms", round(settings.header_timeout * 1000)),
+            ("grpc.max_connection_idle_ms", round(settings.idle_timeout * 1000)),
+            ("grpc.max_receive_message_length", settings.max_body)]

@@ -23,7 +23,8 @@ import threading
 import traceback
 from typing import Callable
 
-from ovos_a2a_solver.bridge.config import ENV_PREFIX, BridgeSettings, names_of, redact_url, sqlite_path
+from ovos_a2a_solver.bridge.config import (ENV_PREFIX, RESERVED_FILES, BridgeSettings, names_of, open_file_limit,
+                                           redact_url, sqlite_path)
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -35,6 +36,12 @@ SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
 #: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)
 SDK_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
 GRPC_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[grpc]'"
+#: connections the operating system keeps waiting for the bridge to accept them
+LISTEN_QUEUE = 2048
+#: connections the event loop accepts at each wake-up (uvicorn's ``backlog``, the loop's batch): the
+#: connections beyond the limit are closed a few wake-ups later, so a large batch would open many more
+#: files than the limit allows during a burst, and run out of them
+ACCEPT_BATCH = 32
 
 
 class StartError(RuntimeError):
@@ -110,7 +117,7 @@ def bind(host: str, port: int, shared: bool = False) -> socket.socket:
         if shared:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        sock.listen(LISTEN_QUEUE)
     except BaseException:
         sock.close()
         raise
@@ -290,6 +297,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
     try:
         settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
         check_database(settings.database_url)
+        check_file_limit(settings)
         LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
         if settings.workers > 1:
             from ovos_a2a_solver.bridge.process.workers import supervise
@@ -318,19 +326,25 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     import uvicorn
 
     settings = bridge.settings
-    # the bridge ends its own requests within shutdown_grace (+ the time to write their end)
-    config = uvicorn.Config(bridge.app, log_level="warning", log_config=None, access_log=False,
-                            timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on")
+    guard = connection_guard(settings)
+    # the bridge ends its own requests within shutdown_grace (+ the time to write their end); no
+    # WebSocket upgrade (the bridge serves none), so every connection stays in the guard's protocol
+    config = uvicorn.Config(guard.app(bridge.app), http=guard.protocol, ws="none", log_level="warning",
+                            log_config=None, access_log=False, timeout_keep_alive=settings.idle_timeout,
+                            timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on",
+                            backlog=ACCEPT_BATCH)
     server = _uvicorn_server(config, bridge)
     trap = StartupTrap(verbose)
     logging.getLogger("uvicorn.error").addFilter(trap)
 
     async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(guard.loop_exceptions)
         serving = asyncio.create_task(_serve_quietly(server, sock))
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
         trap.release()
         if server.started:
+            sock.listen(LISTEN_QUEUE)  # the event loop listened with its batch (uvicorn's backlog)
             _keep_out_of_garbage_collection()
         if server.started and ready is not None:
             ready(settings, bridge.card.name, ())
@@ -339,6 +353,28 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     asyncio.run(run())
     if not server.started:
         raise StartError(f"the bridge could not start: {trap.failure or 'see the log above'}")
+
+
+def connection_guard(settings: BridgeSettings):
+    """The limits on the HTTP port's connections (see ``bridge.connections``), from ``settings``."""
+    from ovos_a2a_solver.bridge.edge.connections import ConnectionGuard
+
+    return ConnectionGuard(limit=settings.connection_limit, header_timeout=settings.header_timeout,
+                           body_timeout=settings.body_timeout, limit_name=names_of("max_connections"),
+                           timeout_names=f"{names_of('header_timeout')}, {names_of('body_timeout')}")
+
+
+def check_file_limit(settings: BridgeSettings) -> None:
+    """Warn when ``max_connections`` leaves too few of the open-file limit for the rest:
+    beyond it, connections fail with "too many open files" instead of being refused."""
+    endpoints = 2 if settings.grpc_port is not None else 1
+    files = open_file_limit()
+    needed = settings.connection_limit * endpoints + RESERVED_FILES
+    if needed > files:
+        LOG.warning("%s %d on %d port(s) needs about %d open files, and this process may open %d (ulimit -n): "
+                    "connections beyond that fail with 'too many open files' instead of being refused; lower "
+                    "it or raise the limit", names_of("max_connections"), settings.connection_limit, endpoints,
+                    needed, files)
 
 
 def _keep_out_of_garbage_collection() -> None:

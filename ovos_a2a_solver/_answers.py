@@ -21,28 +21,13 @@ from typing import Any, Callable
 
 from a2a.types import TaskState
 
+from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver._sentences import sentence_start
 from ovos_a2a_solver.states import WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
 _TAIL = 16  # characters of an artifact kept to decide how the next chunk joins it
-
-
-class Revision:
-    """One change to one piece of the answer (an artifact, a message reply, the status answer).
-
-    ``append``: ``text`` continues the piece; otherwise the piece now reads ``text``.
-    ``last``: the agent said the piece is complete. (A plain class: a dataclass would add
-    milliseconds to the import of every process that loads the plugin.)
-    """
-
-    __slots__ = ("key", "text", "append", "last")
-
-    def __init__(self, key: str, text: str, append: bool, last: bool = False) -> None:
-        self.key, self.text, self.append, self.last = key, text, append, last
-
-    def __repr__(self) -> str:
-        return f"Revision({self.key!r}, {self.text!r}, append={self.append}, last={self.last})"
 
 
 def _joined(tail: str, chunk: str) -> str:
@@ -308,7 +293,6 @@ class TextPieces:
             return self._give(now[_after_content(now, len(said)):])
         if said.startswith(new):
             return []  # shortened: nothing new to say
-        from ovos_a2a_solver._sentences import sentence_start
         start = sentence_start(now, _after_content(now, len(_common_prefix(said, new))))
         return self._give(ARTIFACT_SEPARATOR + now[start:].lstrip())
 

@@ -37,7 +37,8 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._loop import BACKGROUND
-from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, Revision, TextPieces
+from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
+from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection

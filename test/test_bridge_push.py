@@ -23,7 +23,7 @@ from bridge_process import BridgeProcess
 from bridge_rpc import grpc_client, message
 from waiting import wait_until
 
-from ovos_a2a_solver.bridge.process.server import OPEN_WARNING
+from ovos_a2a_solver.bridge.process.startup import OPEN_WARNING
 
 V1 = {"A2A-Version": "1.0"}
 TOKEN = "push-token-Xy7"

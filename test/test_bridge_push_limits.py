@@ -172,3 +172,35 @@ def test_deleting_a_task_deletes_its_push_configs(tmp_path):
 
     before, after, for_delivery = asyncio.run(go())
     assert [c.id for c in before] == ["w"] and after == [] and for_delivery == []
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+def test_a_push_table_from_before_the_limits_is_upgraded_by_processes_starting_together(tmp_path, processes):
+    """Processes opening one older file at once (its push table made before the ``live``
+    column) all start, and its configs count as live. (A new table has the column from the
+    start: two workers creating it together once failed, one on "duplicate column name".)"""
+    import sqlite3
+
+    from ovos_a2a_solver.bridge.config import BridgeSettings
+    from ovos_a2a_solver.bridge.storage.database import SqliteDatabase
+    from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
+
+    path = tmp_path / "bridge.sqlite3"
+    with sqlite3.connect(path) as old:
+        old.execute("CREATE TABLE a2a_bridge_push_configs (task_id VARCHAR(255) NOT NULL, owner VARCHAR(512) "
+                    "NOT NULL, config_id VARCHAR(255) NOT NULL, config TEXT NOT NULL, "
+                    "PRIMARY KEY (task_id, owner, config_id))")
+        old.execute("INSERT INTO a2a_bridge_push_configs VALUES ('t', 'o', 'w', '{}')")
+
+    async def go():
+        dbs = [SqliteDatabase(path) for _ in range(processes)]
+        try:
+            return await asyncio.gather(*(PushConfigStore(db, BridgeSettings()).initialize() for db in dbs),
+                                        return_exceptions=True)
+        finally:
+            for db in dbs:
+                await db.aclose()
+
+    assert asyncio.run(go()) == [None] * processes
+    with sqlite3.connect(path) as upgraded:
+        assert upgraded.execute("SELECT live FROM a2a_bridge_push_configs").fetchall() == [(1,)]

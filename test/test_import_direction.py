@@ -7,6 +7,11 @@ deferred for speed is still a dependency), except those under ``if TYPE_CHECKING
   RiveScript engine import nothing of each other; what they share are the leaf modules in
   :data:`SHARED`, which import nothing of the package beyond each other.
 * Nothing imports the command line (:data:`COMMAND_LINE`) but the command line itself.
+* Inside the bridge, each room imports only the rooms :data:`BRIDGE_ROOMS` allows it (and
+  itself, the bridge's settings and the shared leaf modules): ``process -> app -> {edge,
+  turns, push}``; ``turns -> {backends, storage, cluster's protocol}``; ``cluster -> storage``,
+  never back; nothing under ``bridge/`` imports ``process`` (but ``python -m``'s ``__main__``).
+* No import circle, hidden or not.
 """
 from __future__ import annotations
 
@@ -107,3 +112,98 @@ def test_nothing_imports_the_command_line():
     importers = {(module, target) for module, targets in GRAPH.items() if module not in COMMAND_LINE
                  for target in targets if target in COMMAND_LINE}
     assert importers == set()
+#: bridge room -> the other rooms it may import (a room is a subpackage, or a module directly
+#: under bridge/); "cluster.peers" allows that module of the room only
+BRIDGE_ROOMS = {
+    "__main__": {"process"},
+    "config": set(),
+    "backends": set(),
+    "storage": set(),
+    "cluster": {"storage"},
+    "push": {"storage"},
+    "edge": {"backends"},
+    "turns": {"backends", "storage", "cluster.peers"},
+    "app": {"edge", "turns", "backends", "storage", "push", "cluster"},
+    "process": {"app", "edge", "backends", "storage"},
+}
+
+
+def bridge_room(module: str) -> str:
+    return module.split(".")[2] if module.startswith(BRIDGE + ".") else ""
+
+
+def room_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The imports between rooms of the bridge that :data:`BRIDGE_ROOMS` does not allow."""
+    wrong = set()
+    for module, targets in graph.items():
+        room = bridge_room(module)
+        if not room:
+            continue
+        allowed = BRIDGE_ROOMS[room] | {room, "config"}
+        for target in targets:
+            other = bridge_room(target)
+            leaf = ".".join(target.split(".")[2:4])
+            if other and other not in allowed and leaf not in allowed:
+                wrong.add((module, target))
+    return wrong
+
+
+def test_every_room_of_the_bridge_has_a_rule():
+    assert {bridge_room(module) for module in MODULES if bridge_room(module)} == set(BRIDGE_ROOMS)
+
+
+def test_each_room_of_the_bridge_imports_only_what_its_rule_allows():
+    assert room_violations(GRAPH) == set()
+
+
+def test_the_room_rules_catch_a_wrong_import():
+    storage, turns = f"{BRIDGE}.storage.tasks", f"{BRIDGE}.turns.handler"
+    replicas, peers, process = f"{BRIDGE}.cluster.replicas", f"{BRIDGE}.cluster.peers", f"{BRIDGE}.process.serve"
+    assert room_violations({storage: {turns}, turns: {peers, storage}, f"{BRIDGE}.edge.wire": {process}}) == \
+        {(storage, turns), (f"{BRIDGE}.edge.wire", process)}
+    assert room_violations({turns: {replicas}}) == {(turns, replicas)}  # only the cluster's protocol
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circles():
+    # a package imports its own __init__ implicitly; only module-to-module imports count
+    graph = {module: {t for t in targets if MODULES[t].name != "__init__.py"} for module, targets in GRAPH.items()}
+    assert import_circles(graph) == []

@@ -363,7 +363,7 @@ def test_the_sdks_tracing_is_off_unless_the_operator_turns_it_on(operator_says, 
     env = {k: v for k, v in os.environ.items() if k != "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"}
     if operator_says is not None:
         env["OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"] = operator_says
-    probe = ("from ovos_a2a_solver.bridge.process.server import sdk_tracing_off_by_default\n"
+    probe = ("from ovos_a2a_solver.bridge.process.startup import sdk_tracing_off_by_default\n"
              "sdk_tracing_off_by_default()\n"
              "import a2a.utils.telemetry as telemetry\n"
              "print(telemetry.otel_installed, telemetry.otel_enabled)")

@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     """Load the settings (flags, then ``OVOS_A2A_*``), then serve until a signal; return the
     exit status."""
     from ovos_a2a_solver.bridge.config import BridgeSettings
-    from ovos_a2a_solver.bridge.process.server import StartError, banner, configure_logging, log_messages, serve
+    from ovos_a2a_solver.bridge.process.serve import serve
+    from ovos_a2a_solver.bridge.process.startup import StartError, banner, configure_logging, log_messages
 
     configure_logging(args.debug)
     try:

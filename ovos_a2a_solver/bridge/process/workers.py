@@ -37,7 +37,8 @@ import time
 from collections.abc import Callable
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, sqlite_path
-from ovos_a2a_solver.bridge.process.server import StartError, listen, load_backend, run_bridge
+from ovos_a2a_solver.bridge.process.server import run_bridge
+from ovos_a2a_solver.bridge.process.startup import StartError, listen, load_backend
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 

@@ -30,7 +30,7 @@ from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.push.guard import WebhookGuard, WebhookRefused
+from ovos_a2a_solver.bridge.push.guard import Target, WebhookGuard, WebhookRefused
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import caller_of
 from ovos_a2a_solver.resilience import full_jitter

@@ -1,0 +1,258 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What a bridge process checks and prepares before it serves: settings, logging, the
+listening socket, the database, the backend, and the banner.
+
+Everything that can stop the start is checked before the persona loads, and reported as a
+:class:`StartError`: one line that names the setting, port or host, and the command's exit
+status (2: a setting to change, 1: the machine or the network).
+"""
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import socket
+import sys
+import traceback
+
+from ovos_a2a_solver.bridge.config import (ENV_PREFIX, RESERVED_FILES, BridgeSettings, names_of, open_file_limit,
+                                           redact_url, sqlite_path)
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the a2a-sdk logs request and response bodies (message text) at DEBUG under this logger
+MESSAGE_LOGGER = "a2a"
+DATABASE_PROBE_TIMEOUT = 10.0
+SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
+#: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)
+SDK_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
+GRPC_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[grpc]'"
+#: connections the operating system keeps waiting for the bridge to accept them
+LISTEN_QUEUE = 2048
+
+
+class StartError(RuntimeError):
+    """The bridge cannot start. ``str()`` is one line for a person; ``status`` is the exit
+    status (2: change a setting, 1: a problem of the machine or the network)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ---- logging -------------------------------------------------------------------------------------
+
+def configure_logging(debug: bool = False) -> None:
+    """Warnings only; with ``debug`` this package's DEBUG logs and other libraries' INFO.
+
+    OVOS logs (its own handler, on stdout) are cut to errors unless ``debug`` or
+    ``OVOS_DEFAULT_LOG_LEVEL`` asks otherwise: what it says while a persona loads ("padatious
+    not installed", "old style entrypoint") is for developers. Call before the persona loads.
+    Message text is never logged here: see :func:`log_messages`.
+    """
+    logging.basicConfig(level=logging.INFO if debug else logging.WARNING, format=LOG_FORMAT, force=True)
+    logging.getLogger("ovos_a2a_solver").setLevel(logging.DEBUG if debug else logging.NOTSET)
+    logging.getLogger(MESSAGE_LOGGER).setLevel(logging.INFO if debug else logging.NOTSET)
+    if not debug and not os.environ.get("OVOS_DEFAULT_LOG_LEVEL"):
+        from ovos_utils.log import LOG as OVOS_LOG
+        OVOS_LOG.set_level("ERROR")
+
+
+def log_messages(enabled: bool) -> None:
+    """Turn on the a2a-sdk's DEBUG logs, which include every request and response body."""
+    if enabled:
+        logging.getLogger(MESSAGE_LOGGER).setLevel(logging.DEBUG)
+
+
+class StartupTrap(logging.Filter):
+    """Catches uvicorn's report of a failed start (a traceback in one log record), keeps
+    its last line (``Error: what happened``) in ``failure``, and drops it unless
+    ``verbose``; after :meth:`release` every record passes."""
+
+    def __init__(self, verbose: bool) -> None:
+        super().__init__()
+        self.verbose = verbose
+        self.active = True
+        self.failure: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.active or record.levelno < logging.ERROR:
+            return True
+        text = record.getMessage()
+        if record.exc_info:
+            text = "".join(traceback.format_exception(*record.exc_info))
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines and not lines[-1].startswith("Application startup failed"):
+            self.failure = lines[-1]
+        return self.verbose
+
+    def release(self) -> None:
+        self.active = False
+
+
+# ---- checks and binding --------------------------------------------------------------------------
+
+def bind(host: str, port: int, shared: bool = False) -> socket.socket:
+    """A listening TCP socket; ``proto`` is set so that asyncio turns on TCP_NODELAY
+    (without it every keep-alive response waits ~40 ms for a delayed ACK). ``shared``
+    (``SO_REUSEPORT``): other such sockets of this user may bind the same port, and the
+    kernel spreads new connections over them (one per worker). Raises OSError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if shared:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_QUEUE)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def listen(host: str, port: int, setting: str, status: int = 1, what: str = "port",
+           shared: bool = False) -> socket.socket:
+    """:func:`bind`, or a :class:`StartError` with ``status`` naming the host, the port
+    (``what``: "port", "gRPC port") and ``setting`` (the flag that changes it)."""
+    try:
+        return bind(host, port, shared)
+    except socket.gaierror as exc:
+        raise StartError(f"cannot listen on {host}: unknown host ({exc.strerror}); check --host", 2) from None
+    except OSError as exc:
+        raise StartError(bind_problem(host, port, setting, exc, what), status) from None
+
+
+def bind_problem(host: str, port: int, setting: str, exc: OSError, what: str = "port") -> str:
+    """One line saying why ``host``:``port`` could not be bound, and what to change."""
+    if exc.errno == errno.EADDRINUSE:
+        return f"{what} {port} on {host} is already in use (another bridge?): choose another with {setting}"
+    if exc.errno == errno.EACCES:
+        return f"no permission to listen on {what} {port} on {host} (ports below 1024 need privileges): " \
+               f"choose another with {setting}"
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: it is not an address of this machine; check --host"
+    return f"cannot listen on {host} {what} {port}: {(exc.strerror or str(exc)).lower()}"
+
+
+def require_grpc() -> None:
+    """Raise a :class:`StartError` (status 2) naming the fix unless gRPC can be served."""
+    try:
+        import grpc  # noqa: F401
+        from a2a.server.request_handlers.grpc_handler import GrpcHandler  # noqa: F401
+    except ImportError as exc:
+        raise StartError(f"--grpc-port needs gRPC, which is not installed ({exc}): {GRPC_EXTRA}", 2) from None
+
+
+def grpc_port(settings: BridgeSettings) -> int | None:
+    """The gRPC port to serve on (``0`` resolved to a free one), checked to be free now:
+    gRPC binds inside its own server, where a port in use is a traceback, not a message."""
+    if settings.grpc_port is None:
+        return None
+    require_grpc()
+    with listen(settings.host, settings.grpc_port, names_of("grpc_port"), status=2, what="gRPC port") as probe:
+        return probe.getsockname()[1]
+
+
+def check_database(url: str, timeout: float = DATABASE_PROBE_TIMEOUT) -> None:
+    """Connect once to a database other than SQLite; a :class:`StartError` naming its host
+    and the cause if that fails within ``timeout`` seconds."""
+    if sqlite_path(url) is not None:
+        return
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    parsed = make_url(url)
+    where = f"{parsed.host}:{parsed.port}" if parsed.host and parsed.port else (parsed.host or "")
+    try:
+        asyncio.run(asyncio.wait_for(_connect(url), timeout))
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise StartError(f"cannot reach the database{' at ' + where if where else ''} ({redact_url(url)}): "
+                         f"{database_problem(exc, timeout)}") from None
+    except SQLAlchemyError as exc:  # the driver's errors (authentication, unknown database...), wrapped
+        raise StartError(f"cannot use the database{' at ' + where if where else ''} ({redact_url(url)}): "
+                         f"{database_problem(exc, timeout)}") from None
+
+
+async def _connect(url: str) -> None:
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+    finally:
+        await engine.dispose()
+
+
+def database_problem(exc: BaseException, timeout: float) -> str:
+    """What went wrong with a database connection, in a few words."""
+    if isinstance(exc, asyncio.TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror})"
+    if isinstance(exc, OSError) and (exc.errno or exc.strerror):
+        return (os.strerror(exc.errno) if exc.errno else exc.strerror).lower()
+    cause = getattr(exc, "orig", None) or exc
+    return " ".join(str(cause).split()) or type(cause).__name__
+
+
+# ---- serving -------------------------------------------------------------------------------------
+
+def load_backend(settings: BridgeSettings):
+    """The backend the settings name: the persona file's persona, or the echo backend."""
+    from ovos_a2a_solver.bridge.backends.echo import EchoBackend
+    from ovos_a2a_solver.bridge.backends.persona import PersonaBackend
+    from ovos_a2a_solver.bridge.backends.scenarios import ScenarioBackend
+
+    if settings.backend == "scenarios":
+        return ScenarioBackend(call_log=settings.echo_log)
+    if settings.backend == "echo":
+        return EchoBackend(call_log=settings.echo_log)
+    return PersonaBackend.from_file(settings.persona)
+
+
+#: the banner's line for a bridge that asks no credentials
+OPEN_WARNING = (f"  open: no credentials asked, so whoever can connect (every user of this machine) reads and changes "
+                f"every task and webhook; set {ENV_PREFIX}TOKENS or {ENV_PREFIX}PASSWORD to close it")
+
+
+def banner(settings: BridgeSettings, name: str, workers: tuple[int, ...] = ()) -> list[str]:
+    """What the command prints once it serves (``workers``: their process ids, in order).
+    The first line is parsed by tools (tests, the demo) and keeps its form:
+    ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``."""
+    grpc = f", gRPC on port {settings.grpc_port}" if settings.grpc_port is not None else ""
+    lines = [f'ovos-a2a: serving "{name}" at {settings.public_url} (card {settings.card_url})',
+             f"  listening on {settings.host} port {settings.port}{grpc}"]
+    if workers:
+        lines.append(f"  {len(workers)} workers, process ids {' '.join(map(str, workers))}")
+    if not settings.requires_auth:
+        lines.append(OPEN_WARNING)
+    return lines + [f"  tasks kept in {settings.store}", "  Ctrl-C to stop"]
+
+
+def sdk_tracing_off_by_default() -> None:
+    """The a2a-sdk opens an OpenTelemetry span around every handler call whenever
+    ``opentelemetry-api`` is importable (fastapi and Google's libraries bring it), even with
+    no tracer configured: about a fifth of the bridge's throughput, for nothing. Off unless
+    the operator sets ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=true``. Call before the SDK is
+    imported."""
+    if SDK_TRACING not in os.environ and "a2a.utils.telemetry" not in sys.modules:
+        os.environ[SDK_TRACING] = "false"
+
+
+def check_file_limit(settings: BridgeSettings) -> None:
+    """Warn when ``max_connections`` leaves too few of the open-file limit for the rest:
+    beyond it, connections fail with "too many open files" instead of being refused."""
+    endpoints = 2 if settings.grpc_port is not None else 1
+    files = open_file_limit()
+    needed = settings.connection_limit * endpoints + RESERVED_FILES
+    if needed > files:
+        LOG.warning("%s %d on %d port(s) needs about %d open files, and this process may open %d (ulimit -n): "
+                    "connections beyond that fail with 'too many open files' instead of being refused; lower "
+                    "it or raise the limit", names_of("max_connections"), settings.connection_limit, endpoints,
+                    needed, files)

@@ -1,0 +1,255 @@
+"""Bridge: a protocol error for every bad request, never -32603, never a result, never a 500.
+
+Real bridge subprocesses on loopback. The randomized test sends malformed requests from
+a seeded generator (``malformed.py``: wrong JSON types, unknown enum names and numbers,
+messages not from the user, empty or too many parts, invalid UTF-8, JSON nested 1000
+deep, a 5000-digit id ...) over JSON-RPC and HTTP+JSON, and then checks that the bridge
+still has every slot free and answers a valid message.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+
+import httpx
+import pytest
+
+from support.bridge_process import BridgeProcess
+from support.bridge_rpc import answer, message, send, state, task_of
+from support.malformed import judge, malformed_requests
+from support.waiting import wait_until
+
+
+V1 = {"A2A-Version": "1.0"}
+SEED = 20261130
+CASES = 600
+
+
+@pytest.fixture(scope="module")
+def bridge():
+    with BridgeProcess("--max-concurrent", "1", "--debug") as process:
+        yield process
+
+
+def health(bridge: BridgeProcess) -> dict:
+    response = httpx.get(bridge.root + "/health", timeout=10)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def post(bridge: BridgeProcess, content: bytes, path: str = "/", headers=None) -> httpx.Response:
+    return httpx.post(bridge.url + path, content=content, timeout=30,
+                      headers={**V1, "Content-Type": "application/json", **(headers or {})})
+
+
+def rpc_body(method: str, params, request_id=1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+
+
+def test_seeded_malformed_requests_are_all_refused_and_the_bridge_stays_free(bridge):
+    cases = malformed_requests(SEED, CASES)
+    wrong = []
+    with httpx.Client() as client:
+        for case in cases:
+            response = case.send(bridge.url, client)
+            verdict = judge(case, response)
+            if verdict != "refused":
+                wrong.append(f"{verdict}: {case} -> {response.status_code} {response.text[:120]}")
+    assert not wrong, f"{len(wrong)} of {len(cases)} malformed requests were not refused:\n" + "\n".join(wrong[:15])
+    assert {c.binding for c in cases} == {"jsonrpc", "rest"}
+    wait_until(lambda: health(bridge)["running"] == 0, "0 messages running")
+    done = task_of(send(bridge.url, message("after the storm")))
+    assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: after the storm"
+    assert "Traceback" not in bridge.stderr_text()
+
+
+def deep(levels: int) -> str:
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+JSONRPC_TABLE = [
+    pytest.param(rpc_body("SendMessage", {"message": message("BAD")}).replace(b"BAD", b"\xff\xfe"),
+                 -32700, id="invalid-utf8"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","metadata":' + deep(1000).encode()
+                 + b"}}", -32600, id="nested-1000-deep"),
+    pytest.param(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"GetTask","params":{"id":"x"}}', -32600,
+                 id="5000-digit-id"),
+    pytest.param(rpc_body("SendMessage", {"message": message("")}), -32602, id="empty-text-part"),
+    pytest.param(rpc_body("SendMessage", {"message": {**message("hi"), "role": "ROLE_AGENT"}}), -32602,
+                 id="agent-role"),
+    pytest.param(rpc_body("SendMessage", {"message": {**message("hi"), "role": "ROLE_NOBODY"}}), -32602,
+                 id="unknown-role-name"),
+    pytest.param(rpc_body("ListTasks", {"status": "x"}), -32602, id="list-status-unknown-name"),
+    pytest.param(rpc_body("ListTasks", {"status": 42}), -32602, id="list-status-unknown-number"),
+    pytest.param(rpc_body("ListTasks", []), -32602, id="params-an-empty-array"),
+    pytest.param(rpc_body("SendMessage", {"message": message("hi"), "configuration": []}), -32602,
+                 id="configuration-an-array"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":{},"params":{}}', -32600, id="method-an-object"),
+]
+
+
+@pytest.mark.parametrize("content, code", JSONRPC_TABLE)
+def test_each_bad_jsonrpc_request_gets_its_protocol_error(bridge, content, code):
+    response = post(bridge, content)
+    assert response.status_code == 200, response.text
+    error = response.json()["error"]
+    assert error["code"] == code, response.text
+    assert "Traceback" not in error["message"] and "Exceeds the limit" not in error["message"]
+
+
+def without(path: str) -> dict:
+    """A valid SendMessage request (with a webhook that has credentials) without the field at
+    ``path`` (dotted, JSON names)."""
+    params = {"message": message("hi"), "configuration": {"taskPushNotificationConfig": {
+        "url": "https://example.com/hook", "authentication": {"scheme": "Bearer", "credentials": "t"}}}}
+    *parents, last = path.split(".")
+    node = params
+    for name in parents:
+        node = node[name]
+    del node[last]
+    return params
+
+
+def required_send_fields() -> list[str]:
+    """Every field of SendMessageRequest the A2A proto marks REQUIRED (dotted JSON names),
+    as the SDK's generic validation finds them."""
+    from google.api.field_behavior_pb2 import FieldBehavior, field_behavior
+
+    from a2a.types import SendMessageRequest
+
+    found = []
+
+    def walk(descriptor, prefix, seen):
+        for field in descriptor.fields:
+            if FieldBehavior.REQUIRED in field.GetOptions().Extensions[field_behavior]:
+                found.append(prefix + field.json_name)
+            nested = field.message_type
+            if nested is not None and not nested.GetOptions().map_entry and nested.full_name not in seen:
+                walk(nested, prefix + field.json_name + ".", seen | {nested.full_name})
+
+    walk(SendMessageRequest.DESCRIPTOR, "", set())
+    return found
+
+
+@pytest.mark.parametrize("path", required_send_fields())
+def test_a_send_without_a_required_field_is_refused_with_its_name_and_claims_nothing(bridge, path):
+    request = without(path)
+    response = post(bridge, rpc_body("SendMessage", request))
+    error = response.json()["error"]
+    assert error["code"] == -32602, response.text
+    assert path.split(".")[-1] in error["message"], error
+    wait_until(lambda: health(bridge)["running"] == 0, "0 messages running")
+    if path.startswith("configuration."):  # the same message without the broken webhook is new work, not a replay
+        done = task_of(send(bridge.url, request["message"]))
+        assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: hi"
+
+
+REST_TABLE = [
+    pytest.param("POST", "/rest/message:send",
+                 json.dumps({"message": message("BAD")}).encode().replace(b"BAD", b"\xff"), "",
+                 id="invalid-utf8"),
+    pytest.param("POST", "/rest/message:send", b'{"message":' + deep(1000).encode() + b"}", "", id="nested-1000-deep"),
+    pytest.param("POST", "/rest/message:send", json.dumps({"message": message("")}).encode(), "",
+                 id="empty-text-part"),
+    pytest.param("POST", "/rest/message:stream", json.dumps({"message": {**message("hi"), "role": 99}}).encode(), "",
+                 id="role-99"),
+    pytest.param("GET", "/rest/tasks", None, "status=x", id="list-status-unknown-name"),
+    pytest.param("GET", "/rest/tasks", None, "status=42", id="list-status-unknown-number"),
+]
+
+
+@pytest.mark.parametrize("method, path, content, query", REST_TABLE)
+def test_each_bad_http_json_request_gets_400_with_an_a2a_error(bridge, method, path, content, query):
+    response = httpx.request(method, bridge.url + path + (f"?{query}" if query else ""), content=content,
+                             headers={**V1, "Content-Type": "application/json"}, timeout=30)
+    assert response.status_code == 400, (response.status_code, response.text)
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["status"] == "INVALID_ARGUMENT" and error["details"][0]["domain"] == "a2a-protocol.org", error
+
+
+def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(bridge):
+    """A 1 MB message of ~69,000 parts: refused with -32602, and while the bridge reads
+    it, /health and a small message are answered promptly (it is parsed off the loop)."""
+    parts = [{"text": "x"}] * 69_000
+    huge = rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": parts}})
+    assert len(huge) > 900_000
+    results: dict = {}
+
+    def big() -> None:
+        for _ in range(5):
+            results.setdefault("codes", []).append(post(bridge, huge).json()["error"]["code"])
+
+    sender = threading.Thread(target=big)
+    sender.start()
+    slowest = 0.0
+    while sender.is_alive():
+        started = time.monotonic()
+        assert health(bridge)["ok"] is True
+        slowest = max(slowest, time.monotonic() - started)
+    sender.join()
+    assert results["codes"] == [-32602] * 5
+    assert slowest < 1.0, f"/health took {slowest:.2f} s while a large body was processed"
+    done = task_of(send(bridge.url, message("small")))
+    assert answer(done) == "echo: small"
+
+
+@pytest.fixture(scope="module")
+def secure_bridge():
+    with BridgeProcess("--debug", "--log-messages", env={"OVOS_A2A_TOKENS": "tok-Zq9x-7Lm"}) as process:
+        yield process
+
+
+def test_a_malformed_basic_credential_is_401_not_500(secure_bridge):
+    for header in (b"Basic \xff\xfe", b"Basic ####", b"Basic " + base64.b64encode(b"\xff\xfe:\xff"), b"Bearer \xff"):
+        response = httpx.post(secure_bridge.url + "/", content=rpc_body("GetTask", {"id": "x"}),
+                              headers=[(b"Authorization", header), (b"A2A-Version", b"1.0"),
+                                       (b"Content-Type", b"application/json")], timeout=10)
+        assert response.status_code == 401, (header, response.status_code, response.text)
+        assert response.json()["error"]["code"] == -32600
+    assert "Traceback" not in secure_bridge.stderr_text()
+
+
+def test_debug_logs_hold_no_credential_like_header(secure_bridge):
+    secrets = {"Cookie": "session=cookie-Hv3n-Bq6", "Proxy-Authorization": "Basic proxy-Kp4w-Rr8",
+               "X-API-Key": "apikey-Tz7u-Wm2", "X-Auth-Token": "authtok-Lx5c-Qe1",
+               "Authorization": "Bearer tok-Zq9x-7Lm"}
+    response = httpx.post(secure_bridge.url + "/", content=rpc_body("SendMessage", {"message": message("hi")}),
+                          headers={**V1, "Content-Type": "application/json", **secrets}, timeout=30)
+    assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", response.text
+    log = secure_bridge.stderr_text()
+    assert "DEBUG" in log
+    for name, value in secrets.items():
+        assert value.split(" ")[-1].split("=")[-1] not in log, f"{name} reached the log"
+
+
+def test_http_json_routes_without_a_body_still_work(bridge):
+    """Cancel and subscribe are POSTs with no body: the body checks leave them alone."""
+    waiting = httpx.post(bridge.url + "/rest/message:send", json={"message": message("ask:which city?")},
+                         headers=V1, timeout=30).json()["task"]
+    assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    with httpx.stream("POST", f"{bridge.url}/rest/tasks/{waiting['id']}:subscribe", headers=V1,
+                      timeout=30) as subscribed:
+        assert subscribed.status_code == 200
+        first = next(line for line in subscribed.iter_lines() if line.startswith("data:"))
+    assert json.loads(first[5:])["task"]["id"] == waiting["id"]
+    canceled = httpx.post(f"{bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=30)
+    assert canceled.status_code == 200, canceled.text
+    assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def test_a_new_task_has_a_time_and_is_listed_first(bridge):
+    """A task still submitted has a status timestamp, so ListTasks (newest first) shows it on the first page."""
+    for n in range(3):
+        send(bridge.url, message(f"older {n}"))
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+            "params": {"message": message("sleep:2"), "configuration": {"returnImmediately": True}}}
+    new = httpx.post(bridge.url + "/", json=body, headers=V1, timeout=30).json()["result"]["task"]
+    assert new["status"].get("timestamp"), new
+    listed = httpx.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
+                                               "params": {"pageSize": 1}}, headers=V1, timeout=30).json()
+    assert [t["id"] for t in listed["result"]["tasks"]] == [new["id"]], listed
+    wait_until(lambda: health(bridge)["running"] == 0, "the sleeping turn to end (this module's bridge has one slot)")

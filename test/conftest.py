@@ -28,6 +28,14 @@ def private_state_home():
     assert os.environ.get("XDG_STATE_HOME") == str(private), "a test left XDG_STATE_HOME changed"
 
 
+@pytest.fixture
+def private_state(tmp_path, monkeypatch):
+    """This test's own XDG state directory (``XDG_STATE_HOME`` points at it; it is not made
+    here): what an engine or a bridge of one test keeps is out of every other test's way."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg"
+
+
 @pytest.fixture(scope='session')
 def agent():
     """One test agent server for the whole session."""
@@ -43,7 +51,7 @@ def agent_pair():
 
 
 @pytest.fixture(scope='session')
-def bridge():
+def echo_bridge():
     """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir."""
     with BridgeProcess('--heartbeat', '1') as process:
         yield process

@@ -28,6 +28,7 @@ from a2a.utils.errors import InternalError, TaskNotFoundError
 from ovos_a2a_solver.version import __version__
 
 from support.bridge_process import BridgeProcess, BridgeStartError
+from support.bridge_rpc import health
 from support.interop import LEGACY_CLIENT_SCRIPT, legacy_python
 from support.waiting import WAIT, wait_until
 
@@ -57,7 +58,8 @@ def artifact_text(task: Task) -> str:
     return "".join(p.text for a in task.artifacts for p in a.parts)
 
 
-def status_text(status) -> str:
+def proto_status_text(status) -> str:
+    """The text of a protobuf TaskStatus's message (the a2a-sdk client's tasks)."""
     return "".join(p.text for p in status.message.parts)
 
 
@@ -117,7 +119,8 @@ def ask(url: str, text: str, *, binding: str = JSONRPC, auth=None, headers=None,
     return asyncio.run(go())
 
 
-def get_task(url: str, task_id: str, *, auth=None, headers=None) -> Task:
+def sdk_get_task(url: str, task_id: str, *, auth=None, headers=None) -> Task:
+    """GetTask through an a2a-sdk client; the protobuf Task."""
     async def go():
         async with sdk_client(url, auth=auth, headers=headers) as client:
             return await client.get_task(GetTaskRequest(id=task_id))
@@ -131,17 +134,11 @@ def list_tasks(url: str, request: ListTasksRequest, *, auth=None, headers=None):
     return asyncio.run(go())
 
 
-def rpc(url: str, body, *, headers=None, auth=None, content: bytes | None = None) -> httpx.Response:
-    """A raw JSON-RPC POST."""
+def post_jsonrpc(url: str, body, *, headers=None, auth=None, content: bytes | None = None) -> httpx.Response:
+    """A raw JSON-RPC POST (``body`` as JSON, or ``content`` as it is); the HTTP response."""
     all_headers = {"Content-Type": "application/json", **V1, **(headers or {})}
     data = content if content is not None else json.dumps(body).encode()
     return httpx.post(url, content=data, headers=all_headers, auth=auth, timeout=30)
-
-
-def health(bridge: BridgeProcess) -> dict:
-    response = httpx.get(bridge.root + "/health", timeout=10)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 class Background:
@@ -200,10 +197,10 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a/.
 LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport"}
 
 
-def test_card_served_at_every_well_known_path(bridge):
+def test_card_served_at_every_well_known_path(echo_bridge):
     cards = []
     for path in CARD_PATHS:
-        response = httpx.get(bridge.root + path, timeout=10)
+        response = httpx.get(echo_bridge.root + path, timeout=10)
         assert response.status_code == 200, (path, response.status_code, response.text)
         cards.append(response.json())
     assert cards[0]["name"] == "echo"
@@ -218,19 +215,19 @@ V1_FIELDS = {"name", "description", "supportedInterfaces", "provider", "version"
 @pytest.mark.parametrize("path", CARD_PATHS)
 @pytest.mark.parametrize("ask", [{"headers": {"A2A-Version": "1.0"}}, {"params": {"A2A-Version": "1.0"}}],
                          ids=["header", "query"])
-def test_a_1_0_client_gets_the_pure_1_0_card_a_0_3_client_the_hybrid(bridge, path, ask):
-    pure = httpx.get(bridge.root + path, timeout=10, **ask).json()
+def test_a_1_0_client_gets_the_pure_1_0_card_a_0_3_client_the_hybrid(echo_bridge, path, ask):
+    pure = httpx.get(echo_bridge.root + path, timeout=10, **ask).json()
     assert set(pure) <= V1_FIELDS, set(pure) - V1_FIELDS  # the A2A 1.0 schema allows nothing else
-    hybrid = httpx.get(bridge.root + path, timeout=10).json()  # no A2A-Version: a 0.3 client
+    hybrid = httpx.get(echo_bridge.root + path, timeout=10).json()  # no A2A-Version: a 0.3 client
     assert LEGACY_FIELDS <= hybrid.keys()
     assert {k: v for k, v in hybrid.items() if k not in LEGACY_FIELDS} == pure
-    assert hybrid == httpx.get(bridge.root + path, headers={"A2A-Version": "0.3"}, timeout=10).json()
+    assert hybrid == httpx.get(echo_bridge.root + path, headers={"A2A-Version": "0.3"}, timeout=10).json()
 
 
 @pytest.mark.parametrize("path", CARD_PATHS)
 @pytest.mark.parametrize("version", ["1.0", None])
-def test_card_caching_headers_and_304(bridge, path, version):
-    url = bridge.root + path
+def test_card_caching_headers_and_304(echo_bridge, path, version):
+    url = echo_bridge.root + path
     first = httpx.get(url, headers={"A2A-Version": version} if version else {}, timeout=10)
     assert first.headers["vary"] == "A2A-Version"
     etag, modified = first.headers["etag"], first.headers["last-modified"]
@@ -251,8 +248,8 @@ def test_card_caching_headers_and_304(bridge, path, version):
     assert not_modified.headers["etag"] == etag and not_modified.headers["last-modified"] == modified
 
 
-def test_card_skills_curated_first_then_one_per_handler(bridge):
-    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()
+def test_card_skills_curated_first_then_one_per_handler(echo_bridge):
+    card = httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()
     ids = [skill["id"] for skill in card["skills"]]
     assert ids[:2] == ["conversation", "questions"]
     assert ids[2:] == ["echo"]  # the echo backend has exactly one handler
@@ -260,15 +257,15 @@ def test_card_skills_curated_first_then_one_per_handler(bridge):
         assert skill["name"] and skill["description"]
 
 
-def test_card_interfaces_jsonrpc_rest_and_legacy(bridge):
-    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()  # no A2A-Version: the hybrid card
+def test_card_interfaces_jsonrpc_rest_and_legacy(echo_bridge):
+    card = httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()  # no A2A-Version: the hybrid card
     interfaces = [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]]
-    assert interfaces == [("JSONRPC", "1.0", bridge.url + "/"),
-                          ("HTTP+JSON", "1.0", bridge.url + "/rest"),
-                          ("JSONRPC", "0.3", bridge.url + "/")]
+    assert interfaces == [("JSONRPC", "1.0", echo_bridge.url + "/"),
+                          ("HTTP+JSON", "1.0", echo_bridge.url + "/rest"),
+                          ("JSONRPC", "0.3", echo_bridge.url + "/")]
     assert card["capabilities"]["streaming"] is True
     # the 0.3 fields a 0.3 client reads
-    assert card["protocolVersion"] == "0.3" and card["url"] == bridge.url + "/"
+    assert card["protocolVersion"] == "0.3" and card["url"] == echo_bridge.url + "/"
 
 
 def test_card_name_and_description_overrides():
@@ -280,11 +277,11 @@ def test_card_name_and_description_overrides():
         assert health(named)["persona"] == "Ada Bridge"
 
 
-def test_card_and_health_answer_while_the_backend_is_busy(bridge):
+def test_card_and_health_answer_while_the_backend_is_busy(echo_bridge):
     working, ended = threading.Event(), threading.Event()
 
     async def long_turn():
-        async with sdk_client(bridge.url, streaming=True) as client:
+        async with sdk_client(echo_bridge.url, streaming=True) as client:
             events = []
             async for event in client.send_message(SendMessageRequest(message=user_message("sleep:5"))):
                 events.append(event)
@@ -296,8 +293,8 @@ def test_card_and_health_answer_while_the_backend_is_busy(bridge):
 
     job = Background(long_turn)
     assert working.wait(WAIT), "the long turn never started working"
-    wait_until(lambda: health(bridge), "the persona turn to be running", until=lambda h: h["running"] >= 1)
-    response = httpx.get(bridge.root + CARD_PATHS[0], timeout=10)
+    wait_until(lambda: health(echo_bridge), "the persona turn to be running", until=lambda h: h["running"] >= 1)
+    response = httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10)
     assert response.status_code == 200
     assert response.json()["name"] == "echo"
     # ordering, not timing: the card was answered before the 5 s turn ended
@@ -308,12 +305,12 @@ def test_card_and_health_answer_while_the_backend_is_busy(bridge):
     assert last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-def test_health(bridge):
-    body = health(bridge)
+def test_health(echo_bridge):
+    body = health(echo_bridge)
     assert body["ok"] is True
     assert body["store"] == "ok"
     assert body["version"] == __version__  # the installed package's, as the card says too
-    assert body["version"] == httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
+    assert body["version"] == httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
     assert body["persona"] == "echo" and isinstance(body["running"], int)
 
 
@@ -322,27 +319,27 @@ def test_health(bridge):
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_send_message_completes_with_one_artifact(bridge, binding):
-    task = ask(bridge.url, "hello", binding=binding)
+def test_send_message_completes_with_one_artifact(echo_bridge, binding):
+    task = ask(echo_bridge.url, "hello", binding=binding)
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
     assert len(task.artifacts) == 1
     assert artifact_text(task) == "echo: hello"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_backend_failure_is_a_failed_task_with_a_reason(bridge, binding):
-    task = ask(bridge.url, "fail", binding=binding)
+def test_backend_failure_is_a_failed_task_with_a_reason(echo_bridge, binding):
+    task = ask(echo_bridge.url, "fail", binding=binding)
     assert state_name(task.status.state) == "TASK_STATE_FAILED"
-    reason = status_text(task.status)
+    reason = proto_status_text(task.status)
     assert "the echo backend was told to fail" in reason
     assert not artifact_text(task)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_no_answer_is_failed_never_an_empty_completion(bridge, binding):
-    task = ask(bridge.url, "empty", binding=binding)
+def test_no_answer_is_failed_never_an_empty_completion(echo_bridge, binding):
+    task = ask(echo_bridge.url, "empty", binding=binding)
     assert state_name(task.status.state) == "TASK_STATE_FAILED"
-    assert "no answer" in status_text(task.status).lower()
+    assert "no answer" in proto_status_text(task.status).lower()
     assert not task.artifacts
 
 
@@ -354,9 +351,9 @@ def _kinds(events) -> list[str]:
     return [e.WhichOneof("payload") for e in events]
 
 
-def test_stream_order_chunks_heartbeats_and_completion(bridge):
+def test_stream_order_chunks_heartbeats_and_completion(echo_bridge):
     async def go():
-        async with sdk_client(bridge.url, streaming=True) as client:
+        async with sdk_client(echo_bridge.url, streaming=True) as client:
             return await send_stream(client, user_message("slow:1.5"))
 
     events = asyncio.run(go())
@@ -393,9 +390,9 @@ def test_stream_order_chunks_heartbeats_and_completion(bridge):
     assert statuses[-1].status.state == TaskState.TASK_STATE_COMPLETED
 
 
-def test_stream_failure_ends_with_failed_status_event(bridge):
+def test_stream_failure_ends_with_failed_status_event(echo_bridge):
     async def go():
-        async with sdk_client(bridge.url, streaming=True) as client:
+        async with sdk_client(echo_bridge.url, streaming=True) as client:
             return await send_stream(client, user_message("fail"))
 
     events = asyncio.run(go())  # must not raise
@@ -403,14 +400,14 @@ def test_stream_failure_ends_with_failed_status_event(bridge):
     last = events[-1]
     assert last.WhichOneof("payload") == "status_update"
     assert last.status_update.status.state == TaskState.TASK_STATE_FAILED
-    assert "the echo backend was told to fail" in status_text(last.status_update.status)
+    assert "the echo backend was told to fail" in proto_status_text(last.status_update.status)
 
 
-def test_client_disconnect_mid_stream_does_not_cancel_the_work(bridge):
+def test_client_disconnect_mid_stream_does_not_cancel_the_work(echo_bridge):
     async def first_chunk_then_leave():
         hc = httpx.AsyncClient(timeout=30)
         try:
-            card = only_interface(await fetch_card(bridge.url, hc), JSONRPC, "1.0")
+            card = only_interface(await fetch_card(echo_bridge.url, hc), JSONRPC, "1.0")
             client = ClientFactory(ClientConfig(httpx_client=hc, streaming=True)).create(card)
             seen = []
             stream = client.send_message(SendMessageRequest(message=user_message("slow:0.5")))
@@ -429,7 +426,7 @@ def test_client_disconnect_mid_stream_does_not_cancel_the_work(bridge):
     task_id = seen[0].task.id
 
     unsettled = (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
-    task = wait_until(lambda: get_task(bridge.url, task_id), "the abandoned task to settle", interval=0.25,
+    task = wait_until(lambda: sdk_get_task(echo_bridge.url, task_id), "the abandoned task to settle", interval=0.25,
                       until=lambda t: t.status.state not in unsettled)
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
     assert artifact_text(task) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
@@ -439,37 +436,37 @@ def test_client_disconnect_mid_stream_does_not_cancel_the_work(bridge):
 # 4. conversation
 
 
-def test_follow_up_in_the_same_context_reaches_the_same_memory(bridge):
-    first = ask(bridge.url, "remember gold")
+def test_follow_up_in_the_same_context_reaches_the_same_memory(echo_bridge):
+    first = ask(echo_bridge.url, "remember gold")
     assert artifact_text(first) == "ok, I will remember gold."
     context = first.context_id
-    follow_up = ask(bridge.url, "recall", context_id=context)
+    follow_up = ask(echo_bridge.url, "recall", context_id=context)
     assert follow_up.context_id == context
     assert follow_up.id != first.id  # a new task in the same conversation
     assert artifact_text(follow_up) == "you told me gold."
 
 
-def test_contexts_never_mix(bridge):
-    gold = ask(bridge.url, "remember gold")
-    silver = ask(bridge.url, "remember silver")
+def test_contexts_never_mix(echo_bridge):
+    gold = ask(echo_bridge.url, "remember gold")
+    silver = ask(echo_bridge.url, "remember silver")
     assert gold.context_id != silver.context_id
-    stranger = ask(bridge.url, "recall")
+    stranger = ask(echo_bridge.url, "recall")
     assert stranger.context_id not in (gold.context_id, silver.context_id)
     assert artifact_text(stranger) == "I remember nothing."
-    assert artifact_text(ask(bridge.url, "recall", context_id=silver.context_id)) == "you told me silver."
-    assert artifact_text(ask(bridge.url, "recall", context_id=gold.context_id)) == "you told me gold."
+    assert artifact_text(ask(echo_bridge.url, "recall", context_id=silver.context_id)) == "you told me silver."
+    assert artifact_text(ask(echo_bridge.url, "recall", context_id=gold.context_id)) == "you told me gold."
 
 
-def test_input_required_then_follow_up_continues_the_same_task(bridge):
-    asked = ask(bridge.url, "ask:which city?")
+def test_input_required_then_follow_up_continues_the_same_task(echo_bridge):
+    asked = ask(echo_bridge.url, "ask:which city?")
     assert state_name(asked.status.state) == "TASK_STATE_INPUT_REQUIRED"
-    assert "which city?" in status_text(asked.status)
-    answered = ask(bridge.url, "Paris", task_id=asked.id, context_id=asked.context_id)
+    assert "which city?" in proto_status_text(asked.status)
+    answered = ask(echo_bridge.url, "Paris", task_id=asked.id, context_id=asked.context_id)
     assert answered.id == asked.id
     assert answered.context_id == asked.context_id
     assert state_name(answered.status.state) == "TASK_STATE_COMPLETED"
     assert artifact_text(answered).endswith("echo: Paris")
-    assert state_name(get_task(bridge.url, asked.id).status.state) == "TASK_STATE_COMPLETED"
+    assert state_name(sdk_get_task(echo_bridge.url, asked.id).status.state) == "TASK_STATE_COMPLETED"
 
 
 # ---------------------------------------------------------------------------------------
@@ -505,8 +502,8 @@ BAD_REQUESTS = [
 
 
 @pytest.mark.parametrize("content, code", BAD_REQUESTS)
-def test_bad_jsonrpc_requests_get_the_right_error(bridge, content, code):
-    response = rpc(bridge.url, None, content=content)
+def test_bad_jsonrpc_requests_get_the_right_error(echo_bridge, content, code):
+    response = post_jsonrpc(echo_bridge.url, None, content=content)
     assert response.status_code < 500, response.text
     body = response.json()
     assert body.get("jsonrpc") == "2.0"
@@ -524,36 +521,36 @@ def _oversized_body(endpoint: str) -> bytes:
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_oversized_body_is_refused_with_413(bridge, endpoint):
-    response = httpx.post(bridge.url + endpoint, content=_oversized_body(endpoint), timeout=30,
+def test_oversized_body_is_refused_with_413(echo_bridge, endpoint):
+    response = httpx.post(echo_bridge.url + endpoint, content=_oversized_body(endpoint), timeout=30,
                           headers={"Content-Type": "application/json", **V1})
     assert response.status_code == 413, (response.status_code, response.text)
     error = response.json()["error"]
     assert "1048576" in error["message"]
     assert error["code"] == (413 if endpoint else -32600)  # google.rpc.Status on REST, JSON-RPC otherwise
-    assert health(bridge)["ok"] is True
+    assert health(echo_bridge)["ok"] is True
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
-def test_oversized_chunked_body_is_refused_with_413(bridge, endpoint):
+def test_oversized_chunked_body_is_refused_with_413(echo_bridge, endpoint):
     data = _oversized_body(endpoint)
 
     def chunks():
         for start in range(0, len(data), 64 * 1024):
             yield data[start:start + 64 * 1024]
 
-    response = httpx.post(bridge.url + endpoint, content=chunks(), timeout=30,
+    response = httpx.post(echo_bridge.url + endpoint, content=chunks(), timeout=30,
                           headers={"Content-Type": "application/json", **V1})
     assert "content-length" not in {k.lower() for k in response.request.headers}
     assert response.status_code == 413, (response.status_code, response.text)
     assert response.json()["error"]["message"].startswith("request body over")
 
 
-def test_v03_message_send_without_version_header(bridge):
+def test_v03_message_send_without_version_header(echo_bridge):
     body = {"jsonrpc": "2.0", "id": "r1", "method": "message/send",
             "params": {"message": {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user",
                                    "parts": [{"kind": "text", "text": "hi from 0.3"}]}}}
-    response = httpx.post(bridge.url + "/", json=body, timeout=30)
+    response = httpx.post(echo_bridge.url + "/", json=body, timeout=30)
     assert "a2a-version" not in {k.lower() for k in response.request.headers}
     assert response.status_code == 200, response.text
     reply = response.json()
@@ -593,15 +590,15 @@ def test_busy_bridge_refuses_at_once_and_finishes_the_first():
 # 7. security
 
 
-def test_default_bind_is_loopback(bridge):
-    card = httpx.get(bridge.root + CARD_PATHS[0], timeout=10).json()
+def test_default_bind_is_loopback(echo_bridge):
+    card = httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()
     for interface in card["supportedInterfaces"]:
-        assert interface["url"].startswith(f"http://127.0.0.1:{bridge.port}/"), interface
-    assert bridge.root == f"http://127.0.0.1:{bridge.port}"
+        assert interface["url"].startswith(f"http://127.0.0.1:{echo_bridge.port}/"), interface
+    assert echo_bridge.root == f"http://127.0.0.1:{echo_bridge.port}"
     address = non_loopback_address()
     if address is not None:  # reachable only on loopback
         with pytest.raises(OSError):
-            socket.create_connection((address, bridge.port), timeout=5).close()
+            socket.create_connection((address, echo_bridge.port), timeout=5).close()
 
 
 def test_public_bind_without_credentials_refuses_to_start():
@@ -624,7 +621,7 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
         dict(headers={"Authorization": "Basic !!not-base64!!"}),
     ]
     for credentials in wrong:
-        jsonrpc = rpc(url, get_task_body, **credentials)
+        jsonrpc = post_jsonrpc(url, get_task_body, **credentials)
         assert jsonrpc.status_code == 401, (credentials, jsonrpc.text)
         assert jsonrpc.json()["error"]["code"] < 0
         assert "basic" in jsonrpc.headers.get("www-authenticate", "").lower()
@@ -637,7 +634,7 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
         assert rest_send.status_code == 401, (credentials, rest_send.text)
 
     for credentials in (dict(auth=BASIC), dict(headers=BEARER_1), dict(headers=BEARER_2)):
-        jsonrpc = rpc(url, _valid_send("let me in"), **credentials)
+        jsonrpc = post_jsonrpc(url, _valid_send("let me in"), **credentials)
         assert jsonrpc.status_code == 200, (credentials, jsonrpc.text)
         assert jsonrpc.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         rest_send = httpx.post(url + "/rest/message:send", json=_rest_send_body("rest in"),
@@ -666,7 +663,7 @@ def _exercise_credentials(bridge: BridgeProcess) -> str:
     for credentials in (dict(auth=BASIC), dict(headers=BEARER_1), dict(headers=BEARER_2),
                         dict(auth=httpx.BasicAuth("a2a", PASSWORD + "x")),
                         dict(headers={"Authorization": f"Bearer {TOKEN_1}x"})):
-        rpc(bridge.url, _valid_send("secret?"), **credentials)
+        post_jsonrpc(bridge.url, _valid_send("secret?"), **credentials)
     log = bridge.stderr_text()
     assert "DEBUG" in log  # --debug is on: the bridge did log, verbosely
     return log
@@ -703,8 +700,8 @@ def test_list_tasks_is_owner_scoped(secure_bridge):
     assert other <= seen_t1 and not (mine | theirs) & seen_t1
     # nor can one caller read another's task by id
     with pytest.raises(TaskNotFoundError):
-        get_task(url, next(iter(mine)), headers=BEARER_2)
-    assert get_task(url, next(iter(mine)), auth=BASIC).id in mine
+        sdk_get_task(url, next(iter(mine)), headers=BEARER_2)
+    assert sdk_get_task(url, next(iter(mine)), auth=BASIC).id in mine
 
 
 def test_list_tasks_cursor_pagination(secure_bridge):
@@ -754,9 +751,9 @@ def test_list_tasks_filters_by_context_and_status(secure_bridge):
 
 
 @pytest.mark.timeout(900)
-def test_genuine_v03_sdk_client(bridge):
+def test_genuine_v03_sdk_client(echo_bridge):
     python = legacy_python()  # builds the a2a-sdk 0.3 venv on a cold cache
-    done = subprocess.run([python, str(LEGACY_CLIENT_SCRIPT), bridge.root, "hello from 0.3"], capture_output=True,
+    done = subprocess.run([python, str(LEGACY_CLIENT_SCRIPT), echo_bridge.root, "hello from 0.3"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -772,11 +769,11 @@ def test_genuine_v03_sdk_client(bridge):
 @pytest.mark.parametrize("binding, version", [pytest.param(JSONRPC, "1.0", id="jsonrpc-1.0"),
                                               pytest.param(REST, "1.0", id="http+json-1.0"),
                                               pytest.param(JSONRPC, "0.3", id="jsonrpc-0.3-compat")])
-def test_v1_sdk_client_blocking_and_streaming_per_interface(bridge, binding, version):
+def test_v1_sdk_client_blocking_and_streaming_per_interface(echo_bridge, binding, version):
     async def go():
-        async with sdk_client(bridge.url, binding=binding, version=version) as blocking:
+        async with sdk_client(echo_bridge.url, binding=binding, version=version) as blocking:
             task = await send_blocking(blocking, user_message(f"blocking {version}"))
-        async with sdk_client(bridge.url, binding=binding, version=version, streaming=True) as streaming:
+        async with sdk_client(echo_bridge.url, binding=binding, version=version, streaming=True) as streaming:
             events = await send_stream(streaming, user_message(f"streaming {version}"))
         return task, events
 

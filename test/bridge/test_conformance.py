@@ -16,6 +16,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from support.bridge_process import BridgeProcess
+from support.bridge_rpc import get_task, message, state, status_text, task_of
 from support.waiting import WAIT, wait_until
 
 
@@ -24,16 +25,17 @@ BINDINGS = ["jsonrpc", "rest", "grpc"]
 
 
 @pytest.fixture(scope="module")
-def bridge():
+def scenarios_bridge():
+    """A bridge on the conformance kit's scripted scenarios, with gRPC on (``grpc_target``)."""
     with BridgeProcess("--grpc-port", "0", backend="scenarios") as process:
         card = httpx.get(process.root + "/.well-known/agent-card.json", headers=V1, timeout=10).json()
         process.grpc_target = next(i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC")
         yield process
 
 
-def message(message_id: str, text: str = "hello", **ids) -> dict:
-    return {"role": "ROLE_USER", "messageId": f"{message_id}-{uuid.uuid4().hex[:8]}", "parts": [{"text": text}],
-            **ids}
+def scenario_message(scenario: str, text: str = "hello", task_id: str = "", context_id: str = "") -> dict:
+    """A message whose messageId starts with ``scenario`` (the kit's scenarios are picked by that prefix)."""
+    return message(text, f"{scenario}-{uuid.uuid4().hex[:8]}", task_id, context_id)
 
 
 # ---- one call, three bindings; every answer in ProtoJSON form ----------------------------------------
@@ -62,7 +64,7 @@ def _sse(response) -> list[dict]:
     return events
 
 
-def send(bridge, binding: str, msg: dict, **configuration) -> dict:
+def send_over(bridge, binding: str, msg: dict, **configuration) -> dict:
     """SendMessage; the SendMessageResponse (``{"task": ...}`` or ``{"message": ...}``)."""
     params = {"message": msg, **({"configuration": configuration} if configuration else {})}
     if binding == "jsonrpc":
@@ -79,7 +81,7 @@ def send(bridge, binding: str, msg: dict, **configuration) -> dict:
     return _grpc(bridge, "SendMessage", ParseDict(params, SendMessageRequest()))
 
 
-def stream(bridge, binding: str, msg: dict) -> list[dict]:
+def stream_over(bridge, binding: str, msg: dict) -> list[dict]:
     """SendStreamingMessage; every StreamResponse in order."""
     params = {"message": msg}
     if binding == "jsonrpc":
@@ -111,21 +113,8 @@ def subscribe(bridge, binding: str, task_id: str) -> list[dict]:
     return _grpc(bridge, "SubscribeToTask", SubscribeToTaskRequest(id=task_id))
 
 
-def get_task(bridge, task_id: str) -> dict:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
-    return httpx.post(bridge.url + "/", json=body, headers=V1, timeout=WAIT).json()["result"]
-
-
-def state(task: dict) -> str:
-    return task["status"]["state"]
-
-
 def parts_of(task: dict) -> list[dict]:
     return [p for a in task.get("artifacts", []) for p in a["parts"]]
-
-
-def status_text(task: dict) -> str:
-    return "".join(p.get("text", "") for p in (task["status"].get("message") or {}).get("parts", []))
 
 
 def states(events: list[dict]) -> list[str]:
@@ -141,31 +130,32 @@ def artifact_updates(events: list[dict]) -> list[dict]:
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_complete_task_ends_completed_with_the_agents_message(bridge, binding):
-    task = send(bridge, binding, message("tck-complete-task"))["task"]
+def test_complete_task_ends_completed_with_the_agents_message(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-complete-task"))["task"]
     assert state(task) == "TASK_STATE_COMPLETED"
     assert status_text(task) == "Hello from TCK"
     assert task["status"]["message"]["role"] == "ROLE_AGENT"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_input_required_stops_and_takes_a_follow_up(bridge, binding):
-    task = send(bridge, binding, message("tck-input-required"))["task"]
+def test_input_required_stops_and_takes_a_follow_up(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-input-required"))["task"]
     assert state(task) == "TASK_STATE_INPUT_REQUIRED"
-    follow_up = send(bridge, binding, message("tck-complete-task", taskId=task["id"], contextId=task["contextId"]))
+    follow_up = send_over(scenarios_bridge, binding,
+                          scenario_message("tck-complete-task", task_id=task["id"], context_id=task["contextId"]))
     assert follow_up["task"]["id"] == task["id"] and state(follow_up["task"]) == "TASK_STATE_COMPLETED"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_text_artifact(bridge, binding):
-    task = send(bridge, binding, message("tck-artifact-text"))["task"]
+def test_text_artifact(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-artifact-text"))["task"]
     assert state(task) == "TASK_STATE_COMPLETED"
     assert parts_of(task) == [{"text": "Generated text content"}]
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_file_artifact_has_raw_bytes_media_type_and_filename(bridge, binding):
-    task = send(bridge, binding, message("tck-artifact-file"))["task"]
+def test_file_artifact_has_raw_bytes_media_type_and_filename(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-artifact-file"))["task"]
     assert state(task) == "TASK_STATE_COMPLETED"
     (part,) = parts_of(task)
     assert base64.b64decode(part["raw"]) == b"tck"
@@ -173,22 +163,22 @@ def test_file_artifact_has_raw_bytes_media_type_and_filename(bridge, binding):
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_file_url_artifact(bridge, binding):
-    task = send(bridge, binding, message("tck-artifact-file-url"))["task"]
+def test_file_url_artifact(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-artifact-file-url"))["task"]
     (part,) = parts_of(task)
     assert part == {"url": "https://example.com/output.txt", "mediaType": "text/plain", "filename": "output.txt"}
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_data_artifact(bridge, binding):
-    task = send(bridge, binding, message("tck-artifact-data"))["task"]
+def test_data_artifact(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-artifact-data"))["task"]
     (part,) = parts_of(task)
     assert part["data"] == {"key": "value", "count": 42}
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_message_response_is_a_message_and_no_task(bridge, binding):
-    result = send(bridge, binding, message("tck-message-response"))
+def test_message_response_is_a_message_and_no_task(scenarios_bridge, binding):
+    result = send_over(scenarios_bridge, binding, scenario_message("tck-message-response"))
     assert "task" not in result
     reply = result["message"]
     assert reply["role"] == "ROLE_AGENT" and reply["parts"] == [{"text": "Direct message response"}]
@@ -196,18 +186,19 @@ def test_message_response_is_a_message_and_no_task(bridge, binding):
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_reject_task_ends_rejected(bridge, binding):
-    task = send(bridge, binding, message("tck-reject-task"))["task"]
+def test_reject_task_ends_rejected(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("tck-reject-task"))["task"]
     assert state(task) == "TASK_STATE_REJECTED"
     assert status_text(task)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_any_other_message_is_echoed_and_the_task_stays_open(bridge, binding):
-    task = send(bridge, binding, message("plain", text="good morning"))["task"]
+def test_any_other_message_is_echoed_and_the_task_stays_open(scenarios_bridge, binding):
+    task = send_over(scenarios_bridge, binding, scenario_message("plain", text="good morning"))["task"]
     assert state(task) == "TASK_STATE_INPUT_REQUIRED"
     assert parts_of(task) == [{"text": "echo: good morning"}]
-    again = send(bridge, binding, message("plain", text="again", taskId=task["id"], contextId=task["contextId"]))
+    again = send_over(scenarios_bridge, binding,
+                      scenario_message("plain", text="again", task_id=task["id"], context_id=task["contextId"]))
     assert again["task"]["id"] == task["id"] and len(again["task"]["history"]) >= 3
 
 
@@ -233,8 +224,8 @@ def _check_stream(events: list[dict]) -> None:
                                           ("tck-stream-003", "Stream task lifecycle"),
                                           ("tck-stream-ordering-001", "Ordered output"),
                                           ("tck-stream-artifact-text", "Streamed text content")])
-def test_stream_working_then_a_text_artifact_then_completed(bridge, binding, prefix, text):
-    events = stream(bridge, binding, message(prefix))
+def test_stream_working_then_a_text_artifact_then_completed(scenarios_bridge, binding, prefix, text):
+    events = stream_over(scenarios_bridge, binding, scenario_message(prefix))
     _check_stream(events)
     assert states(events) == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     kinds = [next(iter(e)) for e in events]
@@ -244,15 +235,15 @@ def test_stream_working_then_a_text_artifact_then_completed(bridge, binding, pre
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_stream_002_completes_at_once(bridge, binding):
-    events = stream(bridge, binding, message("tck-stream-002"))
+def test_stream_002_completes_at_once(scenarios_bridge, binding):
+    events = stream_over(scenarios_bridge, binding, scenario_message("tck-stream-002"))
     _check_stream(events)
     assert states(events)[-1] == "TASK_STATE_COMPLETED" and not artifact_updates(events)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_stream_file_artifact(bridge, binding):
-    events = stream(bridge, binding, message("tck-stream-artifact-file"))
+def test_stream_file_artifact(scenarios_bridge, binding):
+    events = stream_over(scenarios_bridge, binding, scenario_message("tck-stream-artifact-file"))
     _check_stream(events)
     (update,) = artifact_updates(events)
     (part,) = update["artifact"]["parts"]
@@ -261,21 +252,21 @@ def test_stream_file_artifact(bridge, binding):
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_stream_chunked_artifact_two_appended_chunks(bridge, binding):
-    events = stream(bridge, binding, message("tck-stream-artifact-chunked"))
+def test_stream_chunked_artifact_two_appended_chunks(scenarios_bridge, binding):
+    events = stream_over(scenarios_bridge, binding, scenario_message("tck-stream-artifact-chunked"))
     _check_stream(events)
     first, second = artifact_updates(events)
     assert first["artifact"]["parts"] == [{"text": "chunk-1 "}] and not first.get("lastChunk")
     assert second["artifact"]["parts"] == [{"text": "chunk-2"}]
     assert second.get("append") is True and second.get("lastChunk") is True
     assert first["artifact"]["artifactId"] == second["artifact"]["artifactId"]
-    task = get_task(bridge, events[0]["task"]["id"])
+    task = task_of(get_task(scenarios_bridge.url, events[0]["task"]["id"]))
     assert parts_of(task) == [{"text": "chunk-1 "}, {"text": "chunk-2"}]
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_a_spoken_answer_streams_no_empty_chunk_and_marks_its_last(bridge, binding):
-    events = stream(bridge, binding, message("plain", text="slow:0.1"))
+def test_a_spoken_answer_streams_no_empty_chunk_and_marks_its_last(scenarios_bridge, binding):
+    events = stream_over(scenarios_bridge, binding, scenario_message("plain", text="slow:0.1"))
     _check_stream(events)
     updates = artifact_updates(events)
     assert len(updates) == 5
@@ -285,13 +276,14 @@ def test_a_spoken_answer_streams_no_empty_chunk_and_marks_its_last(bridge, bindi
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-def test_resubscribe_scenario_works_for_seconds_then_completes(bridge, binding):
+def test_resubscribe_scenario_works_for_seconds_then_completes(scenarios_bridge, binding):
     started = time.monotonic()
-    task = send(bridge, binding, message("test-resubscribe-message-id"), returnImmediately=True)["task"]
+    task = send_over(scenarios_bridge, binding, scenario_message("test-resubscribe-message-id"),
+                     returnImmediately=True)["task"]
     assert state(task) in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
-    wait_until(lambda: state(get_task(bridge, task["id"])), "the task to be working",
+    wait_until(lambda: state(task_of(get_task(scenarios_bridge.url, task["id"]))), "the task to be working",
                until=lambda s: s == "TASK_STATE_WORKING")
-    events = subscribe(bridge, binding, task["id"])
+    events = subscribe(scenarios_bridge, binding, task["id"])
     assert states(events)[-1] == "TASK_STATE_COMPLETED"
     assert time.monotonic() - started >= 3.5  # it worked for its 4 s
 
@@ -299,43 +291,44 @@ def test_resubscribe_scenario_works_for_seconds_then_completes(bridge, binding):
 # ---- errors, per binding -------------------------------------------------------------------------
 
 
-def test_jsonrpc_wrong_content_type_is_content_type_not_supported(bridge):
+def test_jsonrpc_wrong_content_type_is_content_type_not_supported(scenarios_bridge):
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                       "params": {"message": message("tck-complete-task")}})
-    response = httpx.post(bridge.url + "/", content=body, headers={**V1, "Content-Type": "text/plain"}, timeout=WAIT)
+                       "params": {"message": scenario_message("tck-complete-task")}})
+    response = httpx.post(scenarios_bridge.url + "/", content=body, headers={**V1, "Content-Type": "text/plain"},
+                          timeout=WAIT)
     assert response.json()["error"]["code"] == -32005
-    ok = httpx.post(bridge.url + "/", content=body, headers={**V1, "Content-Type": "application/json; charset=utf-8"},
-                    timeout=WAIT).json()
+    ok = httpx.post(scenarios_bridge.url + "/", content=body,
+                    headers={**V1, "Content-Type": "application/json; charset=utf-8"}, timeout=WAIT).json()
     assert "result" in ok, ok
 
 
-def test_rest_answers_are_application_json_and_cancel_needs_no_body(bridge):
-    task = send(bridge, "rest", message("tck-complete-task"))["task"]
-    got = httpx.get(f"{bridge.url}/rest/tasks/{task['id']}", headers=V1, timeout=WAIT)
+def test_rest_answers_are_application_json_and_cancel_needs_no_body(scenarios_bridge):
+    task = send_over(scenarios_bridge, "rest", scenario_message("tck-complete-task"))["task"]
+    got = httpx.get(f"{scenarios_bridge.url}/rest/tasks/{task['id']}", headers=V1, timeout=WAIT)
     assert got.status_code == 200 and got.headers["content-type"] == "application/json"
-    missing = httpx.post(f"{bridge.url}/rest/tasks/no-such-task:cancel", headers=V1, timeout=WAIT)
+    missing = httpx.post(f"{scenarios_bridge.url}/rest/tasks/no-such-task:cancel", headers=V1, timeout=WAIT)
     assert missing.status_code == 404 and missing.headers["content-type"] == "application/json"
-    finished = httpx.post(f"{bridge.url}/rest/tasks/{task['id']}:cancel", headers=V1, timeout=WAIT)
+    finished = httpx.post(f"{scenarios_bridge.url}/rest/tasks/{task['id']}:cancel", headers=V1, timeout=WAIT)
     assert finished.status_code == 409, finished.text
-    waiting = send(bridge, "rest", message("tck-input-required"))["task"]
-    canceled = httpx.post(f"{bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=WAIT)
+    waiting = send_over(scenarios_bridge, "rest", scenario_message("tck-input-required"))["task"]
+    canceled = httpx.post(f"{scenarios_bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=WAIT)
     assert canceled.status_code == 200 and canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
-    subscribed = httpx.post(f"{bridge.url}/rest/tasks/no-such-task:subscribe", headers=V1, timeout=WAIT)
+    subscribed = httpx.post(f"{scenarios_bridge.url}/rest/tasks/no-such-task:subscribe", headers=V1, timeout=WAIT)
     assert subscribed.status_code == 404
 
 
-def test_grpc_unsupported_version_is_unimplemented(bridge):
+def test_grpc_unsupported_version_is_unimplemented(scenarios_bridge):
     import grpc
     from a2a.types import SendMessageRequest
 
-    request = ParseDict({"message": message("tck-complete-task")}, SendMessageRequest())
+    request = ParseDict({"message": scenario_message("tck-complete-task")}, SendMessageRequest())
     with pytest.raises(grpc.RpcError) as raised:
-        _grpc(bridge, "SendMessage", request, metadata=(("a2a-version", "99.0"),))
+        _grpc(scenarios_bridge, "SendMessage", request, metadata=(("a2a-version", "99.0"),))
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
     with pytest.raises(grpc.RpcError) as raised:
-        _grpc(bridge, "SendStreamingMessage", request, metadata=(("a2a-version", "99.0"),))
+        _grpc(scenarios_bridge, "SendStreamingMessage", request, metadata=(("a2a-version", "99.0"),))
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert _grpc(bridge, "SendMessage", request)["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert _grpc(scenarios_bridge, "SendMessage", request)["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def _v03(bridge, method: str, params, request_id="r-1") -> dict:
@@ -345,26 +338,26 @@ def _v03(bridge, method: str, params, request_id="r-1") -> dict:
 
 @pytest.mark.parametrize("params", [{"message": {"parts": "invalid"}}, {"message": {"kind": "message"}},
                                     {"": "not_a_dict"}])
-def test_v03_invalid_params_are_32602_with_the_request_id(bridge, params):
-    response = _v03(bridge, "message/send", params)
+def test_v03_invalid_params_are_32602_with_the_request_id(scenarios_bridge, params):
+    response = _v03(scenarios_bridge, "message/send", params)
     assert response["error"]["code"] == -32602 and response["id"] == "r-1", response
 
 
-def test_v03_plain_message_task_continues_cancels_and_honours_history_length(bridge):
+def test_v03_plain_message_task_continues_cancels_and_honours_history_length(scenarios_bridge):
     def v03_message(text, **ids):
         return {"kind": "message", "role": "user", "messageId": uuid.uuid4().hex,
                 "parts": [{"kind": "text", "text": text}], **ids}
 
-    first = _v03(bridge, "message/send", {"message": v03_message("one")})
+    first = _v03(scenarios_bridge, "message/send", {"message": v03_message("one")})
     task = first["result"]
     assert first["id"] == "r-1" and task["status"]["state"] == "input-required"
     for n in range(2):
-        more = _v03(bridge, "message/send", {"message": v03_message(f"more {n}", taskId=task["id"])})
+        more = _v03(scenarios_bridge, "message/send", {"message": v03_message(f"more {n}", taskId=task["id"])})
         assert more["result"]["id"] == task["id"], more
-    short = _v03(bridge, "message/send", {"message": v03_message("last", taskId=task["id"]),
+    short = _v03(scenarios_bridge, "message/send", {"message": v03_message("last", taskId=task["id"]),
                                           "configuration": {"historyLength": 1}})
     assert len(short["result"]["history"]) == 1, short
-    full = _v03(bridge, "tasks/get", {"id": task["id"]})["result"]
+    full = _v03(scenarios_bridge, "tasks/get", {"id": task["id"]})["result"]
     assert len(full["history"]) > 1
-    canceled = _v03(bridge, "tasks/cancel", {"id": task["id"]})
+    canceled = _v03(scenarios_bridge, "tasks/cancel", {"id": task["id"]})
     assert canceled["id"] == "r-1" and canceled["result"]["status"]["state"] == "canceled", canceled

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import OwnerCalls, message
+from support.bridge_rpc import OwnerCalls, answer, message, state
+from support.personas import relay_persona
 from support.waiting import wait_until
 
 
@@ -46,37 +47,30 @@ class Caller(OwnerCalls):
         return 0
 
 
-def said(task: dict) -> str:
-    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
-
-
-def state(task: dict) -> str:
-    return task["status"]["state"]
-
-
 TASK_NOT_FOUND = -32001
 
 
 @pytest.fixture(scope="module")
-def echo_bridge():
+def bridge_with_tokens():
+    """An echo bridge (1 s heartbeat) that takes two Bearer tokens: two owners."""
     with BridgeProcess("--heartbeat", "1", env=TOKENS) as process:
         yield process
 
 
-def test_a_context_id_sent_by_another_owner_reaches_a_memory_of_its_own(echo_bridge):
-    a, b = Caller(echo_bridge, TOKEN_A), Caller(echo_bridge, TOKEN_B)
+def test_a_context_id_sent_by_another_owner_reaches_a_memory_of_its_own(bridge_with_tokens):
+    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
     gold = a.say("remember gold")
     context = gold["contextId"]
-    assert said(b.say("recall", context_id=context)) == "I remember nothing."
-    assert said(b.say("remember silver", context_id=context)) == "ok, I will remember silver."
-    assert said(a.say("recall", context_id=context)) == "you told me gold."
-    assert said(b.say("recall", context_id=context)) == "you told me silver."
+    assert answer(b.say("recall", context_id=context)) == "I remember nothing."
+    assert answer(b.say("remember silver", context_id=context)) == "ok, I will remember silver."
+    assert answer(a.say("recall", context_id=context)) == "you told me gold."
+    assert answer(b.say("recall", context_id=context)) == "you told me silver."
 
 
-def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(echo_bridge):
-    a, b = Caller(echo_bridge, TOKEN_A), Caller(echo_bridge, TOKEN_B)
+def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(bridge_with_tokens):
+    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
     working = a.say("slow:0.5", blocking=False)
-    wait_until(lambda: said(a.task("GetTask", {"id": working["id"]})).startswith("Sentence 1."),
+    wait_until(lambda: answer(a.task("GetTask", {"id": working["id"]})).startswith("Sentence 1."),
                "the owner's task to be working")
     assert b.error_code("GetTask", {"id": working["id"]}) == TASK_NOT_FOUND
     assert b.error_code("CancelTask", {"id": working["id"]}) == TASK_NOT_FOUND
@@ -84,7 +78,7 @@ def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(e
     assert working["id"] not in {t["id"] for t in b.call("ListTasks", {"pageSize": 100})["result"]["tasks"]}
     done = wait_until(lambda: a.task("GetTask", {"id": working["id"]}), "the owner's task to complete",
                       until=lambda t: state(t) == "TASK_STATE_COMPLETED")
-    assert said(done).endswith("Sentence 5."), done  # B's cancel did not touch it
+    assert answer(done).endswith("Sentence 5."), done  # B's cancel did not touch it
 
     asking = a.say("ask:which city?")
     assert state(asking) == "TASK_STATE_INPUT_REQUIRED"
@@ -94,47 +88,39 @@ def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(e
     assert reply["error"]["code"] == TASK_NOT_FOUND, reply
     assert state(a.task("GetTask", {"id": asking["id"]})) == "TASK_STATE_INPUT_REQUIRED"
     answered = a.say("Lisbon", task_id=asking["id"], context_id=asking["contextId"])
-    assert state(answered) == "TASK_STATE_COMPLETED" and said(answered).endswith("echo: Lisbon")
+    assert state(answered) == "TASK_STATE_COMPLETED" and answer(answered).endswith("echo: Lisbon")
 
 
-def test_replaying_another_owners_message_id_starts_work_of_ones_own(echo_bridge):
-    a, b = Caller(echo_bridge, TOKEN_A), Caller(echo_bridge, TOKEN_B)
+def test_replaying_another_owners_message_id_starts_work_of_ones_own(bridge_with_tokens):
+    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
     shared = message("remember the code 1234")
     mine = a.task("SendMessage", {"message": shared})
     theirs = b.task("SendMessage", {"message": shared})
     assert theirs["id"] != mine["id"] and theirs["contextId"] != mine["contextId"]
-    assert said(b.say("recall", context_id=mine["contextId"])) == "I remember nothing."
+    assert answer(b.say("recall", context_id=mine["contextId"])) == "I remember nothing."
 
 
-@pytest.fixture()
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    return tmp_path
-
-
-def test_the_default_persona_keeps_one_memory_per_owner_and_conversation(private_state):
-    env = {**TOKENS, "XDG_STATE_HOME": str(private_state / "bridge-xdg")}
+def test_the_default_persona_keeps_one_memory_per_owner_and_conversation(private_state, tmp_path):
+    env = {**TOKENS, "XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}
     with BridgeProcess(backend="persona", env=env) as bridge:
         a, b = Caller(bridge, TOKEN_A), Caller(bridge, TOKEN_B)
         zed = a.say("my name is Zed")
         context = zed["contextId"]
-        assert "Zed" in said(zed)
-        assert said(a.say("what is my name", context_id=context)) == "Your name is Zed."
-        for answer in (said(a.say("what is my name")),                      # A, a fresh conversation
-                       said(b.say("what is my name", context_id=context)),  # B, with A's contextId
-                       said(b.say("what is my name"))):                     # B, a fresh conversation
-            assert "Zed" not in answer and answer.startswith("I do not know your name"), answer
+        assert "Zed" in answer(zed)
+        assert answer(a.say("what is my name", context_id=context)) == "Your name is Zed."
+        for reply in (answer(a.say("what is my name")),                      # A, a fresh conversation
+                      answer(b.say("what is my name", context_id=context)),  # B, with A's contextId
+                      answer(b.say("what is my name"))):                     # B, a fresh conversation
+            assert "Zed" not in reply and reply.startswith("I do not know your name"), reply
         ada = b.say("my name is Ada", context_id=context)
-        assert "Ada" in said(ada)
-        assert said(a.say("what is my name", context_id=context)) == "Your name is Zed."
-        assert said(b.say("what is my name", context_id=context)) == "Your name is Ada."
+        assert "Ada" in answer(ada)
+        assert answer(a.say("what is my name", context_id=context)) == "Your name is Zed."
+        assert answer(b.say("what is my name", context_id=context)) == "Your name is Ada."
 
 
-def test_a_relay_persona_never_continues_another_owners_remote_task(agent, private_state):
-    persona = private_state / "relay.json"
-    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
-                                   "ovos-a2a-solver": {"agent_url": agent.agent("ask"), "timeout": 20}}))
-    env = {**TOKENS, "XDG_STATE_HOME": str(private_state / "bridge-xdg")}
+def test_a_relay_persona_never_continues_another_owners_remote_task(agent, private_state, tmp_path):
+    persona = relay_persona(tmp_path, agent.agent("ask"))
+    env = {**TOKENS, "XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}
     with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
         a, b = Caller(bridge, TOKEN_A), Caller(bridge, TOKEN_B)
         asking = a.say("book a trip")
@@ -146,4 +132,4 @@ def test_a_relay_persona_never_continues_another_owners_remote_task(agent, priva
         # A's remote task still waits for A, and A's answer continues it
         answered = a.say("porto", task_id=asking["id"], context_id=asking["contextId"])
         assert state(answered) == "TASK_STATE_COMPLETED", answered
-        assert said(answered).startswith("continued[") and said(answered).endswith("]: porto"), said(answered)
+        assert answer(answered).startswith("continued[") and answer(answered).endswith("]: porto"), answer(answered)

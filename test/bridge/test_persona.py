@@ -1,7 +1,6 @@
 """The bridge in front of real OVOS personas: the embedded offline one, and one that relays
 to another A2A agent through this package's plugin (input-required included)."""
 import asyncio
-import json
 
 import grpc
 import httpx
@@ -14,12 +13,7 @@ from ovos_a2a_solver import A2AClient, AgentTaskError
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import get_task, state, task_of
 from support.no_brain import NO_BRAIN_LINES
-
-
-@pytest.fixture()
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    return tmp_path
+from support.personas import relay_persona
 
 
 def test_the_embedded_default_persona_answers_offline(private_state):
@@ -35,17 +29,14 @@ def test_the_embedded_default_persona_answers_offline(private_state):
     assert answer.strip() not in NO_BRAIN_LINES, f"the failure plugin answered, not the persona: {answer!r}"
 
 
-def relay_bridge(state, agent_url: str) -> BridgeProcess:
+def relay_bridge(directory, agent_url: str) -> BridgeProcess:
     """The bridge serving a persona whose only handler is this plugin, pointed at ``agent_url``."""
-    persona = state / "relay.json"
-    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
-                                   "ovos-a2a-solver": {"agent_url": agent_url, "timeout": 20}}))
-    return BridgeProcess("--persona", str(persona), backend="persona",
-                         env={"XDG_STATE_HOME": str(state / "bridge-xdg")})
+    return BridgeProcess("--persona", str(relay_persona(directory, agent_url)), backend="persona",
+                         env={"XDG_STATE_HOME": str(directory / "bridge-xdg")})
 
 
-def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, private_state):
-    with relay_bridge(private_state, agent.agent("ask")) as bridge:
+def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, private_state, tmp_path):
+    with relay_bridge(tmp_path, agent.agent("ask")) as bridge:
         with A2AClient(bridge.url) as client:
             assert client.send_task("book a trip", session_id="s") == "which city?"
             waiting = client.conversation("s")
@@ -57,8 +48,8 @@ def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, pri
         assert state(task_of(get_task(bridge.url, waiting.task_id))) == "TASK_STATE_COMPLETED"
 
 
-def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(agent, private_state):
-    with relay_bridge(private_state, agent.agent("fail")) as bridge:
+def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(agent, private_state, tmp_path):
+    with relay_bridge(tmp_path, agent.agent("fail")) as bridge:
         with A2AClient(bridge.url) as client:
             with pytest.raises(AgentTaskError) as info:
                 client.send_task("hello")

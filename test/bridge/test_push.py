@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
@@ -20,7 +19,7 @@ from a2a.types import (DeleteTaskPushNotificationConfigRequest, ListTaskPushNoti
                        TaskPushNotificationConfig)
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import grpc_client, message
+from support.bridge_rpc import grpc_client, message, rpc
 from support.waiting import wait_until
 
 
@@ -76,11 +75,6 @@ def push_config(url: str, **extra) -> dict:
     return {"url": url, "token": TOKEN, "authentication": {"scheme": "Bearer", "credentials": CREDENTIALS}, **extra}
 
 
-def rpc(bridge: BridgeProcess, method: str, params: dict) -> dict:
-    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-    return httpx.post(bridge.url + "/", json=body, headers=V1, timeout=30).json()
-
-
 @pytest.fixture(scope="module")
 def allowing_bridge():
     with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1,hooks.internal.invalid"}) as process:
@@ -102,7 +96,7 @@ def test_the_card_offers_push_notifications(allowing_bridge):
 def test_an_allowed_receiver_gets_every_event_in_order_with_its_credentials(allowing_bridge, receiver):
     params = {"message": message("slow:0.1"), "configuration": {"taskPushNotificationConfig": push_config(receiver.url),
                                                                 "returnImmediately": True}}
-    task = rpc(allowing_bridge, "SendMessage", params)["result"]["task"]
+    task = rpc(allowing_bridge.url, "SendMessage", params)["result"]["task"]
     wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event to reach the webhook")
     states = receiver.states()
     assert states[-1] == "TASK_STATE_COMPLETED" and "TASK_STATE_WORKING" in states, states
@@ -119,15 +113,15 @@ def test_an_allowed_receiver_gets_every_event_in_order_with_its_credentials(allo
 
 def test_a_replayed_message_registers_the_push_config_it_names(allowing_bridge, receiver):
     first = message("ask:Which city?")
-    task = rpc(allowing_bridge, "SendMessage", {"message": first})["result"]["task"]
+    task = rpc(allowing_bridge.url, "SendMessage", {"message": first})["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     params = {"message": first, "configuration": {"taskPushNotificationConfig": push_config(receiver.url, id="c1")}}
-    replayed = rpc(allowing_bridge, "SendMessage", params)["result"]["task"]
+    replayed = rpc(allowing_bridge.url, "SendMessage", params)["result"]["task"]
     assert replayed["id"] == task["id"]  # a retry: the same task, no second turn
-    configs = rpc(allowing_bridge, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})["result"]["configs"]
+    configs = rpc(allowing_bridge.url, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})["result"]["configs"]
     assert [(c["id"], c["url"]) for c in configs] == [("c1", receiver.url)]
     follow_up = message("Paris", task_id=task["id"], context_id=task["contextId"])
-    assert rpc(allowing_bridge, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] \
+    assert rpc(allowing_bridge.url, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] \
         == "TASK_STATE_COMPLETED"
     wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event to reach the webhook")
     assert receiver.received[-1]["headers"]["Authorization"] == f"Bearer {CREDENTIALS}"
@@ -137,7 +131,8 @@ def test_a_receiver_that_fails_twice_still_gets_the_event(allowing_bridge):
     flaky = Receiver(fail=2)
     try:
         params = {"message": message("hello"), "configuration": {"taskPushNotificationConfig": push_config(flaky.url)}}
-        assert rpc(allowing_bridge, "SendMessage", params)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert rpc(allowing_bridge.url, "SendMessage", params)["result"]["task"]["status"]["state"] \
+            == "TASK_STATE_COMPLETED"
         wait_until(lambda: "TASK_STATE_COMPLETED" in flaky.states(), "the completed event after two failures")
         assert flaky.attempts >= 3
     finally:
@@ -161,22 +156,22 @@ def plain_bridge():
 
 @pytest.mark.parametrize("url", FORBIDDEN)
 def test_forbidden_webhooks_are_refused_where_they_are_registered(plain_bridge, url):
-    done = rpc(plain_bridge, "SendMessage", {"message": message("hello")})["result"]["task"]
-    created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": done["id"], **push_config(url)})
+    done = rpc(plain_bridge.url, "SendMessage", {"message": message("hello")})["result"]["task"]
+    created = rpc(plain_bridge.url, "CreateTaskPushNotificationConfig", {"taskId": done["id"], **push_config(url)})
     assert created.get("error", {}).get("code") == -32602, created
-    with_message = rpc(plain_bridge, "SendMessage", {"message": message("hi"),
+    with_message = rpc(plain_bridge.url, "SendMessage", {"message": message("hi"),
                                                      "configuration": {"taskPushNotificationConfig": push_config(url)}})
     assert with_message.get("error", {}).get("code") == -32602, with_message
-    listed = rpc(plain_bridge, "ListTaskPushNotificationConfigs", {"taskId": done["id"]})["result"]
+    listed = rpc(plain_bridge.url, "ListTaskPushNotificationConfigs", {"taskId": done["id"]})["result"]
     assert listed.get("configs", []) == []
 
 
 def test_push_config_crud_over_jsonrpc_and_http_json(allowing_bridge, receiver):
-    done = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
-    created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
+    done = rpc(allowing_bridge.url, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(allowing_bridge.url, "CreateTaskPushNotificationConfig",
                   {"taskId": done["id"], "id": "cfg-1", **push_config(receiver.url)})["result"]
     assert created["id"] == "cfg-1" and created["url"] == receiver.url
-    got = rpc(allowing_bridge, "GetTaskPushNotificationConfig", {"taskId": done["id"], "id": "cfg-1"})["result"]
+    got = rpc(allowing_bridge.url, "GetTaskPushNotificationConfig", {"taskId": done["id"], "id": "cfg-1"})["result"]
     assert got["url"] == receiver.url
     rest = f"{allowing_bridge.url}/rest/tasks/{done['id']}/pushNotificationConfigs"
     created_rest = httpx.post(rest, json={**push_config(receiver.url), "id": "cfg-2", "taskId": done["id"]},
@@ -185,14 +180,14 @@ def test_push_config_crud_over_jsonrpc_and_http_json(allowing_bridge, receiver):
     listed = httpx.get(rest, headers=V1, timeout=10).json()
     assert {c["id"] for c in listed["configs"]} == {"cfg-1", "cfg-2"}
     assert httpx.delete(rest + "/cfg-2", headers=V1, timeout=10).status_code == 200
-    assert rpc(allowing_bridge, "DeleteTaskPushNotificationConfig", {"taskId": done["id"], "id": "cfg-1"})["result"] \
-        is None
-    assert rpc(allowing_bridge, "ListTaskPushNotificationConfigs", {"taskId": done["id"]})["result"].get(
+    assert rpc(allowing_bridge.url, "DeleteTaskPushNotificationConfig",
+               {"taskId": done["id"], "id": "cfg-1"})["result"] is None
+    assert rpc(allowing_bridge.url, "ListTaskPushNotificationConfigs", {"taskId": done["id"]})["result"].get(
         "configs", []) == []
 
 
 def test_push_config_crud_over_grpc(allowing_bridge, receiver):
-    done = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    done = rpc(allowing_bridge.url, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
 
     async def go():
         async with grpc_client(allowing_bridge.url) as client:
@@ -214,12 +209,12 @@ def test_configs_survive_a_restart_and_the_next_event_is_delivered(tmp_path, rec
     state_dir = tmp_path / "state"
     env = {"OVOS_A2A_PUSH_ALLOW": "127.0.0.1"}
     with BridgeProcess(state_dir=state_dir, env=env) as first:
-        waiting = rpc(first, "SendMessage", {"message": message("ask:which city?"), "configuration": {
+        waiting = rpc(first.url, "SendMessage", {"message": message("ask:which city?"), "configuration": {
             "taskPushNotificationConfig": push_config(receiver.url)}})["result"]["task"]
         wait_until(lambda: "TASK_STATE_INPUT_REQUIRED" in receiver.states(), "the input-required event")
     with BridgeProcess(state_dir=state_dir, env=env) as second:
         follow_up = message("Lisbon", task_id=waiting["id"], context_id=waiting["contextId"])
-        assert rpc(second, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] == \
+        assert rpc(second.url, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] == \
             "TASK_STATE_COMPLETED"
         wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event after the restart")
 
@@ -228,13 +223,14 @@ def test_a_name_with_an_allowed_address_is_delivered_to_that_address(allowing_br
     """``localhost`` is 127.0.0.1 and ::1; only 127.0.0.1 is allowed: delivery goes there."""
     url = receiver.url.replace("127.0.0.1", "localhost")
     params = {"message": message("hello"), "configuration": {"taskPushNotificationConfig": push_config(url)}}
-    assert rpc(allowing_bridge, "SendMessage", params)["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert rpc(allowing_bridge.url, "SendMessage", params)["result"]["task"]["status"]["state"] \
+        == "TASK_STATE_COMPLETED"
     wait_until(lambda: "TASK_STATE_COMPLETED" in receiver.states(), "the completed event at localhost")
     assert receiver.received[0]["headers"]["Host"] == url.split("/")[2]  # the name, though sent to the address
 
 
 def test_a_host_allowed_by_name_is_registered_without_resolving(allowing_bridge):
-    done = rpc(allowing_bridge, "SendMessage", {"message": message("hello")})["result"]["task"]
-    created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
+    done = rpc(allowing_bridge.url, "SendMessage", {"message": message("hello")})["result"]["task"]
+    created = rpc(allowing_bridge.url, "CreateTaskPushNotificationConfig",
                   {"taskId": done["id"], **push_config("https://hooks.internal.invalid/a2a")})
     assert created["result"]["url"] == "https://hooks.internal.invalid/a2a", created

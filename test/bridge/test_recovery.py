@@ -5,15 +5,9 @@ Echo backend commands: ``flaky:N`` fails the first N calls of a conversation, th
 """
 from __future__ import annotations
 
-import httpx
-
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import answer, get_task, message, rpc, send, state, status_text, task_of
+from support.bridge_rpc import answer, get_task, health, message, rpc, send, state, status_text, task_of
 from support.waiting import wait_until
-
-
-def health(bridge: BridgeProcess) -> dict:
-    return httpx.get(bridge.root + "/health", timeout=10).json()
 
 
 def test_a_turn_that_fails_before_saying_anything_is_tried_again(tmp_path):

@@ -7,15 +7,14 @@ call carries a Bearer token, so two owners can be told apart across replicas too
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 import uuid
 
 import pytest
 
-from support.bridge_process import BridgeProcess
-from support.bridge_rpc import OwnerCalls, Worker, health, message
+from support.bridge_process import BridgeProcess, echo_calls
+from support.bridge_rpc import OwnerCalls, Worker, answer, health, message, state, status_text
 from support.waiting import wait_until
 
 
@@ -66,25 +65,6 @@ class Caller(OwnerCalls):
         super().__init__(bridge, token)
 
 
-def state(task: dict) -> str:
-    return task["status"]["state"]
-
-
-def said(task: dict) -> str:
-    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
-
-
-def status_text(task: dict) -> str:
-    return "".join(p.get("text", "") for p in (task["status"].get("message") or {}).get("parts", []))
-
-
-def calls_of(log, text: str) -> int:
-    """Backend calls for ``text`` in the echo backends' shared call log."""
-    if not log.exists():
-        return 0
-    return sum(json.loads(line)["text"] == text for line in log.read_text(encoding="utf-8").splitlines() if line)
-
-
 @pytest.fixture(scope="module")
 def call_log(tmp_path_factory):
     return tmp_path_factory.mktemp("replicas") / "echo-calls.jsonl"
@@ -118,19 +98,19 @@ def test_a_task_created_on_a_is_read_listed_and_streamed_live_on_b(pair):
     assert last["status"]["state"] == "TASK_STATE_COMPLETED", events
     assert len(chunks) >= 2 and chunks[-1].get("lastChunk") is True, chunks
     done = b.get(task["id"])
-    assert said(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+    assert answer(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 def test_cancel_on_b_stops_the_turn_running_on_a(pair):
     a, b = Caller(pair[0]), Caller(pair[1])
     task = a.send(message("slow:1"), blocking=False)
-    wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+    wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
     canceled = b.task("CancelTask", {"id": task["id"]})
     assert state(canceled) == "TASK_STATE_CANCELED", canceled
-    wait_until(lambda: health(pair[0].root)["running"], "A's turn to end", until=lambda running: running == 0)
+    wait_until(lambda: health(pair[0])["running"], "A's turn to end", until=lambda running: running == 0)
     time.sleep(1.5)  # more than one sentence's time: a turn still running would have said more
     after = b.get(task["id"])
-    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in said(after), after
+    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in answer(after), after
 
 
 def test_a_cancel_that_cannot_stop_the_turn_on_a_is_refused_on_b(call_log):
@@ -151,8 +131,8 @@ def test_a_replay_of_a_message_on_b_rejoins_the_work_on_a(pair, call_log):
     first = a.send(msg, blocking=False)
     again = b.send(msg)  # the same message, delivered again to the other replica
     assert again["id"] == first["id"] and state(again) == "TASK_STATE_COMPLETED", again
-    assert said(again) == f"echo: {text}"
-    assert calls_of(call_log, text) == 1
+    assert answer(again) == f"echo: {text}"
+    assert echo_calls(call_log, text) == 1
 
 
 def test_another_owner_does_not_find_the_task_on_the_other_replica(pair):
@@ -200,7 +180,7 @@ def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(cal
             events = two.subscribe(streamed["id"])
             assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
             task = one.send(message("slow:1"), blocking=False)
-            wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+            wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
             assert state(two.task("CancelTask", {"id": task["id"]})) == "TASK_STATE_CANCELED"
             wait_until(one.running, "worker 1's turn to end", until=lambda running: running == 0)
             assert Worker(both, 2, TOKEN_Y).error("GetTask", {"id": task["id"]})["code"] == TASK_NOT_FOUND

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import answer, message, send, state, task_of
+from support.bridge_rpc import answer, health, message, send, state, task_of
 from support.malformed import judge, malformed_requests
 from support.waiting import wait_until
 
@@ -29,15 +29,10 @@ CASES = 600
 
 
 @pytest.fixture(scope="module")
-def bridge():
+def one_slot_bridge():
+    """An echo bridge with one slot (``--max-concurrent 1``) and debug logs."""
     with BridgeProcess("--max-concurrent", "1", "--debug") as process:
         yield process
-
-
-def health(bridge: BridgeProcess) -> dict:
-    response = httpx.get(bridge.root + "/health", timeout=10)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def post(bridge: BridgeProcess, content: bytes, path: str = "/", headers=None) -> httpx.Response:
@@ -49,21 +44,21 @@ def rpc_body(method: str, params, request_id=1) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
 
 
-def test_seeded_malformed_requests_are_all_refused_and_the_bridge_stays_free(bridge):
+def test_seeded_malformed_requests_are_all_refused_and_the_bridge_stays_free(one_slot_bridge):
     cases = malformed_requests(SEED, CASES)
     wrong = []
     with httpx.Client() as client:
         for case in cases:
-            response = case.send(bridge.url, client)
+            response = case.send(one_slot_bridge.url, client)
             verdict = judge(case, response)
             if verdict != "refused":
                 wrong.append(f"{verdict}: {case} -> {response.status_code} {response.text[:120]}")
     assert not wrong, f"{len(wrong)} of {len(cases)} malformed requests were not refused:\n" + "\n".join(wrong[:15])
     assert {c.binding for c in cases} == {"jsonrpc", "rest"}
-    wait_until(lambda: health(bridge)["running"] == 0, "0 messages running")
-    done = task_of(send(bridge.url, message("after the storm")))
+    wait_until(lambda: health(one_slot_bridge)["running"] == 0, "0 messages running")
+    done = task_of(send(one_slot_bridge.url, message("after the storm")))
     assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: after the storm"
-    assert "Traceback" not in bridge.stderr_text()
+    assert "Traceback" not in one_slot_bridge.stderr_text()
 
 
 def deep(levels: int) -> str:
@@ -92,8 +87,8 @@ JSONRPC_TABLE = [
 
 
 @pytest.mark.parametrize("content, code", JSONRPC_TABLE)
-def test_each_bad_jsonrpc_request_gets_its_protocol_error(bridge, content, code):
-    response = post(bridge, content)
+def test_each_bad_jsonrpc_request_gets_its_protocol_error(one_slot_bridge, content, code):
+    response = post(one_slot_bridge, content)
     assert response.status_code == 200, response.text
     error = response.json()["error"]
     assert error["code"] == code, response.text
@@ -135,15 +130,15 @@ def required_send_fields() -> list[str]:
 
 
 @pytest.mark.parametrize("path", required_send_fields())
-def test_a_send_without_a_required_field_is_refused_with_its_name_and_claims_nothing(bridge, path):
+def test_a_send_without_a_required_field_is_refused_with_its_name_and_claims_nothing(one_slot_bridge, path):
     request = without(path)
-    response = post(bridge, rpc_body("SendMessage", request))
+    response = post(one_slot_bridge, rpc_body("SendMessage", request))
     error = response.json()["error"]
     assert error["code"] == -32602, response.text
     assert path.split(".")[-1] in error["message"], error
-    wait_until(lambda: health(bridge)["running"] == 0, "0 messages running")
+    wait_until(lambda: health(one_slot_bridge)["running"] == 0, "0 messages running")
     if path.startswith("configuration."):  # the same message without the broken webhook is new work, not a replay
-        done = task_of(send(bridge.url, request["message"]))
+        done = task_of(send(one_slot_bridge.url, request["message"]))
         assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: hi"
 
 
@@ -162,8 +157,8 @@ REST_TABLE = [
 
 
 @pytest.mark.parametrize("method, path, content, query", REST_TABLE)
-def test_each_bad_http_json_request_gets_400_with_an_a2a_error(bridge, method, path, content, query):
-    response = httpx.request(method, bridge.url + path + (f"?{query}" if query else ""), content=content,
+def test_each_bad_http_json_request_gets_400_with_an_a2a_error(one_slot_bridge, method, path, content, query):
+    response = httpx.request(method, one_slot_bridge.url + path + (f"?{query}" if query else ""), content=content,
                              headers={**V1, "Content-Type": "application/json"}, timeout=30)
     assert response.status_code == 400, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json")
@@ -171,7 +166,7 @@ def test_each_bad_http_json_request_gets_400_with_an_a2a_error(bridge, method, p
     assert error["status"] == "INVALID_ARGUMENT" and error["details"][0]["domain"] == "a2a-protocol.org", error
 
 
-def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(bridge):
+def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(one_slot_bridge):
     """A 1 MB message of ~69,000 parts: refused with -32602, and while the bridge reads
     it, /health and a small message are answered promptly (it is parsed off the loop)."""
     parts = [{"text": "x"}] * 69_000
@@ -181,19 +176,19 @@ def test_a_message_with_too_many_parts_is_refused_and_health_answers_meanwhile(b
 
     def big() -> None:
         for _ in range(5):
-            results.setdefault("codes", []).append(post(bridge, huge).json()["error"]["code"])
+            results.setdefault("codes", []).append(post(one_slot_bridge, huge).json()["error"]["code"])
 
     sender = threading.Thread(target=big)
     sender.start()
     slowest = 0.0
     while sender.is_alive():
         started = time.monotonic()
-        assert health(bridge)["ok"] is True
+        assert health(one_slot_bridge)["ok"] is True
         slowest = max(slowest, time.monotonic() - started)
     sender.join()
     assert results["codes"] == [-32602] * 5
     assert slowest < 1.0, f"/health took {slowest:.2f} s while a large body was processed"
-    done = task_of(send(bridge.url, message("small")))
+    done = task_of(send(one_slot_bridge.url, message("small")))
     assert answer(done) == "echo: small"
 
 
@@ -226,30 +221,31 @@ def test_debug_logs_hold_no_credential_like_header(secure_bridge):
         assert value.split(" ")[-1].split("=")[-1] not in log, f"{name} reached the log"
 
 
-def test_http_json_routes_without_a_body_still_work(bridge):
+def test_http_json_routes_without_a_body_still_work(one_slot_bridge):
     """Cancel and subscribe are POSTs with no body: the body checks leave them alone."""
-    waiting = httpx.post(bridge.url + "/rest/message:send", json={"message": message("ask:which city?")},
+    waiting = httpx.post(one_slot_bridge.url + "/rest/message:send", json={"message": message("ask:which city?")},
                          headers=V1, timeout=30).json()["task"]
     assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    with httpx.stream("POST", f"{bridge.url}/rest/tasks/{waiting['id']}:subscribe", headers=V1,
+    with httpx.stream("POST", f"{one_slot_bridge.url}/rest/tasks/{waiting['id']}:subscribe", headers=V1,
                       timeout=30) as subscribed:
         assert subscribed.status_code == 200
         first = next(line for line in subscribed.iter_lines() if line.startswith("data:"))
     assert json.loads(first[5:])["task"]["id"] == waiting["id"]
-    canceled = httpx.post(f"{bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=30)
+    canceled = httpx.post(f"{one_slot_bridge.url}/rest/tasks/{waiting['id']}:cancel", headers=V1, timeout=30)
     assert canceled.status_code == 200, canceled.text
     assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
 
 
-def test_a_new_task_has_a_time_and_is_listed_first(bridge):
+def test_a_new_task_has_a_time_and_is_listed_first(one_slot_bridge):
     """A task still submitted has a status timestamp, so ListTasks (newest first) shows it on the first page."""
     for n in range(3):
-        send(bridge.url, message(f"older {n}"))
+        send(one_slot_bridge.url, message(f"older {n}"))
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": message("sleep:2"), "configuration": {"returnImmediately": True}}}
-    new = httpx.post(bridge.url + "/", json=body, headers=V1, timeout=30).json()["result"]["task"]
+    new = httpx.post(one_slot_bridge.url + "/", json=body, headers=V1, timeout=30).json()["result"]["task"]
     assert new["status"].get("timestamp"), new
-    listed = httpx.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
+    listed = httpx.post(one_slot_bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "ListTasks",
                                                "params": {"pageSize": 1}}, headers=V1, timeout=30).json()
     assert [t["id"] for t in listed["result"]["tasks"]] == [new["id"]], listed
-    wait_until(lambda: health(bridge)["running"] == 0, "the sleeping turn to end (this module's bridge has one slot)")
+    wait_until(lambda: health(one_slot_bridge)["running"] == 0,
+               "the sleeping turn to end (this module's bridge has one slot)")

@@ -8,7 +8,6 @@ work failed; the whole bridge stops on SIGTERM, Ctrl-C, and when its parent is k
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -21,8 +20,8 @@ import httpx
 import pexpect
 import pytest
 
-from support.bridge_process import BridgeProcess
-from support.bridge_rpc import Worker as Calls, grpc_client, message, status_text
+from support.bridge_process import BridgeProcess, echo_calls
+from support.bridge_rpc import Worker as Calls, answer, grpc_client, message, state, status_text
 from support.waiting import wait_until
 
 
@@ -63,20 +62,6 @@ def alive(pid: int) -> bool:
         return stat.read().split(")")[-1].split()[0] != "Z"
 
 
-def state(task: dict) -> str:
-    return task["status"]["state"]
-
-
-def said(task: dict) -> str:
-    return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
-
-
-def calls_of(log, text: str) -> int:
-    if not log.exists():
-        return 0
-    return sum(json.loads(line)["text"] == text for line in log.read_text(encoding="utf-8").splitlines() if line)
-
-
 def wait_state(caller: Worker, task_id: str, wanted: str, timeout: float = 30) -> dict:
     return wait_until(lambda: caller.get(task_id), f"task {task_id} to be {wanted} (on worker {caller.number})",
                       timeout=timeout, until=lambda task: state(task) == wanted)
@@ -99,14 +84,15 @@ def call_log(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def bridge(call_log):
+def two_workers(call_log):
+    """A bridge of two workers on one port and one SQLite file, owners X and Y, one call log."""
     with workers(call_log=call_log) as running:
         yield running
 
 
 @pytest.fixture
-def one_two(bridge):
-    one, two = Worker(bridge, 1), Worker(bridge, 2)
+def one_two(two_workers):
+    one, two = Worker(two_workers, 1), Worker(two_workers, 2)
     yield one, two
     one.close()
     two.close()
@@ -116,8 +102,8 @@ def test_both_workers_serve_one_port_and_read_each_others_tasks(one_two):
     one, two = one_two
     context = uuid.uuid4().hex
     done = one.send(message("hello", context_id=context))
-    assert state(done) == "TASK_STATE_COMPLETED" and said(done) == "echo: hello"
-    assert said(two.get(done["id"])) == "echo: hello"
+    assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: hello"
+    assert answer(two.get(done["id"])) == "echo: hello"
     assert [t["id"] for t in two.task("ListTasks", {"contextId": context})["tasks"]] == [done["id"]]
 
 
@@ -130,19 +116,19 @@ def test_a_subscriber_on_one_worker_gets_the_live_events_of_a_task_running_on_th
     chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
     assert len(chunks) >= 2 and chunks[-1].get("lastChunk") is True, events
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
-    assert said(two.get(task["id"])) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+    assert answer(two.get(task["id"])) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 def test_a_cancel_on_one_worker_stops_the_turn_running_on_the_other(one_two):
     one, two = one_two
     task = one.send(message("slow:1"), blocking=False)
-    wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in said(t))
+    wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
     canceled = two.task("CancelTask", {"id": task["id"]})
     assert state(canceled) == "TASK_STATE_CANCELED", canceled
     wait_until(one.running, "worker 1's turn to end", until=lambda running: running == 0)
     time.sleep(1.5)  # more than one sentence's time: a turn still running would have said more
     after = two.get(task["id"])
-    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in said(after), after
+    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in answer(after), after
 
 
 def test_a_cancel_the_other_worker_cannot_honour_is_refused(call_log):
@@ -166,8 +152,8 @@ def test_a_message_delivered_again_to_the_other_worker_rejoins_the_first_deliver
     first = one.send(msg, blocking=False)
     again = two.send(msg)
     assert again["id"] == first["id"] and state(again) == "TASK_STATE_COMPLETED", again
-    assert said(again) == f"echo: {text}"
-    assert calls_of(call_log, text) == 1
+    assert answer(again) == f"echo: {text}"
+    assert echo_calls(call_log, text) == 1
 
 
 def test_a_task_waiting_for_input_on_one_worker_continues_on_the_other_and_back(one_two):
@@ -179,7 +165,7 @@ def test_a_task_waiting_for_input_on_one_worker_continues_on_the_other_and_back(
     again = two.send(follow)
     assert again["id"] == asked["id"] and state(again) == "TASK_STATE_INPUT_REQUIRED", again
     last = one.send(message("blue, large", task_id=asked["id"]))  # A2A: the taskId alone is enough
-    assert state(last) == "TASK_STATE_COMPLETED" and said(last) == "echo: blue, large", last
+    assert state(last) == "TASK_STATE_COMPLETED" and answer(last) == "echo: blue, large", last
     history = [p["text"] for m in two.get(asked["id"])["history"] for p in m["parts"] if m["role"] == "ROLE_USER"]
     assert history == ["ask:which colour?", "ask:and which size?", "blue, large"], history
 
@@ -206,9 +192,9 @@ def test_a_subscriber_to_a_task_waiting_for_input_sees_it_end_wherever_the_follo
     assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
 
 
-def test_another_owner_finds_nothing_of_a_task_through_either_worker(bridge):
-    owner = Worker(bridge, 1, TOKEN_X)
-    strangers = [Worker(bridge, n, TOKEN_Y) for n in (1, 2)]
+def test_another_owner_finds_nothing_of_a_task_through_either_worker(two_workers):
+    owner = Worker(two_workers, 1, TOKEN_X)
+    strangers = [Worker(two_workers, n, TOKEN_Y) for n in (1, 2)]
     try:
         context = uuid.uuid4().hex
         task = owner.send(message("slow:0.5", context_id=context), blocking=False)
@@ -299,7 +285,7 @@ def test_kill_9_of_the_parent_ends_the_workers_and_a_restart_keeps_the_store(tmp
     with workers(state_dir=state_dir) as second:
         again = Worker(second, 2)
         try:
-            assert said(again.get(done["id"])) == "echo: kept"
+            assert answer(again.get(done["id"])) == "echo: kept"
             assert state(again.get(task["id"])) == "TASK_STATE_FAILED"
         finally:
             again.close()
@@ -352,7 +338,7 @@ def test_grpc_answers_through_the_workers_shared_port():
         assert asyncio.run(ask(running.url, 6)) == [f"echo: grpc {i}" for i in range(6)]
 
 
-def test_connections_are_spread_over_the_workers(bridge):
+def test_connections_are_spread_over_the_workers(two_workers):
     """Keep-alive connections opened at once: on one shared socket the first worker to wake
     would take them all."""
     import asyncio
@@ -360,7 +346,7 @@ def test_connections_are_spread_over_the_workers(bridge):
     async def burst() -> list[int]:
         clients = [httpx.AsyncClient(timeout=30) for _ in range(16)]
         try:
-            replies = await asyncio.gather(*(client.get(bridge.root + "/health") for client in clients))
+            replies = await asyncio.gather(*(client.get(two_workers.root + "/health") for client in clients))
             return [reply.json()["worker"] for reply in replies]
         finally:
             await asyncio.gather(*(client.aclose() for client in clients))
@@ -370,15 +356,15 @@ def test_connections_are_spread_over_the_workers(bridge):
     assert min(served.count(1), served.count(2)) >= 2, served
 
 
-def test_a_second_bridge_with_workers_cannot_take_the_same_port(bridge):
+def test_a_second_bridge_with_workers_cannot_take_the_same_port(two_workers):
     with pytest.raises(Exception) as refused:
-        BridgeProcess("--workers", "2", port=bridge.port)
+        BridgeProcess("--workers", "2", port=two_workers.port)
     assert refused.value.returncode == 1, refused.value.stderr
-    assert f"port {bridge.port} on 127.0.0.1 is already in use" in refused.value.stderr
+    assert f"port {two_workers.port} on 127.0.0.1 is already in use" in refused.value.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")
-def test_a_worker_answers_only_processes_of_its_own_user(bridge):
+def test_a_worker_answers_only_processes_of_its_own_user(two_workers):
     """The workers' sockets are in the abstract namespace, open to every local user: a
     request from another user is not answered (SO_PEERCRED), one from the same user is."""
     with open("/proc/net/unix") as table:
@@ -386,7 +372,7 @@ def test_a_worker_answers_only_processes_of_its_own_user(bridge):
     assert names, "no worker socket found"
     request = b'{"kind":"cancel","task":"no-such-task","owner":"nobody"}\n'
 
-    def answer(as_user: int | None) -> bytes:
+    def heard_back(as_user: int | None) -> bytes:
         """What a process (of ``as_user``, else of this user) hears back on the socket."""
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -413,8 +399,8 @@ def test_a_worker_answers_only_processes_of_its_own_user(bridge):
         os.waitpid(pid, 0)
         return heard
 
-    assert answer(None).startswith(b'heard:{"refusal":'), answer(None)
-    refused = answer(65534)  # connected, then hung up on: before or after the request was written
+    assert heard_back(None).startswith(b'heard:{"refusal":'), heard_back(None)
+    refused = heard_back(65534)  # connected, then hung up on: before or after the request was written
     assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError", b"failed:ConnectionResetError")), \
         refused
 
@@ -427,15 +413,15 @@ def test_the_default_persona_remembers_a_conversation_across_workers():
         try:
             context = uuid.uuid4().hex
             met = one.send(message("my name is Ada", context_id=context))
-            assert state(met) == "TASK_STATE_COMPLETED" and "Ada" in said(met), met
+            assert state(met) == "TASK_STATE_COMPLETED" and "Ada" in answer(met), met
             asked = two.send(message("what is my name?", context_id=context))
-            assert said(asked) == "Your name is Ada.", asked
+            assert answer(asked) == "Your name is Ada.", asked
             renamed = two.send(message("my name is Bo", context_id=context))
-            assert "Bo" in said(renamed), renamed
+            assert "Bo" in answer(renamed), renamed
             back = one.send(message("what is my name?", context_id=context))
-            assert said(back) == "Your name is Bo.", back
+            assert answer(back) == "Your name is Bo.", back
             stranger = two.send(message("what is my name?"))  # another conversation
-            assert "Ada" not in said(stranger) and "Bo" not in said(stranger), stranger
+            assert "Ada" not in answer(stranger) and "Bo" not in answer(stranger), stranger
         finally:
             one.close()
             two.close()

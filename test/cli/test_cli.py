@@ -304,7 +304,7 @@ def test_cancel_stops_a_running_task_on_the_bridge(cli, cli_bridge):
     after = task_of(get_task(cli_bridge.url, task["id"]))
     assert state(after) == "TASK_STATE_CANCELED"
     assert WHOLE_SLOW_ANSWER.startswith(answer(after)) and answer(after) != WHOLE_SLOW_ANSWER, after
-    assert health(cli_bridge.root)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
 
 
 # ---- 5. tasks ------------------------------------------------------------------------------
@@ -401,7 +401,7 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
     assert status.returncode == 0, status.report
     assert re.search(r"^state\s+canceled$", status.stdout, re.M), status.report
     assert "Sentence 1." in status.stdout and "Sentence 5." not in status.stdout, status.report
-    assert health(cli_bridge.root)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
 
 
 # ---- 7. demo -------------------------------------------------------------------------------
@@ -606,7 +606,7 @@ def test_send_ctrl_c_cancels_the_task_on_the_agent(cli, cli_bridge):
     assert child.exitstatus == 130 and said == "canceled"
     after = task_of(get_task(cli_bridge.url, task_id))
     assert state(after) == "TASK_STATE_CANCELED" and answer(after) != WHOLE_SLOW_ANSWER, after
-    assert health(cli_bridge.root)["running"] == 0
+    assert health(cli_bridge)["running"] == 0
 
 
 def timestamps(result) -> list[str]:

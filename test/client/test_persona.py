@@ -16,9 +16,7 @@ from support.no_brain import NO_BRAIN_LINES
 EXAMPLES = REPO_ROOT / "persona_examples"
 
 
-@pytest.fixture(autouse=True)
-def private_state(monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+pytestmark = pytest.mark.usefixtures("private_state")  # every test has its own XDG state directory
 
 
 def example(name, agent_url):

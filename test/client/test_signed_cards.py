@@ -93,9 +93,9 @@ def test_the_bridge_signs_its_card_and_serves_the_public_key(signed_bridge, keys
         assert PyJWK(jwk).key.public_numbers() == keys["key"].public_key().public_numbers()
 
 
-def test_a_bridge_without_a_key_serves_no_key_set(bridge):
-    assert "signatures" not in card(bridge.url, **V1).json()
-    assert httpx.get(bridge.url + JWKS_PATH, timeout=10).status_code == 404
+def test_a_bridge_without_a_key_serves_no_key_set(echo_bridge):
+    assert "signatures" not in card(echo_bridge.url, **V1).json()
+    assert httpx.get(echo_bridge.url + JWKS_PATH, timeout=10).status_code == 404
 
 
 @pytest.mark.parametrize("form", [V1, {}], ids=["a2a-1.0-card", "hybrid-card"])

@@ -1,6 +1,5 @@
 """Stopping a turn: the stream ends, the agent's task is canceled (CancelTask), and an agent
 that refuses is reported honestly. Also through the bridge, relaying to a slow agent."""
-import json
 import signal
 import threading
 
@@ -11,6 +10,7 @@ from ovos_a2a_solver import A2AChatEngine, A2AClient
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
+from support.personas import relay_persona
 from support.waiting import wait_until
 
 
@@ -80,11 +80,8 @@ def test_an_agent_that_refuses_to_cancel_is_reported(agent, tmp_path, caplog):
     assert errors and "cannot be stopped halfway" in errors[0].getMessage()
 
 
-def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(agent, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    persona = tmp_path / "relay.json"
-    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
-                                   "ovos-a2a-solver": {"agent_url": agent.agent("drip"), "timeout": 60}}))
+def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(agent, tmp_path, private_state):
+    persona = relay_persona(tmp_path, agent.agent("drip"), timeout=60)
     before = cancels(agent, "drip")
     with BridgeProcess("--persona", str(persona), backend="persona",
                        env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
@@ -97,13 +94,10 @@ def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(a
 
 
 def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remote_task(agent, tmp_path,
-                                                                                         monkeypatch):
+                                                                                         private_state):
     """The remote agent works without a word (``stall``): the bridge's cancel stops the relay in the
     middle of its step (the plugin cancels the remote task), instead of TaskNotCancelable."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    persona = tmp_path / "relay.json"
-    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
-                                   "ovos-a2a-solver": {"agent_url": agent.agent("stall"), "timeout": 60}}))
+    persona = relay_persona(tmp_path, agent.agent("stall"), timeout=60)
     before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
     with BridgeProcess("--persona", str(persona), backend="persona",
                        env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
@@ -116,13 +110,10 @@ def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remot
                    until=lambda n: n == before_cancels + 1)
 
 
-def test_a_relay_persona_given_up_at_shutdown_cancels_its_remote_task(agent, tmp_path, monkeypatch):
+def test_a_relay_persona_given_up_at_shutdown_cancels_its_remote_task(agent, tmp_path, private_state):
     """SIGTERM on a bridge whose persona relays to a silent agent: the bridge's task ends failed
     ("interrupted by a shutdown") and the remote task is canceled, not left running."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    persona = tmp_path / "relay.json"
-    persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
-                                   "ovos-a2a-solver": {"agent_url": agent.agent("stall"), "timeout": 60}}))
+    persona = relay_persona(tmp_path, agent.agent("stall"), timeout=60)
     state_dir = tmp_path / "state"
     env = {"XDG_STATE_HOME": str(tmp_path / "bridge-xdg"), "OVOS_A2A_SHUTDOWN_GRACE": "1"}
     before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")

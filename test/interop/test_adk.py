@@ -30,7 +30,7 @@ def chunks(text, turn=1):
             " without a model."]
 
 
-def answer(text, turn=1):
+def whole_answer(text, turn=1):
     return "".join(chunks(text, turn))
 
 
@@ -71,12 +71,12 @@ def test_the_adk_card_offers_a2a_1_0_and_streaming(adk):
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 def test_an_adk_agent_answers_and_keeps_the_conversation(agents, executor, streaming):
     with A2AClient(agents[executor].url, streaming=streaming) as client:
-        assert client.send_task("the weather", session_id="s") == answer("the weather")
+        assert client.send_task("the weather", session_id="s") == whole_answer("the weather")
         context_id = client.conversation("s").context_id
-        assert client.send_task("the tides", session_id="s") == answer("the tides", turn=2)
+        assert client.send_task("the tides", session_id="s") == whole_answer("the tides", turn=2)
         assert client.conversation("s").context_id == context_id
         # another session is another ADK session
-        assert client.send_task("the moon", session_id="other") == answer("the moon")
+        assert client.send_task("the moon", session_id="other") == whole_answer("the moon")
         assert client.conversation("other").context_id != context_id
 
 
@@ -85,7 +85,7 @@ def test_adk_artifact_chunks_are_streamed_in_order(adk_artifacts):
     with A2AClient(adk_artifacts.url) as client:
         pieces = list(client.stream_task("the weather", session_id="s"))
     assert pieces == chunks("the weather")
-    assert "".join(pieces) == answer("the weather")
+    assert "".join(pieces) == whole_answer("the weather")
 
 
 def test_adk_default_executor_chunks_come_as_progress_and_the_answer_whole(adk):
@@ -93,8 +93,8 @@ def test_adk_default_executor_chunks_come_as_progress_and_the_answer_whole(adk):
     with A2AClient(adk.url) as client:
         pieces = list(client.stream_task("the weather", session_id="s",
                                          on_update=lambda u: u.progress and progress.append(u.progress)))
-    assert pieces == [answer("the weather")]
-    assert progress == chunks("the weather") + [answer("the weather")]
+    assert pieces == [whole_answer("the weather")]
+    assert progress == chunks("the weather") + [whole_answer("the weather")]
 
 
 @EXECUTORS
@@ -125,6 +125,6 @@ def test_the_chat_engine_answers_a_persona_turn_through_adk(agents, executor, mo
                                                   "timeout": 30}})
     session = Session("kitchen")
     said = persona.chat([AgentMessage(role=MessageRole.USER, content="the weather")], session)
-    assert said == answer("the weather")
+    assert said == whole_answer("the weather")
     spoken = list(persona.stream([AgentMessage(role=MessageRole.USER, content="the tides")], session))
     assert spoken == sentences("the tides", turn=2)

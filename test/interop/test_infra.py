@@ -237,7 +237,7 @@ def test_persona_server_answers_13_client(rive_persona):
 
 def test_persona_server_wire_versions(rive_persona):
     """Raw JSON-RPC: 1.0 needs the A2A-Version header; 0.3 message/send works without one."""
-    def message(v03, text="who is this"):
+    def wire_message(v03, text="who is this"):
         part = {"kind": "text", "text": text} if v03 else {"text": text}
         return {"role": "user" if v03 else "ROLE_USER", "messageId": str(uuid.uuid4()),
                 "parts": [part]}
@@ -246,16 +246,17 @@ def test_persona_server_wire_versions(rive_persona):
         rpc = srv.a2a_url + "/"
         ok = hc.post(rpc, headers={"A2A-Version": "1.0"}, json={
             "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-            "params": {"message": message(False, "what is your name")}}).json()
+            "params": {"message": wire_message(False, "what is your name")}}).json()
         assert ok["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         assert ok["result"]["task"]["artifacts"][0]["parts"][0]["text"] in RIVESCRIPT_NAME_ANSWERS
 
         no_header = hc.post(rpc, json={
-            "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": message(False)}}).json()
+            "jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": wire_message(False)}}).json()
         assert no_header["error"]["code"] == -32009
 
         legacy = hc.post(rpc, json={
-            "jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"message": message(True, "what is your name")}}).json()
+            "jsonrpc": "2.0", "id": 3, "method": "message/send",
+            "params": {"message": wire_message(True, "what is your name")}}).json()
         assert legacy["result"]["kind"] == "task"
         assert legacy["result"]["status"]["state"] == "completed"
         assert legacy["result"]["artifacts"][0]["parts"][0]["text"] in RIVESCRIPT_NAME_ANSWERS

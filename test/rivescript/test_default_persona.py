@@ -28,11 +28,7 @@ NOTE_RECALLED = "You asked me to remember that the keys are in the drawer."
 NO_NOTE = "You have not asked me to remember anything yet."
 
 
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    """Every test has its own XDG state directory: the user's real state is never touched."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
-    return tmp_path / "xdg"
+pytestmark = pytest.mark.usefixtures("private_state")  # every test has its own XDG state directory
 
 
 class Clock:

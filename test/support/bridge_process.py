@@ -14,6 +14,7 @@ store); otherwise a fresh temporary one is made and removed on stop.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -153,13 +154,21 @@ class BridgeProcess:
 
     # -- the echo backend's call log ------------------------------------------
 
-    def calls(self) -> int:
-        """How many times the echo backend was called (needs ``call_log=``)."""
+    def calls(self, text: Optional[str] = None) -> int:
+        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
         if self.call_log is None:
             raise RuntimeError("BridgeProcess was started without call_log=")
-        if not self.call_log.exists():
-            return 0
-        return sum(1 for line in self.call_log.read_text(encoding="utf-8").splitlines() if line.strip())
+        return echo_calls(self.call_log, text)
+
+
+def echo_calls(call_log: os.PathLike | str, text: Optional[str] = None) -> int:
+    """The echo backend calls in ``call_log`` (for ``text`` only, if given), which several
+    bridge processes may share."""
+    path = Path(call_log)
+    if not path.exists():
+        return 0
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return len(lines) if text is None else sum(json.loads(line)["text"] == text for line in lines)
 
 
 def echo_log(tmp_path: os.PathLike | str) -> Path:

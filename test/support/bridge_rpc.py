@@ -1,4 +1,9 @@
-"""Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates."""
+"""Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates.
+
+Tasks here are the JSON (ProtoJSON) dicts the wire carries: ``state(task)``,
+``answer(task)`` and ``status_text(task)`` read them; ``task_of(response)`` takes the task
+out of a JSON-RPC response.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -13,6 +18,7 @@ HEADERS = {"A2A-Version": "1.0"}
 
 
 def message(text: str, message_id: str | None = None, task_id: str = "", context_id: str = "") -> dict:
+    """A user message with one text part (a fresh messageId unless given)."""
     msg = {"role": "ROLE_USER", "messageId": message_id or uuid.uuid4().hex, "parts": [{"text": text}]}
     if task_id:
         msg["taskId"] = task_id
@@ -30,6 +36,7 @@ def rpc(url: str, method: str, params: dict, timeout: float = 60, auth=None) -> 
 
 
 def send(url: str, msg: dict, blocking: bool = True, timeout: float = 60) -> dict:
+    """SendMessage (``blocking=False``: return at once); the whole JSON-RPC response."""
     params = {"message": msg}
     if not blocking:
         params["configuration"] = {"returnImmediately": True}
@@ -49,14 +56,15 @@ def stream(url: str, msg: dict, timeout: float = 60) -> list[dict]:
     return events
 
 
-def health(root: str) -> dict:
-    """``GET /health`` of the bridge at ``root`` (``http://HOST:PORT``), checked to be 200."""
-    response = httpx.get(root + "/health", timeout=10)
+def health(bridge) -> dict:
+    """``GET /health`` of ``bridge`` (a :class:`~support.bridge_process.BridgeProcess`), checked to be 200."""
+    response = httpx.get(bridge.root + "/health", timeout=10)
     assert response.status_code == 200, response.text
     return response.json()
 
 
 def get_task(url: str, task_id: str) -> dict:
+    """GetTask; the whole JSON-RPC response (``task_of`` takes the task out)."""
     return rpc(url, "GetTask", {"id": task_id})
 
 
@@ -72,23 +80,28 @@ def wait_for_state(url: str, task_id: str, wanted: str, timeout: float = WAIT) -
 
 
 def cancel(url: str, task_id: str) -> dict:
+    """CancelTask; the whole JSON-RPC response."""
     return rpc(url, "CancelTask", {"id": task_id})
 
 
 def task_of(response: dict) -> dict:
+    """The task of a JSON-RPC response (a SendMessage result's ``task``, or the result itself)."""
     assert "result" in response, response
     return response["result"]["task"] if "task" in response["result"] else response["result"]
 
 
 def state(task: dict) -> str:
+    """The task's state name, e.g. ``TASK_STATE_COMPLETED``."""
     return task["status"]["state"]
 
 
 def answer(task: dict) -> str:
+    """The text of all the task's artifacts, joined."""
     return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
 
 
 def status_text(task: dict) -> str:
+    """The text of the task's status message ('' without one)."""
     message = task["status"].get("message") or {}
     return "".join(p.get("text", "") for p in message.get("parts", []))
 

@@ -42,7 +42,7 @@ async def connect(url, streaming=True, headers=None, **config):
             await client.close()
 
 
-async def send(client, text, task=None, context_id=None) -> list:
+async def sdk_send(client, text, task=None, context_id=None) -> list:
     request = SendMessageRequest(message=user_msg(text, task, context_id))
     return [event async for event in client.send_message(request)]
 
@@ -72,7 +72,7 @@ def streamed_text(events) -> str:
 
 async def blocking_task(url, text, task=None, **config):
     async with connect(url, streaming=False, **config) as client:
-        events = await send(client, text, task)
+        events = await sdk_send(client, text, task)
     assert kinds(events) == ['task']
     return events[0].task
 
@@ -83,7 +83,7 @@ async def blocking_task(url, text, task=None, **config):
 def test_echo_blocking_jsonrpc(agent):
     async def main():
         async with connect(agent.agent('echo'), streaming=False) as client:
-            events = await send(client, 'hello')
+            events = await sdk_send(client, 'hello')
         task = events[0].task
         assert kinds(events) == ['task']
         assert task.status.state == S.TASK_STATE_COMPLETED
@@ -95,7 +95,7 @@ def test_echo_blocking_jsonrpc(agent):
 def test_echo_streaming_jsonrpc(agent):
     async def main():
         async with connect(agent.agent('echo')) as client:
-            events = await send(client, 'stream me')
+            events = await sdk_send(client, 'stream me')
         assert kinds(events) == ['task', 'status_update', 'artifact_update', 'status_update']
         ctx = events[0].task.context_id
         assert events[0].task.status.state == S.TASK_STATE_SUBMITTED
@@ -113,7 +113,7 @@ def test_rest_only(agent):
             async with connect(agent.agent('rest-only')):
                 pass
         async with connect(agent.agent('rest-only'), supported_protocol_bindings=['HTTP+JSON']) as client:
-            events = await send(client, 'over rest')
+            events = await sdk_send(client, 'over rest')
         assert streamed_text(events) == f'echo[{events[0].task.context_id}]: over rest'
         assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
 
@@ -126,7 +126,7 @@ def test_grpc_only(agent):
 
     async def main():
         async with connect(agent.agent('grpc-only'), **grpc_config) as client:
-            events = await send(client, 'over grpc')
+            events = await sdk_send(client, 'over grpc')
         assert kinds(events)[0] == 'task'
         assert streamed_text(events) == f'echo[{events[0].task.context_id}]: over grpc'
         task = await blocking_task(agent.agent('grpc-only'), 'blocking grpc', **grpc_config)
@@ -142,7 +142,7 @@ def test_v03_uses_compat_transport(agent):
     async def main():
         agent.clear_headers()
         async with connect(agent.agent('v03'), streaming=False) as client:
-            events = await send(client, 'old times')
+            events = await sdk_send(client, 'old times')
         task = events[0].task
         assert task.status.state == S.TASK_STATE_COMPLETED
         assert artifact_text(task) == f'echo[{task.context_id}]: old times'
@@ -189,10 +189,10 @@ def test_interrupted_then_continuation(agent, name, state, question, reply):
 def test_memory_keeps_context(agent):
     async def main():
         async with connect(agent.agent('memory'), streaming=False) as client:
-            first = (await send(client, 'remember the milk'))[0].task
+            first = (await sdk_send(client, 'remember the milk'))[0].task
             assert artifact_text(first) == 'ok, I will remember the milk'
-            same = (await send(client, 'recall', context_id=first.context_id))[0].task
-            other = (await send(client, 'recall'))[0].task
+            same = (await sdk_send(client, 'recall', context_id=first.context_id))[0].task
+            other = (await sdk_send(client, 'recall'))[0].task
         assert same.context_id == first.context_id and same.id != first.id
         assert artifact_text(same) == 'you told me the milk'
         assert artifact_text(other) == 'I remember nothing'
@@ -236,16 +236,16 @@ def test_refuse_unknown_and_expired_context(agent):
     async def main():
         async with connect(agent.agent('refuse'), streaming=False) as client:
             with pytest.raises(InvalidParamsError, match='unknown or expired context'):
-                await send(client, 'hi', context_id=str(uuid.uuid4()))
-            issued = (await send(client, 'first'))[0].task
-            again = (await send(client, 'second', context_id=issued.context_id))[0].task
+                await sdk_send(client, 'hi', context_id=str(uuid.uuid4()))
+            issued = (await sdk_send(client, 'first'))[0].task
+            again = (await sdk_send(client, 'second', context_id=issued.context_id))[0].task
             assert artifact_text(again) == f'echo[{issued.context_id}]: second'
             agent.expire()
             with pytest.raises(InvalidParamsError, match='unknown or expired context'):
-                await send(client, 'third', context_id=issued.context_id)
+                await sdk_send(client, 'third', context_id=issued.context_id)
         async with connect(agent.agent('refuse')) as client:  # the streaming path refuses too
             with pytest.raises(InvalidParamsError):
-                await send(client, 'hi', context_id=str(uuid.uuid4()))
+                await sdk_send(client, 'hi', context_id=str(uuid.uuid4()))
 
     asyncio.run(main())
 
@@ -270,7 +270,7 @@ def test_finish_makes_continuation_unsupported(agent):
             stored = await client.get_task(GetTaskRequest(id=first.id))
             assert stored.status.state == S.TASK_STATE_COMPLETED
             with pytest.raises(UnsupportedOperationError, match='terminal state'):
-                await send(client, 'Paris', task=first)
+                await sdk_send(client, 'Paris', task=first)
 
     asyncio.run(main())
 
@@ -288,7 +288,7 @@ def test_finish_makes_continuation_unsupported(agent):
 def test_stream_shapes(agent, name, expected):
     async def streamed():
         async with connect(agent.agent(name)) as client:
-            return await send(client, 'go')
+            return await sdk_send(client, 'go')
 
     async def main():
         events, task = await asyncio.gather(streamed(), blocking_task(agent.agent(name), 'go'))
@@ -304,11 +304,11 @@ def test_stream_shapes(agent, name, expected):
 def test_stream_message_and_status(agent):
     async def main():
         async with connect(agent.agent('stream-message')) as client:
-            events = await send(client, 'go')
+            events = await sdk_send(client, 'go')
         assert kinds(events) == ['message']
         assert texts(events[0].message.parts) == f'message reply[{events[0].message.context_id}]'
         async with connect(agent.agent('stream-status')) as client:
-            events = await send(client, 'go')
+            events = await sdk_send(client, 'go')
         ctx = events[0].task.context_id
         messages = [texts(e.status_update.status.message.parts) for e in events if e.HasField('status_update')]
         assert 'artifact_update' not in kinds(events)
@@ -320,7 +320,7 @@ def test_stream_message_and_status(agent):
 def test_stream_snapshot_sends_a_second_task(agent):
     async def main():
         async with connect(agent.agent('stream-snapshot')) as client:
-            events = await send(client, 'go')
+            events = await sdk_send(client, 'go')
         tasks = [event.task for event in events if event.HasField('task')]
         assert len(tasks) == 2 and tasks[0].id == tasks[1].id
         assert tasks[1].status.state == S.TASK_STATE_COMPLETED
@@ -391,8 +391,8 @@ def test_stats_count_cards_and_messages(agent):
 
     async def main():
         async with connect(agent.agent('jsonrpc-only'), streaming=False) as client:
-            await send(client, 'one')
-            await send(client, 'two')
+            await sdk_send(client, 'one')
+            await sdk_send(client, 'two')
 
     asyncio.run(main())
     after = agent.stats()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 
 import httpx
 from a2a.client import A2AClientError, A2AClientTimeoutError
@@ -225,13 +226,17 @@ class CircuitBreaker:
 
     A failed turn is one the agent could not be asked or did not answer (connection, HTTP,
     timeout, card errors); an agent that answers, even with an error of the protocol or a
-    failed task, is healthy.
+    failed task, is healthy. ``clock`` gives the seconds the cool-down is measured in
+    (``time.monotonic`` unless given).
     """
 
-    def __init__(self, name: str, threshold: int, cooldown: float) -> None:
+    def __init__(self, name: str, threshold: int, cooldown: float, *,
+                 clock: Callable[[], float] | None = None) -> None:
         import threading
+        import time
 
         self.name, self.threshold, self.cooldown = name, threshold, cooldown
+        self._clock = clock or time.monotonic
         self._failures = 0
         self._open_until: float | None = None
         self._probing = False
@@ -239,12 +244,10 @@ class CircuitBreaker:
 
     def before_turn(self) -> None:
         """Raise :class:`CircuitOpenError` when the turn must fail at once."""
-        import time
-
         with self._lock:
             if self._open_until is None:
                 return
-            left = self._open_until - time.monotonic()
+            left = self._open_until - self._clock()
             if left <= 0 and not self._probing:
                 self._probing = True
                 LOG.info("circuit for %s: trying one turn after the cool-down", self.name)
@@ -260,14 +263,12 @@ class CircuitBreaker:
             self._failures, self._open_until, self._probing = 0, None, False
 
     def failed(self, exc: BaseException) -> None:
-        import time
-
         if isinstance(exc, (CircuitOpenError, MissingCredentialError)) or agent_answered(exc):
             return  # not a turn that asked the agent, or the agent answered (protocol error)
         with self._lock:
             self._failures += 1
             if self._probing or (self._open_until is None and self._failures >= self.threshold):
-                self._open_until = time.monotonic() + self.cooldown
+                self._open_until = self._clock() + self.cooldown
                 self._probing = False
                 LOG.warning("circuit for %s open after %d failed turns in a row (%s); turns fail at once "
                             "for %g s", self.name, self._failures, exc, self.cooldown)

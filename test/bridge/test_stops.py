@@ -9,8 +9,10 @@ recreated container) on its single-process SQLite store.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -48,6 +50,12 @@ def sigterm_and_wait(bridge: BridgeProcess, within: float) -> float:
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the bridge did not exit within {within:g} s of SIGTERM") from None
     return time.monotonic() - started
+
+
+def operation_states(state_dir, task_id: str) -> list[str]:
+    """The states of the operations (messages at work) of task ``task_id`` in the bridge's SQLite store."""
+    with contextlib.closing(sqlite3.connect(state_dir / "bridge.sqlite3")) as db:
+        return [row[0] for row in db.execute("SELECT state FROM a2a_bridge_operations WHERE task_id = ?", (task_id,))]
 
 
 def stored_state(state_dir, task_id: str, **kwargs) -> dict:
@@ -147,7 +155,11 @@ def test_kill_9_past_the_deadline_fails_the_task_on_restart(tmp_path):
     with BridgeProcess("--deadline", "1", "--heartbeat", "5", state_dir=state_dir) as first:
         task = task_of(send(first.url, message("sleep:20")))
         assert state(task) == "TASK_STATE_WORKING" and "outcome is unknown" in status_text(task)
-        time.sleep(1.5)  # the stimulus: long enough for finished operations to be written (in batches)
+        # finished operations are written in batches, in the order they finish: once a later
+        # message's is written, one the deadline had finished would be written too
+        marker = task_of(send(first.url, message("marker")))
+        wait_until(lambda: operation_states(state_dir, marker["id"]), "the marker's finished operation to be written",
+                   until=lambda states: states == ["done"])
         first.kill9()
     stored = stored_state(state_dir, task["id"])
     assert state(stored) == "TASK_STATE_FAILED" and "interrupted by a restart" in status_text(stored).lower()

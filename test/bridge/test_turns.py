@@ -91,7 +91,7 @@ def test_a_job_that_raises_leaves_its_thread_serving_the_next_job():
 
 
 def test_many_jobs_at_once_each_run_once():
-    pool = DaemonThreads("test-turn", idle_seconds=0.05)
+    pool = DaemonThreads("test-turn-many", idle_seconds=0.05)
     done, lock = [], threading.Lock()
 
     def job(n):
@@ -104,7 +104,8 @@ def test_many_jobs_at_once_each_run_once():
             pool.submit(lambda n=n + 40 * round_: job(n))
         time.sleep(0.05)
     wait_until(lambda: len(done) >= 200, "200 jobs to run", timeout=20)
-    time.sleep(0.2)
+    wait_until(lambda: not [t for t in threading.enumerate() if t.name == pool.name], "every thread of the pool to end",
+               timeout=20)  # no thread left to run a job again
     assert sorted(done) == list(range(200))
 
 

@@ -126,7 +126,8 @@ def test_a_cancel_on_one_worker_stops_the_turn_running_on_the_other(one_two):
     canceled = two.task("CancelTask", {"id": task["id"]})
     assert state(canceled) == "TASK_STATE_CANCELED", canceled
     wait_until(one.running, "worker 1's turn to end", until=lambda running: running == 0)
-    time.sleep(1.5)  # more than one sentence's time: a turn still running would have said more
+    marker = one.send(message("marker"))  # worker 1 has answered a later message: what the turn left is written
+    assert answer(marker) == "echo: marker", marker
     after = two.get(task["id"])
     assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in answer(after), after
 

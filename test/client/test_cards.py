@@ -1,6 +1,5 @@
 """Agent cards: where they are found, how often they are fetched, when they are fetched again."""
 import re
-import time
 import tracemalloc
 
 import httpx
@@ -11,6 +10,7 @@ from a2a.client import AgentCardResolutionError
 from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard
 
 from support.agent_process import AgentProcess, free_port
+from support.clock import ManualClock
 
 
 ECHO = re.compile(r"echo\[[^\]]+\]: (?P<text>.*)")
@@ -64,11 +64,13 @@ def test_engine_construction_does_no_network_io(agent):
 
 
 def test_an_expired_card_is_revalidated_with_its_etag(agent):
-    with A2AClient(agent.agent("cached")) as client:
+    clock = ManualClock()
+    with A2AClient(agent.agent("cached"), clock=clock) as client:
         client.send_task("one")
+        clock.advance(0.9)
         client.send_task("two")  # still fresh (max-age=1)
         assert client.card_fetches == 1
-        time.sleep(1.2)
+        clock.advance(0.2)
         client.send_task("three")
         assert client.card_fetches == 2
     hits = [h for h in agent.headers() if h["path"].startswith("/cached/.well-known")]

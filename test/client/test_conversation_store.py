@@ -3,9 +3,10 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 
 from ovos_a2a_solver._conversations import Conversation, ConversationStore, default_state_path
+
+from support.clock import ManualClock
 
 
 def test_survives_a_new_store_on_the_same_file(tmp_path):
@@ -31,20 +32,23 @@ def test_never_stores_an_empty_context(tmp_path):
 
 
 def test_least_recently_used_conversations_go_first(tmp_path):
-    store = ConversationStore(tmp_path / "conv.json", max_conversations=3)
+    clock = ManualClock()
+    store = ConversationStore(tmp_path / "conv.json", max_conversations=3, clock=clock)
     for n in range(5):
         store.remember("a", f"s{n}", f"ctx{n}")
-        time.sleep(0.01)
+        clock.advance(0.01)
     assert sorted(store.sessions("a")) == ["s2", "s3", "s4"]
     assert sorted(ConversationStore(tmp_path / "conv.json").sessions("a")) == ["s2", "s3", "s4"]
 
 
 def test_idle_conversations_expire(tmp_path):
-    store = ConversationStore(tmp_path / "conv.json", idle_ttl=0.2)
+    clock = ManualClock()
+    store = ConversationStore(tmp_path / "conv.json", idle_ttl=0.2, clock=clock)
     store.remember("a", "s", "ctx")
-    assert store.get("a", "s") is not None
-    time.sleep(0.3)
-    assert store.get("a", "s") is None
+    clock.advance(0.1)
+    assert store.get("a", "s") is not None  # used 0.1 s ago
+    clock.advance(0.2)
+    assert store.get("a", "s") is None  # idle for 0.3 s
 
 
 def test_a_refused_context_is_never_adopted_again(tmp_path):

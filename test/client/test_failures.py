@@ -7,6 +7,7 @@ from a2a.client import A2AClientError, A2AClientTimeoutError, AgentCardResolutio
 from ovos_a2a_solver import A2AClient, AgentTaskError, CircuitOpenError
 
 from support.agent_process import free_port
+from support.clock import ManualClock
 
 
 @pytest.mark.parametrize("name, state, reason", [
@@ -142,7 +143,8 @@ def test_retries_never_pass_the_turns_deadline(agent):
 
 
 def test_after_three_failed_turns_the_next_fails_at_once_then_one_probe_goes_through(agent, caplog):
-    with A2AClient(agent.agent("flaky"), max_retries=0, breaker_cooldown=0.5) as client:
+    clock = ManualClock()
+    with A2AClient(agent.agent("flaky"), max_retries=0, breaker_cooldown=30, clock=clock) as client:
         client.send_task("warm up")
         before = len(processed(agent))
         agent.flaky(3, 503)
@@ -154,7 +156,10 @@ def test_after_three_failed_turns_the_next_fails_at_once_then_one_probe_goes_thr
                 client.send_task("hello")
         assert len(agent.message_ids()["refused"]) == 3 and len(processed(agent)) == before  # not asked
         assert "circuit for" in caplog.text and "open after 3 failed turns" in caplog.text
-        time.sleep(0.6)
+        clock.advance(29)
+        with pytest.raises(CircuitOpenError, match="not asking it again for 1 s"):  # still cooling down
+            client.send_task("hello")
+        clock.advance(1)
         assert client.send_task("probe").endswith(": probe")  # the one trial turn after the cool-down
         assert client.send_task("again").endswith(": again")  # closed again
 

@@ -3,7 +3,7 @@
 
     python bench/bench_client.py [--turns 300] [--fresh 7] [--json bench/results/client.json]
 
-Starts the scripted test agent (test/a2a_agent.py) on loopback and measures, interleaving
+Starts the scripted test agent (test/support/a2a_agent.py) on loopback and measures, interleaving
 the two sides so a noisy machine hurts both alike:
 
 1. per-turn latency of ``send_task`` vs a bare SDK ``send_message`` (same agent, same
@@ -26,7 +26,7 @@ import time
 from benchlib import SdkClientThread, median_p90, use_test_helpers, user_message, write_json
 
 use_test_helpers()
-from agent_process import AgentProcess  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
 
 
 # ---- 1. per-turn latency ------------------------------------------------------------

@@ -2,7 +2,7 @@
 
     python bench/bench_hostile.py [--seeds 1 2 3] [--count 2000] [--big 10]
 
-1. Malformed requests: ``count`` seeded malformed requests per seed (``test/malformed.py``:
+1. Malformed requests: ``count`` seeded malformed requests per seed (``test/support/malformed.py``:
    wrong JSON types, unknown enum names and numbers, messages not from the user, empty or
    too many parts, invalid UTF-8, nesting 1000 deep, a 5000-digit id ...) over JSON-RPC
    and HTTP+JSON. Counted: refused (a protocol error), internal (-32603 or HTTP 5xx) and
@@ -12,7 +12,7 @@
    how long each large request took, and the latency of the small requests meanwhile.
 
 Both servers run as subprocesses on loopback: the bridge (``--backend echo``, SQLite) and
-the bare a2a-sdk echo agent of the test suite (``test/a2a_agent.py``, InMemoryTaskStore).
+the bare a2a-sdk echo agent of the test suite (``test/support/a2a_agent.py``, InMemoryTaskStore).
 Results go to ``bench/results/bridge-hostile.json``.
 """
 from __future__ import annotations
@@ -31,9 +31,9 @@ import httpx
 from benchlib import REPO, machine_brief, use_test_helpers, write_json
 
 use_test_helpers()
-from agent_process import AgentProcess  # noqa: E402
-from bridge_process import BridgeProcess  # noqa: E402
-from malformed import judge, malformed_requests  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
+from support.bridge_process import BridgeProcess  # noqa: E402
+from support.malformed import judge, malformed_requests  # noqa: E402
 
 V1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 

@@ -25,8 +25,8 @@ import httpx
 from benchlib import REPO, median_p90, use_test_helpers, write_json
 
 use_test_helpers()
-from agent_process import AgentProcess  # noqa: E402
-from bridge_process import BridgeProcess  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
+from support.bridge_process import BridgeProcess  # noqa: E402
 
 HEADERS = {"A2A-Version": "1.0"}
 

@@ -31,9 +31,9 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "test"))
 
-from agent_process import AgentProcess  # noqa: E402
-from bridge_process import BridgeProcess  # noqa: E402
-from test_bridge_push_fanout import Webhook, quick  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
+from support.bridge_process import BridgeProcess  # noqa: E402
+from support.webhooks import Webhook, quick  # noqa: E402
 
 HEADERS = {"A2A-Version": "1.0"}
 

@@ -32,7 +32,7 @@ from benchlib import REPO, machine_brief, median_p90, use_test_helpers, write_js
 
 use_test_helpers()
 sys.path.insert(0, str(REPO))  # the package of this checkout, before any installed one
-from bridge_process import BridgeProcess  # noqa: E402
+from support.bridge_process import BridgeProcess  # noqa: E402
 
 V1 = {"A2A-Version": "1.0"}
 

@@ -3,7 +3,7 @@
 
     python bench/bench_stream.py [--sizes 1000,5000,20000] [--runs 3] [--json bench/results/stream.json]
 
-Starts the scripted test agent (test/a2a_agent.py) on loopback; its ``flood`` agent streams
+Starts the scripted test agent (test/support/a2a_agent.py) on loopback; its ``flood`` agent streams
 N appended chunks of one artifact as fast as it can (a word each, a sentence every tenth).
 For each N, interleaving the sides so a noisy machine hurts them alike, it times the whole
 turn of:
@@ -33,7 +33,7 @@ import uuid
 from benchlib import SdkClientThread, use_test_helpers, user_message, write_json
 
 use_test_helpers()
-from agent_process import AgentProcess  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
 
 
 class BareSdk(SdkClientThread):

@@ -30,7 +30,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "test"))
 
-from bridge_process import BridgeProcess  # noqa: E402
+from support.bridge_process import BridgeProcess  # noqa: E402
 
 HEADERS = {"A2A-Version": "1.0", "Content-Type": "application/json"}
 CALLERS = 8

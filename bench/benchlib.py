@@ -669,8 +669,8 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
 # ---- a bare a2a-sdk client for synchronous callers -----------------------------------------
 
 def use_test_helpers() -> None:
-    """Make the test suite's helpers (``test/agent_process.py``, ``test/bridge_process.py``, …)
-    importable."""
+    """Make the test suite's helpers importable as ``support.…`` (``test/support/agent_process.py``,
+    ``test/support/bridge_process.py``, …)."""
     helpers = str(REPO / "test")
     if helpers not in sys.path:
         sys.path.insert(0, helpers)

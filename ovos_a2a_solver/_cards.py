@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -139,11 +140,15 @@ class CardResolver:
     ``generation`` grows each time the card's content changes, so a caller can rebuild
     what it derived from the card (transports) only then. ``signature_check``, if given,
     must pass for each card fetched (a card revalidated with 304 was checked already).
+    ``clock`` gives the seconds a card's freshness (``Cache-Control: max-age``) is measured in
+    (``time.monotonic`` unless given).
     """
 
     def __init__(self, agent_url: str, http: "httpx.AsyncClient",
-                 signature_check: "SignatureCheck | CustomCheck | None" = None) -> None:
+                 signature_check: "SignatureCheck | CustomCheck | None" = None, *,
+                 clock: Callable[[], float] | None = None) -> None:
         self.agent_url = agent_url
+        self._clock = clock or time.monotonic
         self.fetches = 0
         self.generation = 0
         self._http = http
@@ -152,6 +157,11 @@ class CardResolver:
         self._stale = False
         self._lock = asyncio.Lock()
 
+    def _expiry(self, cache_control: str | None) -> float | None:
+        """When a card with this ``Cache-Control`` goes stale, on ``clock`` (``None``: never)."""
+        seconds = freshness_seconds(cache_control)
+        return None if seconds is None else self._clock() + seconds
+
     def invalidate(self) -> None:
         """Fetch the card again on next use (the agent was unreachable)."""
         self._stale = True
@@ -159,11 +169,11 @@ class CardResolver:
     async def get(self) -> "ProtoAgentCard":
         """The current card, fetched or revalidated only when needed."""
         cached = self._cached
-        if cached is not None and not self._stale and (cached.expires is None or time.monotonic() < cached.expires):
+        if cached is not None and not self._stale and (cached.expires is None or self._clock() < cached.expires):
             return cached.card
         async with self._lock:
             cached = self._cached
-            if cached is not None and not self._stale and (cached.expires is None or time.monotonic() < cached.expires):
+            if cached is not None and not self._stale and (cached.expires is None or self._clock() < cached.expires):
                 return cached.card
             if cached is not None and not self._stale and cached.etag:
                 if await self._revalidate(cached):
@@ -183,7 +193,7 @@ class CardResolver:
         except httpx.HTTPError as exc:
             raise AgentCardResolutionError(f"cannot reach agent card at {cached.url}: {exc}") from exc
         if response.status_code == 304:
-            cached.expires = _expiry(response.headers.get("cache-control"))
+            cached.expires = self._expiry(response.headers.get("cache-control"))
             return True
         if response.status_code == 200:
             await self._store(cached.url, response, body)
@@ -249,7 +259,7 @@ class CardResolver:
         if self._cached is None or self._cached.body != body:
             self.generation += 1
         self._cached = _Cached(card=card, url=url, etag=response.headers.get("etag"), body=body,
-                               expires=_expiry(response.headers.get("cache-control")))
+                               expires=self._expiry(response.headers.get("cache-control")))
 
 
 async def _read_capped(response: "httpx.Response", url: str, what: str = "agent card",
@@ -271,8 +281,3 @@ async def _read_capped(response: "httpx.Response", url: str, what: str = "agent 
             raise too_large()
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _expiry(cache_control: str | None) -> float | None:
-    seconds = freshness_seconds(cache_control)
-    return None if seconds is None else time.monotonic() + seconds

@@ -45,7 +45,8 @@ class AgentConnection:
     """The card and the SDK clients of one agent; create and use it on the background loop."""
 
     def __init__(self, agent_url: str, *, timeout: float, credentials: OriginCredentials | None = None,
-                 signature_check: "SignatureCheck | CustomCheck | None" = None) -> None:
+                 signature_check: "SignatureCheck | CustomCheck | None" = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self.agent_url = agent_url
         self._credentials = credentials
         self._secure = urlsplit(agent_url).scheme == "https"
@@ -54,7 +55,7 @@ class AgentConnection:
             auth=httpx_auth(credentials) if credentials else None,
             follow_redirects=False,
         )
-        self.cards = CardResolver(agent_url, self.http, signature_check)
+        self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
         self._clients: dict[bool, tuple[int, Client]] = {}
         self._lock = asyncio.Lock()
         self._authorized = -1  # the card generation whose security requirements are met

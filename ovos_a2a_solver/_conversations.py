@@ -22,6 +22,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,9 @@ class ConversationStore:
     """session -> (contextId, open taskId), per agent key; bounded, idle-expiring, optionally durable."""
 
     def __init__(self, path: str | os.PathLike | None = None, max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
-                 idle_ttl: float = DEFAULT_CONVERSATION_TTL) -> None:
+                 idle_ttl: float = DEFAULT_CONVERSATION_TTL, *, clock: Callable[[], float] = time.time) -> None:
+        """``clock``: the wall-clock seconds a conversation's last use is stamped with (the
+        stamps are kept in the file, so across processes), ``time.time`` unless given."""
         if max_conversations < 1:
             raise ValueError("max_conversations must be at least 1")
         if idle_ttl <= 0:
@@ -73,6 +76,7 @@ class ConversationStore:
         self.path = Path(path) if path is not None else None
         self.max_conversations = int(max_conversations)
         self.idle_ttl = float(idle_ttl)
+        self._clock = clock
         self._lock = threading.RLock()
         # {agent_key: {"sessions": {session_id: {"context_id", "task_id", "used"}}, "refused": [ctx, ...]}}
         self._data: dict[str, dict] = {}
@@ -91,7 +95,7 @@ class ConversationStore:
         with self._lock:
             self._reload_if_changed()
             entry = self._data.get(agent_key, {}).get("sessions", {}).get(session_id)
-            if not entry or time.time() - entry.get("used", 0) > self.idle_ttl:
+            if not entry or self._clock() - entry.get("used", 0) > self.idle_ttl:
                 return None
             return _conversation(entry)
 
@@ -102,7 +106,7 @@ class ConversationStore:
         with self._lock:
             self._reload_if_changed()
             entry = self._data.get(agent_key, {}).get("sessions", {}).get(session_id)
-            now = time.time()
+            now = self._clock()
             if entry and entry["context_id"] == context_id and entry["task_id"] == (task_id or None) \
                     and now - entry["used"] < min(60.0, self.idle_ttl / 10):
                 entry["used"] = now  # unchanged and recently saved: no need to rewrite the file
@@ -116,7 +120,7 @@ class ConversationStore:
             agent["sessions"][session_id] = {"context_id": context_id, "task_id": task_id or None,
                                              "pending": earlier.get("pending"),
                                              "pending_message": earlier.get("pending_message"),
-                                             "used": time.time()}
+                                             "used": self._clock()}
 
     def take_pending(self, agent_key: str, session_id: str, task_id: str) -> bool:
         """Unbind the session's pending task if it is still ``task_id``; whether it was (so
@@ -142,7 +146,7 @@ class ConversationStore:
             elif context_id and not entry["context_id"]:
                 entry["context_id"] = context_id
             entry["pending"], entry["pending_message"] = task_id, message_id
-            entry["used"] = time.time()
+            entry["used"] = self._clock()
 
     def forget_task(self, agent_key: str, session_id: str) -> None:
         """The agent no longer has the open task; keep the conversation."""
@@ -163,7 +167,7 @@ class ConversationStore:
         """Every live session of one agent key (for tools and tests)."""
         with self._lock:
             self._reload_if_changed()
-            now = time.time()
+            now = self._clock()
             return {sid: _conversation(e)
                     for sid, e in self._data.get(agent_key, {}).get("sessions", {}).items()
                     if now - e.get("used", 0) <= self.idle_ttl}
@@ -252,7 +256,7 @@ class ConversationStore:
         self._file_stamp = self._stamp()
 
     def _prune(self) -> None:
-        now = time.time()
+        now = self._clock()
         live = []
         for key, agent in list(self._data.items()):
             sessions = agent.get("sessions", {})

@@ -142,6 +142,8 @@ class _BaseClient:
             a ``Retry-After`` is honoured).
         breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
             once (``CircuitOpenError``) for so many seconds; then one turn tries again.
+        clock: the monotonic seconds the breaker's cool-down and the card's freshness are
+            measured in (``time.monotonic`` unless given).
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -152,7 +154,8 @@ class _BaseClient:
                  card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
                  max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
                  breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
-                 breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN) -> None:
+                 breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN,
+                 clock: Callable[[], float] | None = None) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
@@ -176,7 +179,8 @@ class _BaseClient:
         self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
         self.max_retries = int(max_retries)
         self.retry_base_delay = float(retry_base_delay)
-        self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown))
+        self._clock = clock
+        self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -204,7 +208,7 @@ class _BaseClient:
             if self._connection is None:
                 self._connection = AgentConnection(self.base_url, timeout=self.timeout,
                                                    credentials=self._credentials,
-                                                   signature_check=self._signature_check)
+                                                   signature_check=self._signature_check, clock=self._clock)
             return self._connection
 
     async def _deadline(self, coro):

@@ -1,0 +1,399 @@
+"""Bridge: several replicas on one PostgreSQL database, behind one URL, without sticky routing.
+
+Two real bridge processes (A and B) share the database named by ``OVOS_A2A_TEST_POSTGRES``.
+Work started on A is read, listed, streamed, canceled and replayed through B; when A is
+killed with -9, B fails A's work once A's lease expired, without A being restarted. Every
+call carries a Bearer token, so two owners can be told apart across replicas too.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import pytest
+
+from support.bridge_process import BridgeProcess, echo_calls
+from support.bridge_rpc import OwnerCalls, Worker, answer, health, message, state, status_text
+from support.waiting import wait_until
+
+
+POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
+pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
+                                reason="set OVOS_A2A_TEST_POSTGRES to a database URL")
+
+TOKEN_X, TOKEN_Y = "replica-owner-x-4kPw9", "replica-owner-y-7Hn2q"
+LEASE = 2.0  # seconds: short, so that a lost replica is noticed within a test's time
+TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
+
+
+def replica(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
+    """A bridge on the shared database, named ``name`` (unique per run), lease :data:`LEASE`."""
+    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
+    unique = f"{name}-{uuid.uuid4().hex[:8]}"
+    process = BridgeProcess("--db", POSTGRES, "--heartbeat", "1", *args, call_log=call_log,
+                            env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE),
+                                 "OVOS_A2A_REPLICA": unique, **env})
+    process.replica = unique
+    return process
+
+
+def leases(replica_name: str) -> list[dict]:
+    """The leases of ``replica_name``'s runs, as the database holds them."""
+    import asyncio
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def read() -> list[dict]:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(text("SELECT state, expires FROM a2a_bridge_replicas "
+                                               "WHERE replica = :name"), {"name": replica_name})
+                return [dict(row) for row in rows.mappings()]
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+class Caller(OwnerCalls):
+    """JSON-RPC 1.0 calls to one replica as one owner."""
+
+    def __init__(self, bridge: BridgeProcess, token: str = TOKEN_X) -> None:
+        super().__init__(bridge, token)
+
+
+@pytest.fixture(scope="module")
+def call_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("replicas") / "echo-calls.jsonl"
+
+
+@pytest.fixture(scope="module")
+def pair(call_log):
+    """Replicas A and B on one database (one backend call log for both)."""
+    with replica("a", call_log=call_log) as a, replica("b", call_log=call_log) as b:
+        yield a, b
+
+
+def wait_state(caller: Caller, task_id: str, wanted: str, timeout: float = 30) -> dict:
+    return wait_until(lambda: caller.get(task_id), f"task {task_id} to be {wanted} (read on {caller.url})",
+                      timeout=timeout, until=lambda task: state(task) == wanted)
+
+
+def test_a_task_created_on_a_is_read_listed_and_streamed_live_on_b(pair):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    context = uuid.uuid4().hex
+    task = a.send(message("slow:0.4", context_id=context), blocking=False)
+    seen = b.get(task["id"])
+    assert seen["id"] == task["id"] and state(seen) in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    listed = b.task("ListTasks", {"contextId": context})
+    assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+    events = b.subscribe(task["id"])
+    assert "error" not in events[0], events
+    chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
+    assert chunks, events  # A's sentences reached B's subscriber as they were said
+    last = events[-1]["statusUpdate"]
+    assert last["status"]["state"] == "TASK_STATE_COMPLETED", events
+    assert len(chunks) >= 2 and chunks[-1].get("lastChunk") is True, chunks
+    done = b.get(task["id"])
+    assert answer(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+
+
+def test_cancel_on_b_stops_the_turn_running_on_a(pair):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    task = a.send(message("slow:1"), blocking=False)
+    wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
+    canceled = b.task("CancelTask", {"id": task["id"]})
+    assert state(canceled) == "TASK_STATE_CANCELED", canceled
+    wait_until(lambda: health(pair[0])["running"], "A's turn to end", until=lambda running: running == 0)
+    marker = a.send(message("marker"))  # A has answered a later message: what the turn left is written
+    assert answer(marker) == "echo: marker", marker
+    after = b.get(task["id"])
+    assert state(after) == "TASK_STATE_CANCELED" and "Sentence 5." not in answer(after), after
+
+
+def test_a_cancel_that_cannot_stop_the_turn_on_a_is_refused_on_b(call_log):
+    with replica("a-stubborn", call_log=call_log, OVOS_A2A_CANCEL_GRACE="0.3") as stubborn, \
+            replica("b-asks", call_log=call_log) as asking:
+        a, b = Caller(stubborn), Caller(asking)
+        task = a.send(message("sleep:2"), blocking=False)  # one step that cannot be interrupted
+        wait_state(a, task["id"], "TASK_STATE_WORKING")
+        error = b.error("CancelTask", {"id": task["id"]})
+        assert error["code"] == TASK_NOT_CANCELABLE and "could not be stopped" in error["message"], error
+        assert state(wait_state(b, task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
+
+
+def test_a_replay_of_a_message_on_b_rejoins_the_work_on_a(pair, call_log):
+    a, b = Caller(pair[0]), Caller(pair[1])
+    text = f"sleep:1 {uuid.uuid4().hex}"
+    msg = message(text)
+    first = a.send(msg, blocking=False)
+    again = b.send(msg)  # the same message, delivered again to the other replica
+    assert again["id"] == first["id"] and state(again) == "TASK_STATE_COMPLETED", again
+    assert answer(again) == f"echo: {text}"
+    assert echo_calls(call_log, text) == 1
+
+
+def test_another_owner_does_not_find_the_task_on_the_other_replica(pair):
+    owner, stranger = Caller(pair[0], TOKEN_X), Caller(pair[1], TOKEN_Y)
+    context = uuid.uuid4().hex
+    task = owner.send(message("slow:0.5", context_id=context), blocking=False)
+    for method in ("GetTask", "CancelTask"):
+        assert stranger.error(method, {"id": task["id"]})["code"] == TASK_NOT_FOUND
+    assert stranger.subscribe(task["id"])[0]["error"]["code"] == TASK_NOT_FOUND
+    assert stranger.task("ListTasks", {"contextId": context})["tasks"] == []
+    assert state(wait_state(Caller(pair[1], TOKEN_X), task["id"], "TASK_STATE_COMPLETED"))
+
+
+def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expired(pair, call_log):
+    survivor = Caller(pair[1])
+    doomed_process = replica("a-doomed", call_log=call_log)
+    try:
+        doomed = Caller(doomed_process)
+        task = doomed.send(message("sleep:60"), blocking=False)
+        wait_state(doomed, task["id"], "TASK_STATE_WORKING")
+        killed = time.monotonic()
+        doomed_process.kill9()
+        failed = wait_state(survivor, task["id"], "TASK_STATE_FAILED", timeout=LEASE + 8)
+        took = time.monotonic() - killed
+    finally:
+        doomed_process.kill9()
+    assert "lease expired" in status_text(failed), failed
+    assert took <= LEASE + 4, f"failed {took:.1f} s after the kill; the lease is {LEASE:g} s"
+    # the take-over is recorded: the lost run is claimed once, by one survivor, not again at every round
+    assert [lease["state"] for lease in leases(doomed_process.replica)] == ["lost"]
+    renewed = leases(pair[1].replica)[0]["expires"]
+    for _ in range(2):  # two more rounds of the survivor (it renews, then looks for expired leases)
+        renewed = wait_until(lambda: leases(pair[1].replica)[0]["expires"], "the survivor to renew its lease",
+                             until=lambda expires, after=renewed: expires > after)
+    taken_over = f"replica {doomed_process.replica} stopped renewing its lease"
+    logs = "".join(bridge.stderr_text() for bridge in pair)
+    assert logs.count(taken_over) == 1, logs
+
+
+def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(call_log):
+    with replica("w", "--workers", "2", call_log=call_log) as both:
+        one, two = Worker(both, 1, TOKEN_X), Worker(both, 2, TOKEN_X)
+        try:
+            streamed = one.send(message("slow:0.3"), blocking=False)
+            events = two.subscribe(streamed["id"])
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
+            task = one.send(message("slow:1"), blocking=False)
+            wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
+            assert state(two.task("CancelTask", {"id": task["id"]})) == "TASK_STATE_CANCELED"
+            wait_until(one.running, "worker 1's turn to end", until=lambda running: running == 0)
+            assert Worker(both, 2, TOKEN_Y).error("GetTask", {"id": task["id"]})["code"] == TASK_NOT_FOUND
+        finally:
+            one.close()
+            two.close()
+
+
+def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
+    import asyncio
+
+    from a2a.server.cluster import TaskVersion, VersionedDatabaseTaskStore
+    from a2a.server.context import ServerCallContext
+    from a2a.types import Task, TaskState, TaskStatus
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
+    from ovos_a2a_solver.bridge.storage.operations import OperationLog
+    from ovos_a2a_solver.bridge.cluster.replicas import EVENTS_KEPT, ReplicaGroup
+
+    async def events_left() -> dict:
+        db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
+        store = VersionedDatabaseTaskStore(db.engine)
+        await store.initialize()
+        ids = {}
+        for label, age in (("old", EVENTS_KEPT + 60), ("recent", 0), ("running", EVENTS_KEPT + 60)):
+            task = Task(id=str(uuid.uuid4()), context_id=uuid.uuid4().hex, status=TaskStatus(
+                state=TaskState.TASK_STATE_WORKING if label == "running" else TaskState.TASK_STATE_COMPLETED))
+            task.status.timestamp.FromSeconds(int(time.time() - age))
+            await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
+                             context=ServerCallContext())
+            ids[label] = task.id
+        group = ReplicaGroup(db, OperationLog(db, "pruner", single_process=False), lease=5)
+        await group.prune_event_log()
+        left = {label: (await db.fetch("SELECT count(*) AS n FROM task_events WHERE task_id = :id",
+                                       {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
+        await db.aclose()
+        return left
+
+    assert asyncio.run(events_left()) == {"old": 0, "recent": 1, "running": 1}
+
+
+def test_a_replica_under_steady_load_keeps_its_database_connections():
+    """As many messages at once as ``--max-concurrent``, round after round, reuse the
+    connections the bridge opened: none is closed to be opened again (each such connection
+    is a new login and new prepared statements for a message). A connection opened for a
+    new peak of demand and kept is growth, not churn."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    at_once = 8
+
+    async def connections_closed_during(load) -> int:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:  # open before the first count: neither count has it
+                async def counts() -> tuple[int, int]:
+                    await conn.execute(text("SELECT pg_stat_clear_snapshot()"))
+                    opened = (await conn.execute(text("SELECT sessions FROM pg_stat_database "
+                                                      "WHERE datname = current_database()"))).scalar_one()
+                    open_now = (await conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                                        "current_database() AND pid <> pg_backend_pid()"))).scalar_one()
+                    return opened, open_now
+                opened_before, open_before = await counts()
+                await asyncio.to_thread(load)
+                opened_after, open_after = await counts()
+                return (opened_after - opened_before) - (open_after - open_before)
+        finally:
+            await engine.dispose()
+
+    with replica("steady", "--max-concurrent", str(at_once)) as bridge, ThreadPoolExecutor(at_once) as pool:
+        caller = Caller(bridge)
+
+        def rounds(count: int) -> None:
+            for _ in range(count):
+                answers = list(pool.map(lambda n: caller.send(message(f"steady {n}")), range(at_once)))
+                assert [state(task) for task in answers] == ["TASK_STATE_COMPLETED"] * at_once, answers
+
+        rounds(2)  # the bridge opens its connections
+        closed = asyncio.run(connections_closed_during(lambda: rounds(10)))
+    assert closed == 0, f"{closed} database connection(s) closed and opened again in 10 rounds of {at_once} messages"
+
+
+
+class Bystander:
+    """Another client of the database, on a plain connection of its own: it listens on the
+    replicas' channel and notifies on it (what PostgreSQL lets any role with CONNECT do).
+    Whatever it hears that asks for a cancel, it answers with a forged refusal at once."""
+
+    FORGED = "forged by a bystander"
+
+    def __init__(self) -> None:
+        import asyncio
+        import threading
+
+        from ovos_a2a_solver.bridge.cluster.replicas import CHANNEL
+
+        self.channel = CHANNEL
+        self.heard: list[str] = []
+        self.lock = asyncio.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.listening = self.speaking = None  # two connections: one only listens
+        self.answers: list = []
+
+    def __enter__(self) -> "Bystander":
+        import asyncpg
+
+        self.thread.start()
+        dsn = POSTGRES.replace("+asyncpg", "", 1)
+        self.listening = self._run(asyncpg.connect(dsn))
+        self.speaking = self._run(asyncpg.connect(dsn))
+        self._run(self.listening.add_listener(self.channel, self._heard))
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        import asyncio
+
+        async def close() -> None:
+            await asyncio.gather(*self.answers)
+            await self.listening.close()
+            await self.speaking.close()
+
+        self._run(close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+    def _run(self, coroutine):
+        import asyncio
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(30)
+
+    def _heard(self, _connection, _pid, _channel, payload: str) -> None:
+        self.heard.append(payload)
+        try:
+            note = json.loads(payload)
+        except ValueError:
+            return
+        if isinstance(note, dict) and note.get("kind") == "cancel" and "request" in note:
+            forged = {"kind": "cancel-answer", "to": note.get("from"), "request": note["request"],
+                      "refusal": self.FORGED}
+            self.answers.append(self.loop.create_task(self._notify(json.dumps(forged))))
+
+    async def _notify(self, payload: str) -> None:
+        async with self.lock:
+            await self.speaking.execute("SELECT pg_notify($1, $2)", self.channel, payload)
+
+    def notify(self, payload: str) -> None:
+        self._run(self._notify(payload))
+
+
+def running_operation(task_id: str) -> dict:
+    """The boot id and owner of the run working on ``task_id``, as the database holds them."""
+    import asyncio
+
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def read() -> dict:
+        engine = create_async_engine(POSTGRES)
+        try:
+            async with engine.connect() as conn:
+                rows = await conn.execute(text("SELECT boot, owner FROM a2a_bridge_operations "
+                                               "WHERE task_id = :id AND state = 'running'"), {"id": task_id})
+                return dict(rows.mappings().one())
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())
+
+
+def test_a_listener_on_the_replicas_channel_learns_nothing_and_its_answers_are_not_taken(pair):
+    """A cancel between replicas: a bystander listening on the channel hears only empty
+    rings (no task id, owner or boot id), and its forged refusal does not answer the cancel."""
+    a, b = Caller(pair[0]), Caller(pair[1])
+    with Bystander() as bystander:
+        task = a.send(message("slow:1"), blocking=False)
+        wait_until(lambda: a.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
+        run = running_operation(task["id"])
+        asked = time.monotonic()
+        canceled = b.task("CancelTask", {"id": task["id"]})
+        took = time.monotonic() - asked
+        assert state(canceled) == "TASK_STATE_CANCELED", canceled
+        wait_until(lambda: len(bystander.heard), "the rings of the request and of its answer",
+                   until=lambda count: count >= 2)
+    assert took < 2, f"the cancel between replicas took {took:.2f} s"
+    for payload in bystander.heard:
+        assert task["id"] not in payload and run["boot"] not in payload and run["owner"] not in payload, payload
+    assert set(bystander.heard) == {""}, bystander.heard
+
+
+def test_forged_notifications_on_the_replicas_channel_cancel_nothing(pair):
+    """Notifications in the form requests once took, addressed to the run doing a task with
+    its real task id and owner, and a flood of empty rings: the task goes on to its end,
+    and a real cancel between the replicas still works."""
+    a, b = Caller(pair[0]), Caller(pair[1])
+    task = a.send(message("slow:0.3"), blocking=False)
+    wait_state(a, task["id"], "TASK_STATE_WORKING")
+    run = running_operation(task["id"])
+    with Bystander() as bystander:
+        forged = {"kind": "cancel", "to": run["boot"], "from": uuid.uuid4().hex, "request": uuid.uuid4().hex,
+                  "task": task["id"], "owner": run["owner"]}
+        for payload in (json.dumps(forged), json.dumps(dict(forged, request=uuid.uuid4().hex)), "", "not json"):
+            bystander.notify(payload)
+        for _ in range(200):
+            bystander.notify("")
+        done = wait_state(a, task["id"], "TASK_STATE_COMPLETED")
+    assert answer(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5.", done
+    later = a.send(message("slow:1"), blocking=False)
+    wait_until(lambda: a.get(later["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
+    assert state(b.task("CancelTask", {"id": later["id"]})) == "TASK_STATE_CANCELED"

@@ -1,0 +1,724 @@
+"""The ``ovos-a2a`` command line, run as a real subprocess.
+
+Every command runs as ``python -m ovos_a2a_solver.cli ...`` (see test/support/cli_run.py) with
+its own ``XDG_STATE_HOME``, against the scripted test agents (test/support/a2a_agent.py) or the
+bridge (test/support/bridge_process.py) over loopback. Independent commands of one test run side
+by side to keep the file quick.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import subprocess
+import sys
+from urllib.parse import urlsplit
+
+import pytest
+
+from ovos_a2a_solver.cli import credentials_for
+
+from support import REPO_ROOT
+from support.agent_process import free_port
+from support.bridge_process import BridgeProcess
+from support.bridge_rpc import answer, get_task, health, message, rpc, send as rpc_send, state, task_of
+from support.cli_run import COMMAND, Cli
+from support.no_brain import NO_BRAIN_LINES
+
+COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "serve", "demo")
+HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
+
+#: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
+ECHO = re.compile(r"echo\[(?P<ctx>[^\]\s]+)\]: (?P<text>[^\n]*)")
+#: what the bridge's echo backend says to ``slow:N`` when nothing stops it
+WHOLE_SLOW_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+#: one row of ``ovos-a2a tasks``: ``TASK_ID  STATE  context CONTEXT_ID  TIMESTAMP``
+TASK_ROW = re.compile(r"^(?P<id>\S+)\s+(?P<state>[a-z-]+)\s+context (?P<ctx>\S+)", re.M)
+
+
+# ---- fixtures and helpers ------------------------------------------------------------------
+
+@pytest.fixture
+def cli(tmp_path):
+    """``ovos-a2a`` with a conversation store of this test's own."""
+    return Cli(tmp_path / "state")
+
+
+@pytest.fixture(scope="module")
+def cli_bridge():
+    """A bridge (echo backend) for this module only, so its task list holds only our tasks."""
+    with BridgeProcess() as bridge:
+        yield bridge
+
+
+def one_line_error(result) -> str:
+    """The failed command's only stderr line (checked: non-zero exit, no traceback)."""
+    assert result.returncode != 0, result.report
+    assert "Traceback" not in result.stderr, result.report
+    lines = result.stderr_lines
+    assert len(lines) == 1 and lines[0].startswith("ovos-a2a: "), result.report
+    return lines[0]
+
+
+def echo_answer(result) -> re.Match:
+    """The echo answer a successful command printed as its whole output."""
+    assert result.returncode == 0, result.report
+    match = ECHO.fullmatch(result.stdout.strip())
+    assert match, result.report
+    return match
+
+
+def task_rows(result) -> dict[str, tuple[str, str]]:
+    """``{task id: (state, context id)}`` of an ``ovos-a2a tasks`` listing, in order."""
+    assert result.returncode == 0, result.report
+    return {m["id"]: (m["state"], m["ctx"]) for m in TASK_ROW.finditer(result.stdout)}
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def authorizations(server) -> list[tuple[str, str | None]]:
+    """``(path, Authorization header or None)`` of every request the test server received."""
+    return [(h["path"], h["headers"].get("authorization")) for h in server.headers()]
+
+
+# ---- 1. help and start-up cost -------------------------------------------------------------
+
+def test_help_lists_all_eight_commands(cli):
+    result = cli.run("--help")
+    assert result.returncode == 0, result.report
+    listed = re.findall(r"^\s+([a-z]+)\s{2,}\S", result.stdout, re.M)
+    assert sorted(listed) == sorted(COMMANDS), result.report
+
+
+IMPORT_PROBE = """
+import json, sys
+from ovos_a2a_solver import cli
+cli.build_parser()
+exits = []
+for argv in (["--help"], ["send", "--help"], ["serve", "--help"]):
+    try:
+        cli.main(argv)
+    except SystemExit as exc:
+        exits.append(exc.code)
+loaded = [m for m in HEAVY if m in sys.modules]
+import ovos_a2a_solver.client  # control: the probe does see a module once it is imported
+print(json.dumps({"exits": exits, "loaded": loaded, "control": "a2a" in sys.modules}))
+"""
+
+
+def test_building_the_parser_and_help_import_no_protocol_stack():
+    code = IMPORT_PROBE.replace("HEAVY", repr(HEAVY_MODULES))
+    probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    report = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert report == {"exits": [0, 0, 0], "loaded": [], "control": True}
+
+
+# ---- 2. discover ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def discovered(agent, tmp_path_factory):
+    """``discover`` of several agents, run side by side once for the tests below."""
+    cli = Cli(tmp_path_factory.mktemp("state"))
+    names = ("echo", "secure", "v03")
+    results = cli.run_all(*(["discover", agent.agent(n)] for n in names), ["discover", agent.agent("echo"), "--json"])
+    return dict(zip((*names, "echo-json"), results))
+
+
+def test_discover_prints_the_card_readably(discovered, agent):
+    result, url = discovered["echo"], agent.agent("echo")
+    assert result.returncode == 0, result.report
+    out = result.stdout
+    assert out.splitlines()[0].split() == ["echo", "version", "1.0.0"], result.report
+    assert "Echoes the text back" in out
+    assert re.search(rf"^\s+JSONRPC\s+A2A 1\.0\s+{re.escape(url)}/$", out, re.M), result.report
+    assert re.search(rf"^\s+HTTP\+JSON\s+A2A 1\.0\s+{re.escape(url)}/rest$", out, re.M), result.report
+    assert re.search(r"^capabilities\s+streaming$", out, re.M), result.report
+    assert re.search(r"^security\s+none \(anonymous\)$", out, re.M), result.report
+    skills = out.split("\nskills\n", 1)[1]
+    assert re.search(r"^\s+echo\s+\[test\]$", skills, re.M), result.report
+    assert 'e.g. "hello"' in skills and 'e.g. "sleep:0.5"' in skills, result.report
+
+
+def test_discover_shows_security_and_protocol_versions_as_the_card_says(discovered, agent):
+    secure, v03 = discovered["secure"], discovered["v03"]
+    assert secure.returncode == 0, secure.report
+    assert re.search(r"^security\s+bearer$", secure.stdout, re.M), secure.report
+    assert v03.returncode == 0, v03.report
+    interfaces = re.findall(r"^\s+(\S+)\s+A2A (\S+)\s+(\S+)$", v03.stdout, re.M)
+    assert interfaces == [("JSONRPC", "0.3", agent.agent("v03") + "/")], v03.report
+
+
+def test_discover_json_prints_the_raw_card(discovered, agent):
+    result, url = discovered["echo-json"], agent.agent("echo")
+    assert result.returncode == 0, result.report
+    card = json.loads(result.stdout)
+    assert card["name"] == "echo" and card["version"] == "1.0.0"
+    assert sorted((i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]) == [
+        ("HTTP+JSON", "1.0", f"{url}/rest"), ("JSONRPC", "1.0", f"{url}/")]
+    assert card["capabilities"]["streaming"] is True
+    assert card["skills"][0]["examples"] == ["hello", "sleep:0.5"]
+
+
+# ---- 3. send -------------------------------------------------------------------------------
+
+def test_send_prints_the_answer(cli, agent):
+    result = cli.run("send", agent.agent("echo"), "hello there")
+    assert echo_answer(result)["text"] == "hello there"
+    assert "working" not in result.stderr, result.report  # progress is only shown with --stream
+
+
+def test_send_json_and_a_session_keeps_the_remote_conversation(cli, agent):
+    url = agent.agent("echo")
+    first, elsewhere = cli.run_all(["send", url, "one", "--json", "--session", "trip"],
+                                   ["send", url, "elsewhere", "--json", "--session", "other"])
+    second = cli.run("send", url, "two", "--json", "--session", "trip")
+    replies = []
+    for result, text in ((first, "one"), (elsewhere, "elsewhere"), (second, "two")):
+        assert result.returncode == 0, result.report
+        reply = json.loads(result.stdout)
+        assert reply["state"] == "completed" and reply["waiting_for_input"] is False, result.report
+        assert reply["answer"] == f"echo[{reply['context_id']}]: {text}", result.report
+        assert reply["task_id"], result.report
+        replies.append(reply)
+    assert replies[2]["context_id"] == replies[0]["context_id"], replies
+    assert replies[2]["task_id"] != replies[0]["task_id"], replies
+    assert replies[1]["context_id"] != replies[0]["context_id"], replies
+
+
+def test_send_to_an_agent_that_asks_back_continues_in_the_next_command(cli, agent):
+    url = agent.agent("ask")
+    question = cli.run("send", url, "book a table", "--session", "dinner")
+    assert question.returncode == 0, question.report
+    assert question.stdout.strip() == "which city?", question.report
+    (note,) = question.stderr_lines
+    assert "waits for your answer" in note and "--session dinner" in note, question.report
+
+    answer = cli.run("send", url, "lisbon", "--session", "dinner")  # another process, same store
+    assert answer.returncode == 0, answer.report
+    assert re.fullmatch(r"continued\[[^\]\s]+\]: lisbon", answer.stdout.strip()), answer.report
+    assert "waits for your answer" not in answer.stderr, answer.report
+
+
+def test_send_stream_prints_the_whole_text_and_progress_on_stderr(cli, agent):
+    chunks, echo = cli.run_all(["send", agent.agent("stream-chunks"), "hi", "--stream"],
+                               ["send", agent.agent("echo"), "hi", "--stream"])
+    assert chunks.returncode == 0, chunks.report
+    assert chunks.stdout == "Hello there. How are you today? Fine.\n", chunks.report
+    assert re.search(r"\bworking\b", chunks.stderr), chunks.report  # the CLI's own indicator
+    assert echo_answer(echo)["text"] == "hi"
+    assert "working..." in echo.stderr, echo.report  # the agent's progress message
+    assert "working..." not in echo.stdout, echo.report
+
+
+def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):
+    with BridgeProcess("--heartbeat", "1") as bridge:
+        result = cli.run("send", bridge.url, "sleep:2.5", "--stream")
+    assert result.returncode == 0, result.report
+    assert result.stdout == "echo: sleep:2.5\n", result.report
+    assert re.search(r"Still working \(\d+ s\)\.", result.stderr), result.report
+
+
+@pytest.fixture(scope="module")
+def finished_task(agent, tmp_path_factory):
+    """An echo task that completed, as ``send --json`` reported it."""
+    result = Cli(tmp_path_factory.mktemp("state")).run("send", agent.agent("echo"), "hello task", "--json")
+    assert result.returncode == 0, result.report
+    return json.loads(result.stdout)
+
+
+# Commands that must fail are independent of each other: they run side by side, once.
+
+@pytest.fixture(scope="module")
+def failures(agent, finished_task, tmp_path_factory):
+    """``{name: Result}`` of commands that must fail, for the tests below."""
+    nowhere = f"http://127.0.0.1:{free_port()}/echo"  # nothing listens there
+    commands = {
+        "nowhere": ["send", nowhere, "hi"],
+        "nowhere-debug": ["send", nowhere, "hi", "--debug"],
+        "fail": ["send", agent.agent("fail"), "hi"],
+        "stall": ["send", agent.agent("stall"), "hi", "--timeout", "1"],
+        "status-unknown": ["status", agent.agent("echo"), "no-such-task"],
+        "cancel-completed": ["cancel", agent.agent("echo"), finished_task["task_id"]],
+        "tasks-v03": ["tasks", agent.agent("v03")],
+        "serve-public": ["serve", "--host", "0.0.0.0", "--port", "0", "--backend", "echo",
+                         "--state-dir", str(tmp_path_factory.mktemp("bridge"))],
+    }
+    results = Cli(tmp_path_factory.mktemp("state")).run_all(*commands.values())
+    return dict(zip(commands, results))
+
+
+def test_send_to_a_port_with_nothing_listening_fails_in_one_line(failures):
+    plain, debug = failures["nowhere"], failures["nowhere-debug"]
+    line = one_line_error(plain)
+    assert urlsplit(plain.argv[1]).netloc in line, plain.report  # it says where it could not connect
+    assert plain.stdout == "", plain.report
+    assert debug.returncode != 0, debug.report
+    assert "Traceback (most recent call last)" in debug.stderr, debug.report
+
+
+def test_an_agent_that_fails_the_task_fails_the_command_in_one_line(failures):
+    assert "the backend exploded" in one_line_error(failures["fail"])
+
+
+def test_send_gives_up_after_its_timeout_in_one_line(failures, agent):
+    line = one_line_error(failures["stall"])
+    assert "within 1 s" in line and agent.agent("stall") in line, failures["stall"].report
+    assert "still working on task" in line and f"ovos-a2a status {agent.agent('stall')}" in line, line
+
+
+# ---- 4. status and cancel ------------------------------------------------------------------
+
+def test_status_shows_a_completed_task_and_its_answer(cli, agent, finished_task):
+    task_id, ctx = finished_task["task_id"], finished_task["context_id"]
+    result = cli.run("status", agent.agent("echo"), task_id)
+    assert result.returncode == 0, result.report
+    assert re.search(rf"^task\s+{re.escape(task_id)}$", result.stdout, re.M), result.report
+    assert re.search(rf"^context\s+{re.escape(ctx)}$", result.stdout, re.M), result.report
+    assert re.search(r"^state\s+completed$", result.stdout, re.M), result.report
+    assert re.search(rf"^answer\n\s+echo\[{re.escape(ctx)}\]: hello task$", result.stdout, re.M), result.report
+
+
+def test_cancel_of_a_completed_task_fails_in_one_line(failures):
+    result = failures["cancel-completed"]
+    assert re.search(r"TaskNotCancelable|cannot be canceled", one_line_error(result)), result.report
+    assert result.stdout == "", result.report
+
+
+def test_an_unknown_task_fails_in_one_line(failures):
+    result = failures["status-unknown"]
+    assert "not found" in one_line_error(result).lower(), result.report
+
+
+def test_cancel_stops_a_running_task_on_the_bridge(cli, cli_bridge):
+    task = task_of(rpc_send(cli_bridge.url, message("slow:1"), blocking=False))  # 5 sentences, 1 s apart
+    assert state(task) not in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED"), task
+    result = cli.run("cancel", cli_bridge.url, task["id"])
+    assert result.returncode == 0, result.report
+    assert re.search(rf"^task\s+{re.escape(task['id'])}$", result.stdout, re.M), result.report
+    assert re.search(r"^state\s+canceled$", result.stdout, re.M), result.report
+    assert "Sentence 5." not in result.stdout, result.report
+    after = task_of(get_task(cli_bridge.url, task["id"]))
+    assert state(after) == "TASK_STATE_CANCELED"
+    assert WHOLE_SLOW_ANSWER.startswith(answer(after)) and answer(after) != WHOLE_SLOW_ANSWER, after
+    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+
+
+# ---- 5. tasks ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def sent(cli_bridge):
+    """Four turns sent to the bridge (raw JSON-RPC, to keep the file quick): two in one
+    conversation, one in another, one left waiting for input. ``{name: task}``."""
+    url = cli_bridge.url
+    first = task_of(rpc_send(url, message("hello")))
+    tasks = {"first": first,
+             "follow": task_of(rpc_send(url, message("again", context_id=first["contextId"]))),
+             "other": task_of(rpc_send(url, message("other"))),
+             "asking": task_of(rpc_send(url, message("ask:which city?")))}
+    assert [state(t) for t in tasks.values()] == ["TASK_STATE_COMPLETED"] * 3 + ["TASK_STATE_INPUT_REQUIRED"]
+    assert tasks["follow"]["contextId"] == first["contextId"] != tasks["other"]["contextId"]
+    return tasks
+
+
+def test_tasks_lists_the_tasks_sent(cli, cli_bridge, sent):
+    text, as_json = cli.run_all(["tasks", cli_bridge.url], ["tasks", cli_bridge.url, "--json"])
+    rows = task_rows(text)
+    for name in ("first", "follow", "other"):
+        assert rows.get(sent[name]["id"]) == ("completed", sent[name]["contextId"]), text.report
+    assert rows.get(sent["asking"]["id"]) == ("input-required", sent["asking"]["contextId"]), text.report
+    assert as_json.returncode == 0, as_json.report
+    listing = json.loads(as_json.stdout)
+    assert [t["id"] for t in listing["tasks"]] == list(rows), as_json.report
+    assert listing["next_page_token"] == ""
+
+
+def test_tasks_filters_by_context_and_by_state(cli, cli_bridge, sent):
+    ctx = sent["first"]["contextId"]
+    by_context, completed = cli.run_all(["tasks", cli_bridge.url, "--context", ctx],
+                                        ["tasks", cli_bridge.url, "--state", "completed"])
+    assert task_rows(by_context) == {sent["first"]["id"]: ("completed", ctx),
+                                     sent["follow"]["id"]: ("completed", ctx)}, by_context.report
+    rows = task_rows(completed)
+    assert {s for s, _ in rows.values()} == {"completed"}, completed.report
+    assert {sent[n]["id"] for n in ("first", "follow", "other")} <= set(rows), completed.report
+    assert sent["asking"]["id"] not in rows, completed.report
+
+
+def test_tasks_walks_pages(cli, cli_bridge, sent):
+    everything = [t["id"] for t in rpc(cli_bridge.url, "ListTasks", {"pageSize": 100})["result"]["tasks"]]
+    assert len(everything) >= 4
+    one, walked = cli.run_all(["tasks", cli_bridge.url, "--page-size", "1"],
+                              ["tasks", cli_bridge.url, "--page-size", "1", "--all"])
+    assert list(task_rows(one)) == everything[:1], one.report
+    token = re.search(r"--page-token (\S+)", one.stderr)
+    assert token, one.report
+    assert list(task_rows(walked)) == everything, walked.report
+    assert "--page-token" not in walked.stderr, walked.report
+    following = cli.run("tasks", cli_bridge.url, "--page-size", "1", "--page-token", token[1])
+    assert list(task_rows(following)) == everything[1:2], following.report
+
+
+def test_tasks_on_an_a2a_0_3_agent_says_it_cannot_list(failures):
+    line = one_line_error(failures["tasks-v03"])
+    assert "A2A 0.3" in line and "cannot list tasks" in line
+
+
+# ---- 6. chat -------------------------------------------------------------------------------
+
+def test_chat_new_starts_a_new_conversation(cli, agent):
+    result = cli.run("chat", agent.agent("echo"), input="hello\nsecond\n/new\nhello again\n/quit\n")
+    assert result.returncode == 0, result.report
+    contexts = {m["text"]: m["ctx"] for m in ECHO.finditer(result.stdout)}
+    assert set(contexts) == {"hello", "second", "hello again"}, result.report
+    assert contexts["hello"] == contexts["second"], result.report  # one conversation until /new
+    assert contexts["hello again"] != contexts["hello"], result.report
+    assert "(new conversation)" in result.stdout, result.report
+
+
+def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
+    pexpect = pytest.importorskip("pexpect")
+    child = pexpect.spawn(COMMAND[0], [*COMMAND[1:], "chat", cli_bridge.url], env=cli.env, encoding="utf-8",
+                          timeout=30, dimensions=(40, 120))
+    try:
+        child.expect_exact("you> ")
+        child.sendline("slow:1")
+        child.expect_exact("Sentence 1.")  # the answer is streaming
+        child.sendintr()
+        child.expect(r"\(task (\S+) on the agent: canceled\)")
+        task_id = child.match.group(1)
+        child.expect_exact("you> ")  # the chat goes on
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+        transcript = child.before
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0, transcript
+    status = cli.run("status", cli_bridge.url, task_id)
+    assert status.returncode == 0, status.report
+    assert re.search(r"^state\s+canceled$", status.stdout, re.M), status.report
+    assert "Sentence 1." in status.stdout and "Sentence 5." not in status.stdout, status.report
+    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+
+
+# ---- 7. demo -------------------------------------------------------------------------------
+
+@pytest.mark.timeout(180)
+def test_demo_remembers_within_a_conversation_and_not_across(cli):
+    result = cli.run("demo", timeout=120)
+    assert result.returncode == 0, result.report
+    out = result.stdout
+    for turn in ("hello", "my name is Ada", "what is my name?"):
+        assert f"you: {turn}\n" in out, result.report
+    answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId ([0-9a-f]+)…\)$", out, re.M)
+    assert len(answers) == 4, result.report
+    assert not {text for text, _ in answers} & NO_BRAIN_LINES, result.report  # the persona, not its fallback
+    assert len({ctx for _, ctx in answers[:3]}) == 1, result.report  # one remote conversation
+    assert answers[2][0] == "Your name is Ada.", result.report
+    assert answers[3][1] != answers[0][1], result.report  # a second remote conversation...
+    assert answers[3][0] == "I do not know your name yet. Tell me by saying: my name is, then your name.", \
+        result.report  # ...that does not know the name
+    assert re.search(r"^ok: 3 turns in one remote conversation remembered the name", out, re.M), result.report
+
+
+# ---- 8. credentials ------------------------------------------------------------------------
+
+def test_the_env_password_goes_to_the_peer(cli, agent_pair):
+    a, b = agent_pair
+    a.clear_headers(), b.clear_headers()
+    env = {"A2A_CLIENT_PASSWORD": "pw", "A2A_CLIENT_PEER_URL": f"{b.url}/"}
+    result = cli.run("send", f"{b.url}/echo", "hi", env=env)
+    assert echo_answer(result)["text"] == "hi"
+    seen = authorizations(b)
+    assert seen and all(auth == basic("a2a", "pw") for _, auth in seen), seen
+    assert "anonymously" not in result.stderr, result.report
+    assert authorizations(a) == []
+
+
+def test_the_env_password_is_not_sent_to_another_agent(cli, agent_pair):
+    a, b = agent_pair
+    a.clear_headers(), b.clear_headers()
+    env = {"A2A_CLIENT_PASSWORD": "pw", "A2A_CLIENT_PEER_URL": f"{b.url}/"}
+    result = cli.run("send", f"{a.url}/echo", "hi", env=env)
+    assert echo_answer(result)["text"] == "hi"
+    seen = authorizations(a)
+    assert seen and all(auth is None for _, auth in seen), seen
+    (note,) = result.stderr_lines
+    assert "anonymously" in note and a.url in note, result.report
+    assert authorizations(b) == []
+
+
+NO_FLAGS = argparse.Namespace(auth=None, password=None, user=None)
+
+
+@pytest.mark.parametrize("peer, target", [
+    ("https://agent.example", "https://agent.example:443/a2a"),
+    ("https://agent.example:443/", "https://AGENT.example/a2a"),
+    ("http://agent.example:80/", "http://agent.example/a2a/"),
+    ("http://127.0.0.1:8337/", "http://127.0.0.1:8337/echo"),
+])
+def test_credentials_for_the_peer_origin_however_it_is_written(peer, target):
+    env = {"A2A_CLIENT_PASSWORD": "pw", "A2A_CLIENT_PEER_URL": peer}
+    assert credentials_for(target, NO_FLAGS, env=env) == (basic("a2a", "pw"), None)
+
+
+@pytest.mark.parametrize("peer, target", [
+    ("https://agent.example", "http://agent.example/a2a"),        # another scheme
+    ("https://agent.example", "https://agent.example:8443/a2a"),  # another port
+    ("https://agent.example", "https://other.example/a2a"),       # another host
+    ("http://agent.example", "http://agent.example:443/a2a"),     # 443 is not http's default
+])
+def test_credentials_for_another_origin_are_none_with_a_note(peer, target):
+    env = {"A2A_CLIENT_PASSWORD": "pw", "A2A_CLIENT_PEER_URL": peer}
+    header, note = credentials_for(target, NO_FLAGS, env=env)
+    assert header is None and "anonymously" in note
+
+
+def test_credentials_for_without_a_peer_url_are_none_with_a_note():
+    header, note = credentials_for("https://agent.example/a2a", NO_FLAGS, env={"A2A_CLIENT_PASSWORD": "pw"})
+    assert header is None and "A2A_CLIENT_PEER_URL" in note and "anonymously" in note
+
+
+def test_credentials_for_use_the_user_name_and_the_flags_for_the_url_itself():
+    env = {"A2A_CLIENT_PASSWORD": "pw", "A2A_CLIENT_PEER_URL": "https://agent.example", "A2A_CLIENT_USER": "bob"}
+    assert credentials_for("https://agent.example/a2a", NO_FLAGS, env=env) == (basic("bob", "pw"), None)
+    flags = argparse.Namespace(auth=None, password="pw2", user="eve")
+    assert credentials_for("https://elsewhere.example", flags, env=env) == (basic("eve", "pw2"), None)
+    flags = argparse.Namespace(auth="Bearer abc", password=None, user=None)
+    assert credentials_for("https://elsewhere.example", flags, env=env) == ("Bearer abc", None)
+
+
+def test_auth_reaches_a_secured_agent(cli, agent):
+    assert echo_answer(cli.run("send", agent.agent("secure"), "hi", "--auth", "Bearer s3cret"))["text"] == "hi"
+
+
+def test_auth_never_goes_to_the_other_origin_a_card_names(cli, agent_pair):
+    a, b = agent_pair
+    a.clear_headers(), b.clear_headers()
+    result = cli.run("send", f"{a.url}/foreign", "hi", "--auth", "Bearer s3cret")
+    assert echo_answer(result)["text"] == "hi"  # answered by B's echo, where A's card points
+    assert authorizations(a) == [("/foreign/.well-known/agent-card.json", "Bearer s3cret")]
+    seen = authorizations(b)
+    assert seen and all(auth is None for _, auth in seen), seen
+
+
+# ---- 9. serve ------------------------------------------------------------------------------
+
+def test_serve_on_a_public_address_without_credentials_refuses_in_one_line(failures):
+    line = one_line_error(failures["serve-public"])
+    assert "0.0.0.0" in line and "credentials" in line
+
+
+# ---- 10. a command line as people expect one -----------------------------------------------
+
+def spawn(cli, *argv, **env):
+    """``ovos-a2a ARGV`` in a pseudo-terminal (stdout and stderr are the terminal)."""
+    pexpect = pytest.importorskip("pexpect")
+    return pexpect.spawn(COMMAND[0], [*COMMAND[1:], *argv], env=cli.with_env(**env), encoding="utf-8",
+                         timeout=30, dimensions=(40, 120))
+
+
+def test_every_command_has_a_one_line_summary_and_an_example(cli):
+    results = cli.run_all(["--help"], *([name, "--help"] for name in COMMANDS))
+    overview = results[0]
+    assert overview.returncode == 0, overview.report
+    for name, result in zip(COMMANDS, results[1:]):
+        line = re.search(rf"^    {name}\s+(\S.*)$", overview.stdout, re.M)
+        assert line, overview.report
+        following = overview.stdout[line.end():].split("\n", 2)[1]
+        assert not re.match(r"^\s{6,}\S", following), f"{name}: summary longer than a line\n{overview.report}"
+        assert result.returncode == 0, result.report
+        example = result.stdout.split("\nexample:\n", 1)
+        assert len(example) == 2 and f"ovos-a2a {name}" in example[1], result.report
+
+
+def test_send_reads_the_message_from_stdin_or_a_file(cli, agent, tmp_path):
+    long_text = " ".join(["a long message"] * 200)
+    path = tmp_path / "message.txt"
+    path.write_text(long_text + "\n")
+    url = agent.agent("echo")
+    piped = cli.run("send", url, "-", input=long_text + "\n")
+    assert echo_answer(piped)["text"] == long_text.rstrip("\n"), piped.report
+    from_file, both, empty = cli.run_all(["send", url, "--file", str(path)], ["send", url, "x", "--file", str(path)],
+                                         ["send", url, "--file", str(tmp_path / "missing.txt")])
+    assert echo_answer(from_file)["text"] == long_text, from_file.report
+    assert "not both" in one_line_error(both)
+    assert "cannot read --file" in one_line_error(empty)
+
+
+def test_send_accepts_host_port_urls_and_names_a_bad_port(cli, agent):
+    port = urlsplit(agent.url).port
+    short, bad, words = cli.run_all(["send", f"localhost:{port}/echo", "hi"],
+                                    ["send", "http://127.0.0.1:99999/echo", "hi"],
+                                    ["send", "127.0.0.1:eighty/echo", "hi"])
+    assert echo_answer(short)["text"] == "hi"
+    (note,) = short.stderr_lines
+    assert f"using http://localhost:{port}/echo" in note, short.report
+    assert "bad port" in one_line_error(bad) and "99999 is not between 1 and 65535" in bad.stderr, bad.report
+    assert "bad port" in one_line_error(words) and "'eighty' is not a number" in words.stderr, words.report
+    assert bad.returncode == 2
+
+
+def test_a_url_without_a_scheme_is_https_unless_on_loopback():
+    from ovos_a2a_solver.cli import agent_url
+
+    assert agent_url("agent.example:8443/a2a")[0] == "https://agent.example:8443/a2a"
+    assert agent_url("127.0.0.1:8337")[0] == "http://127.0.0.1:8337"
+    assert agent_url("[::1]:8337/a2a")[0] == "http://[::1]:8337/a2a"
+    assert agent_url("http://agent.example/a2a") == ("http://agent.example/a2a", None)
+
+
+def test_send_on_a_pipe_prints_only_the_answer(cli, cli_bridge):
+    result = cli.run("send", cli_bridge.url, "slow:0.2")
+    assert result.returncode == 0 and result.stdout.strip() == WHOLE_SLOW_ANSWER, result.report
+    assert result.stderr == "", result.report
+
+
+def test_send_on_a_terminal_shows_the_wait_and_names_the_task(cli, cli_bridge):
+    child = spawn(cli, "send", cli_bridge.url, "slow:0.5")
+    try:
+        child.expect(r"\r\x1b\[Kwaiting \d+ s · task (\S+)")  # overwritten in place, on the terminal
+        task_id = child.match.group(1)
+        child.expect_exact(WHOLE_SLOW_ANSWER)
+        child.expect(rf"ovos-a2a: task {re.escape(task_id)} \(completed\)")
+        child.expect(pytest.importorskip("pexpect").EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    assert re.search(r"^state\s+completed$", cli.run("status", cli_bridge.url, task_id).stdout, re.M)
+
+
+def test_send_ctrl_c_cancels_the_task_on_the_agent(cli, cli_bridge):
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn(cli, "send", cli_bridge.url, "slow:1")
+    try:
+        child.expect(r"task (\S+) · ")  # the agent named its task: cancel it now
+        task_id = child.match.group(1)
+        child.sendintr()
+        child.expect(rf"interrupted; the agent canceled task {re.escape(task_id)}: it is now (\S+)")
+        said = child.match.group(1)
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130 and said == "canceled"
+    after = task_of(get_task(cli_bridge.url, task_id))
+    assert state(after) == "TASK_STATE_CANCELED" and answer(after) != WHOLE_SLOW_ANSWER, after
+    assert health(cli_bridge)["running"] == 0
+
+
+def timestamps(result) -> list[str]:
+    return re.findall(r"\s(\d{4}-\d\d-\d\dT\S+Z)$", result.stdout, re.M)
+
+
+def test_tasks_lists_newest_first_and_active_merges_submitted_and_working(cli, cli_bridge, sent):
+    running = task_of(rpc_send(cli_bridge.url, message("slow:1"), blocking=False))
+    try:
+        everything, active = cli.run_all(["tasks", cli_bridge.url, "--all"],
+                                         ["tasks", cli_bridge.url, "--state", "active"])
+    finally:
+        cli.run("cancel", cli_bridge.url, running["id"])
+    stamps = timestamps(everything)
+    assert len(stamps) == len(task_rows(everything)) >= 5, everything.report
+    assert stamps == sorted(stamps, reverse=True), everything.report
+    rows = task_rows(active)
+    assert running["id"] in rows, active.report
+    assert {s for s, _ in rows.values()} <= {"submitted", "working"}, active.report
+    assert timestamps(active) == sorted(timestamps(active), reverse=True), active.report
+
+
+def test_tasks_with_an_unknown_state_names_the_known_ones(cli, cli_bridge):
+    result = cli.run("tasks", cli_bridge.url, "--state", "sleeping")
+    line = one_line_error(result)
+    assert "'sleeping'" in line and "input-required" in line, result.report
+    assert result.returncode == 2
+
+
+def test_a_closed_pipe_ends_the_command_quietly(cli, agent):
+    proc = subprocess.Popen([*COMMAND, "discover", agent.agent("echo")], env=cli.env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the command writes (| head that already ended)
+    try:
+        err = proc.stderr.read()
+        proc.wait(60)
+    finally:
+        proc.kill()
+    assert err == "" and proc.returncode == 141, err
+
+
+def test_http_401_names_the_flags_and_the_schemes_of_the_card(cli, agent):
+    wrong, undeclared = cli.run_all(["send", agent.agent("secure"), "hi", "--auth", "Bearer nope"],
+                                    ["send", agent.agent("guarded"), "hi"])
+    for result in (wrong, undeclared):
+        line = one_line_error(result)
+        assert "--auth" in line and "--password" in line, result.report
+    assert "refused the credential" in wrong.stderr and "declares: bearer" in wrong.stderr, wrong.report
+    assert "wants a credential" in undeclared.stderr and "declares no scheme" in undeclared.stderr, undeclared.report
+
+
+def test_a_scheme_the_card_requires_without_a_credential_is_named_before_sending(cli, agent):
+    agent.clear_headers()
+    line = one_line_error(cli.run("send", agent.agent("secure"), "hi"))
+    assert "'bearer' (HTTP bearer)" in line and "--auth" in line and "--password" in line, line
+    assert [(h["method"], h["path"]) for h in agent.headers()] == [("GET", "/secure/.well-known/agent-card.json")]
+
+
+def test_chat_handles_help_new_and_quit_itself(cli, agent):
+    pexpect = pytest.importorskip("pexpect")
+    agent.clear_headers()
+    child = spawn(cli, "chat", agent.agent("echo"))
+    try:
+        child.expect_exact("you> ")
+        child.sendline("/help")
+        child.expect_exact("/new")
+        child.expect_exact("you> ")
+        child.sendline("/nonsense")
+        child.expect_exact("unknown command /nonsense")
+        child.expect_exact("you> ")
+        child.sendline("hello")
+        child.expect(ECHO)
+        child.expect_exact("you> ")
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 0
+    sent_messages = [p for p, _ in authorizations(agent) if p.startswith("/echo") and "agent-card" not in p]
+    assert len(sent_messages) == 1, sent_messages  # only "hello" reached the agent
+
+
+def test_the_recording_script_writes_asciinema_casts(tmp_path):
+    script = REPO_ROOT / "tools" / "record_cast.py"
+    run = subprocess.run([sys.executable, str(script), "--only", "chat", "--no-svg", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = (tmp_path / "chat.cast").read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["version"] == 2 and header["width"] > 0 and header["height"] > 0
+    events = [json.loads(line) for line in lines[1:]]
+    assert all(kind == "o" for _, kind, _ in events)
+    assert [t for t, _, _ in events] == sorted(t for t, _, _ in events)
+    screen = "".join(text for _, _, text in events)
+    assert "Your name is Ada." in screen and "/help" in screen
+
+
+def test_the_readme_installs_this_checkout_and_names_one_repository():
+    root = REPO_ROOT
+    readme, project = (root / "README.md").read_text(), (root / "pyproject.toml").read_text()
+    blocks = {}
+    for name in ("demo-command", "test-command"):  # as .ci/run takes them
+        run = subprocess.run(["bash", "-c", 'source <(sed -n "/^readme_block()/,/^}/p" .ci/run); readme_block "$1"',
+                              "-", name], cwd=root, capture_output=True, text=True, timeout=30)
+        assert run.returncode == 0 and run.stdout.strip(), run.stderr
+        blocks[name] = run.stdout
+    assert '-e ".[server]"' in blocks["demo-command"] and '-e ".[test]"' in blocks["test-command"]
+    homepage = re.search(r'^Homepage = "(\S+)"', project, re.M)[1]
+    assert homepage == "https://github.com/OpenVoiceOS/ovos-a2a-solver-plugin"
+    assert f"git clone {homepage} && cd {homepage.rsplit('/', 1)[1]}" in readme
+    assert "ovos-a2a-agent-plugin" not in readme + project
+    for paragraph in readme.split("\n\n"):  # the package index only after the release, marked so
+        if re.search(r'pip install --pre "?ovos-a2a-solver-plugin', paragraph):
+            assert "0.0.4a1" in paragraph and "release" in paragraph, paragraph
+    assert "/_admin/finish" in readme

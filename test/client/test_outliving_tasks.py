@@ -1,0 +1,208 @@
+"""A task that outlives its turn: the persona says so in one line, the task stays bound to
+the session, and the session's next utterance first delivers the finished answer."""
+import pytest
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+from ovos_a2a_solver import A2AChatEngine, StillWorkingError
+from ovos_a2a_solver._settings import DEFAULT_STILL_WORKING
+
+from support.waiting import wait_until
+
+LINE = "Still on it; I will tell you later."
+
+
+def user(text):
+    return [AgentMessage(role=MessageRole.USER, content=text)]
+
+
+def engine_for(agent, name, tmp_path, **config):
+    return A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json"), "timeout": 1,
+                          "streaming": True, **config})
+
+
+def settled(engine, task_id, state):
+    return wait_until(lambda: engine.client.get_task(task_id), f"task {task_id} to be {state}",
+                      until=lambda t: t.status.state == state)
+
+
+def test_a_task_past_the_deadline_is_announced_in_one_line_and_answered_before_the_next(agent, tmp_path):
+    engine = engine_for(agent, "echo", tmp_path, still_working=LINE)
+    spoken = list(engine.stream_sentences(user("sleep:2"), session_id="s"))
+    assert spoken == [LINE]
+    pending = engine.client.conversation("s").pending_task_id
+    assert pending
+    settled(engine, pending, 3)  # TASK_STATE_COMPLETED: the agent was not told to stop
+    context = engine.client.conversation("s").context_id
+
+    spoken = list(engine.stream_sentences(user("hello"), session_id="s"))
+    assert spoken == [f"echo[{context}]: sleep:2", f"echo[{context}]: hello"]
+    assert engine.client.conversation("s").pending_task_id is None
+    assert list(engine.stream_sentences(user("again"), session_id="s")) == [f"echo[{context}]: again"]
+
+
+@pytest.mark.parametrize("way", ["continue_chat", "stream_tokens"])
+def test_every_way_of_asking_says_the_line_and_delivers_the_answer_later(agent, tmp_path, way):
+    engine = engine_for(agent, "echo", tmp_path)
+
+    def ask(text):
+        if way == "continue_chat":
+            return engine.continue_chat(user(text), session_id="s").content
+        return "".join(engine.stream_tokens(user(text), session_id="s"))
+
+    assert ask("sleep:2") == DEFAULT_STILL_WORKING
+    settled(engine, engine.client.conversation("s").pending_task_id, 3)
+    context = engine.client.conversation("s").context_id
+    assert ask("hello") == f"echo[{context}]: sleep:2\necho[{context}]: hello"
+
+
+def test_a_task_still_working_at_the_next_utterance_stays_bound(agent, tmp_path):
+    engine = engine_for(agent, "echo", tmp_path)
+    with pytest.raises(StillWorkingError) as caught:
+        engine.client.send_task("sleep:3", session_id="s")
+    task_id = caught.value.task_id
+    context = engine.client.conversation("s").context_id
+    assert engine.client.send_task("quick", session_id="s") == f"echo[{context}]: quick"
+    assert engine.client.conversation("s").pending_task_id == task_id  # not ready yet: still bound
+    settled(engine, task_id, 3)
+    assert engine.client.send_task("later", session_id="s") == f"echo[{context}]: sleep:3\necho[{context}]: later"
+
+
+def test_a_task_that_then_asks_a_question_says_it_and_takes_the_answer(agent, tmp_path):
+    engine = engine_for(agent, "ask", tmp_path)
+    assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
+    task_id = engine.client.conversation("s").pending_task_id
+    settled(engine, task_id, 6)  # TASK_STATE_INPUT_REQUIRED
+    context = engine.client.conversation("s").context_id
+    assert engine.continue_chat(user("anything new?"), session_id="s").content == "which city?"
+    assert engine.client.conversation("s").task_id == task_id
+    assert engine.continue_chat(user("Paris"), session_id="s").content == f"continued[{context}]: Paris"
+
+
+def test_a_task_the_agent_lost_is_let_go(agent, tmp_path):
+    engine = engine_for(agent, "echo", tmp_path)
+    with pytest.raises(StillWorkingError):
+        engine.client.send_task("sleep:2", session_id="s")
+    agent.forget()  # the agent restarted without its tasks
+    context = engine.client.conversation("s").context_id
+    assert engine.client.send_task("hello", session_id="s").endswith(": hello")
+    assert engine.client.conversation("s").pending_task_id is None
+
+
+@pytest.mark.parametrize("way", ["stream_sentences", "stream_task", "send_task"])
+def test_a_stream_that_breaks_mid_answer_is_resumed_not_failed(agent, tmp_path, way):
+    engine = A2AChatEngine({"agent_url": agent.agent("cut"), "state_file": str(tmp_path / "c.json"),
+                            "timeout": 10, "streaming": True})
+    client = engine.client
+    before = agent.stats()["messages"]["cut"]
+    if way == "stream_sentences":
+        assert list(client.stream_sentences("go", session_id="s")) == ["First part.", "Second part.", "Third part."]
+    elif way == "stream_task":
+        assert "".join(client.stream_task("go", session_id="s")) == "First part. Second part. Third part."
+    else:
+        assert client.send_task("go", session_id="s") == "First part. Second part. Third part."
+    assert agent.stats()["messages"]["cut"] == before + 1  # followed, not sent again
+
+
+@pytest.fixture(scope="module")
+def messagebus(tmp_path_factory):
+    """A real OVOS messagebus (ovos-messagebus) on a free loopback port, and a listener on it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ovos_bus_client import MessageBusClient
+
+    from support.agent_process import free_port
+
+    home = tmp_path_factory.mktemp("bus")
+    port = free_port()
+    (home / "config" / "mycroft").mkdir(parents=True)
+    (home / "config" / "mycroft" / "mycroft.conf").write_text(json.dumps(
+        {"websocket": {"host": "127.0.0.1", "port": port, "route": "/core", "ssl": False}}))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
+    server = subprocess.Popen([sys.executable, "-m", "ovos_messagebus"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    listener = MessageBusClient(host="127.0.0.1", port=port, route="/core")
+    try:
+        listener.run_in_thread()
+        assert listener.connected_event.wait(30), "the messagebus did not accept a connection"
+        spoken = []
+        listener.on("speak", lambda m: spoken.append((m.data, m.context)))
+        yield {"host": "127.0.0.1", "port": port, "route": "/core"}, spoken
+    finally:
+        listener.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, messagebus=bus)
+    assert engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content == DEFAULT_STILL_WORKING
+    context = engine.client.conversation("kitchen").context_id
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
+                      "the answer to be said on the messagebus")
+    assert said[0][0]["utterance"] == f"echo[{context}]: sleep:2" and said[0][0]["lang"] == "en-US"
+    assert engine.client.conversation("kitchen").pending_task_id is None
+    assert engine.continue_chat(user("hello"), session_id="kitchen").content == f"echo[{context}]: hello"
+    engine.shutdown()
+
+
+def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, messagebus=bus, announce=False)
+    assert engine.continue_chat(user("sleep:1"), session_id="hall").content == DEFAULT_STILL_WORKING
+    task_id = engine.client.conversation("hall").pending_task_id
+    settled(engine, task_id, 3)
+    context = engine.client.conversation("hall").context_id
+    assert engine.continue_chat(user("hi"), session_id="hall").content == f"echo[{context}]: sleep:1\necho[{context}]: hi"
+    assert not [s for s in spoken if s[1].get("session", {}).get("session_id") == "hall"]
+
+
+@pytest.mark.parametrize("turn", ["first", "later"])
+def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path, turn):
+    engine = engine_for(agent, "echo", tmp_path, streaming=False, announce=False)
+    if turn == "later":
+        engine.continue_chat(user("hello"), session_id="s")
+    assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
+    message_id = engine.client.conversation("s").pending_message_id
+    assert message_id
+
+    def completed_task_of_the_message():
+        return [t for t in engine.client.list_tasks().tasks
+                if t.status.state == 3 and any(m.message_id == message_id for m in t.history)]
+
+    wait_until(completed_task_of_the_message, "the agent to complete the message's task")
+    answer = engine.continue_chat(user("next"), session_id="s").content
+    earlier, now = answer.split("\n")
+    assert earlier.endswith(": sleep:2") and now.endswith(": next"), answer
+    conversation = engine.client.conversation("s")
+    assert conversation.pending_task_id is None and conversation.pending_message_id is None
+    assert earlier.split(":")[0] == now.split(":")[0]  # one conversation: echo[ctx]
+
+
+def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "echo", tmp_path, streaming=False, messagebus=bus)
+    assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch"],
+                      "the answer to be said on the messagebus")
+    assert said[0][0]["utterance"].endswith(": sleep:2")
+    engine.shutdown()
+
+
+def test_waiting_for_an_answer_ends_when_the_client_closes(agent, tmp_path):
+    import threading
+
+    engine = engine_for(agent, "echo", tmp_path, announce=False)
+    client = engine.client
+    with pytest.raises(StillWorkingError) as caught:
+        client.send_task("sleep:30", session_id="s")
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(client.answer_when_ready("s", caught.value.task_id)))
+    waiter.start()
+    client.close()
+    wait_until(lambda: not waiter.is_alive(), "answer_when_ready to return once the client is closed")
+    assert result == [None]

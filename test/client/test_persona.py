@@ -1,0 +1,106 @@
+"""End to end through ovos-persona: the persona JSON files in persona_examples/, a real agent."""
+import json
+
+import pytest
+from ovos_bus_client.message import Message
+from ovos_bus_client.session import Session
+from ovos_persona import Persona, PersonaService
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+from ovos_utils.fakebus import FakeBus
+
+from support import REPO_ROOT
+from support.agent_process import free_port
+from support.no_brain import NO_BRAIN_LINES
+
+
+EXAMPLES = REPO_ROOT / "persona_examples"
+
+
+pytestmark = pytest.mark.usefixtures("private_state")  # every test has its own XDG state directory
+
+
+def example(name, agent_url):
+    config = json.loads((EXAMPLES / name).read_text())
+    config["ovos-a2a-solver"]["agent_url"] = agent_url
+    return config
+
+
+def ask(persona, text, session):
+    return persona.chat([AgentMessage(role=MessageRole.USER, content=text)], session)
+
+
+def test_every_remote_example_is_valid_json_with_the_plugin_configured():
+    files = sorted(EXAMPLES.glob("remote-*.json"))
+    assert len(files) >= 3
+    for path in files:
+        config = json.loads(path.read_text())
+        assert "ovos-a2a-solver" in config["handlers"] and config["ovos-a2a-solver"]["agent_url"]
+
+
+def test_the_bridges_embedded_persona_is_the_offline_example():
+    from ovos_a2a_solver.bridge.backends.persona import DEFAULT_PERSONA
+    assert json.loads(DEFAULT_PERSONA.read_text()) == json.loads((EXAMPLES / "offline-rivescript.json").read_text())
+
+
+def test_the_persona_speaks_the_agents_answer(agent):
+    persona = Persona("remote agent", example("remote-agent.json", agent.agent("echo")))
+    answer = ask(persona, "what is the speed of light?", Session("kitchen"))
+    assert answer.startswith("echo[") and answer.endswith("]: what is the speed of light?")
+
+
+def test_the_streaming_persona_streams_sentences(agent):
+    persona = Persona("streaming", example("remote-agent-streaming.json", agent.agent("stream-chunks")))
+    said = list(persona.stream([AgentMessage(role=MessageRole.USER, content="hi")], Session("kitchen")))
+    assert said == ["Hello there.", "How are you today?", "Fine."]
+
+
+def test_input_required_through_the_persona(agent):
+    persona = Persona("remote agent", example("remote-agent.json", agent.agent("ask")))
+    sess = Session("kitchen")
+    assert ask(persona, "ask", sess) == "which city?"
+    answer = ask(persona, "lisbon", sess)
+    assert answer.startswith("continued[") and answer.endswith("]: lisbon"), answer
+
+
+def test_the_fallback_handler_answers_when_the_agent_is_down():
+    persona = Persona("fallback", example("remote-agent-with-fallback.json",
+                                          f"http://127.0.0.1:{free_port()}/a2a"))
+    answer = ask(persona, "hello?", Session("kitchen"))
+    assert answer in NO_BRAIN_LINES, answer  # the failure plugin, the persona's fallback, spoke
+
+
+class SpokenLog:
+    def __init__(self, bus):
+        self.spoken = []
+        bus.on("speak", lambda msg: self.spoken.append(json.loads(msg) if isinstance(msg, str) else msg))
+
+    def lines(self):
+        out = []
+        for m in self.spoken:
+            data = m.data if hasattr(m, "data") else m["data"]
+            meta = data.get("meta") or {}
+            out.append(("dialog:" + meta["dialog"]) if meta.get("dialog") else data["utterance"])
+        self.spoken.clear()
+        return out
+
+
+def test_the_persona_pipeline_speaks_the_error_dialog_once_then_goes_on(agent, tmp_path):
+    personas = tmp_path / "personas"
+    personas.mkdir()
+    (personas / "remote.json").write_text(json.dumps(example("remote-agent.json", agent.agent("memory"))))
+    bus = FakeBus()
+    service = PersonaService(bus, config={"personas_path": str(personas), "default_persona": "remote agent",
+                                          "handle_fallback": True, "ignore_plugin_personas": True})
+    log = SpokenLog(bus)
+    sess = Session("kitchen")
+
+    def say(text):
+        service.handle_persona_query(Message("persona:query", {"utterance": text, "persona": "remote agent"},
+                                             {"session": sess.serialize()}))
+        return log.lines()
+
+    assert say("remember gold") == ["ok, I will remember gold"]
+    assert say("login") == ["password?"]
+    agent.finish()  # the agent finished the login task on its own
+    assert say("hunter2") == ["dialog:persona_error"]
+    assert say("recall") == ["you told me gold"]

@@ -1,0 +1,133 @@
+"""Stopping a turn: the stream ends, the agent's task is canceled (CancelTask), and an agent
+that refuses is reported honestly. Also through the bridge, relaying to a slow agent."""
+import signal
+import threading
+
+import pytest
+from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+
+from ovos_a2a_solver import A2AChatEngine, A2AClient
+
+from support.bridge_process import BridgeProcess
+from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
+from support.personas import relay_persona
+from support.waiting import wait_until
+
+
+def user(text):
+    return [AgentMessage(role=MessageRole.USER, content=text)]
+
+
+def cancels(agent, name):
+    return agent.stats()["cancels"][name]
+
+
+def engine_for(agent, name, tmp_path):
+    return A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json")})
+
+
+def test_a_stream_closed_early_cancels_the_agents_task(agent, tmp_path):
+    engine = engine_for(agent, "drip", tmp_path)
+    before = cancels(agent, "drip")
+    updates = []
+    sentences = engine.client.stream_sentences("go", session_id="s", on_update=updates.append)
+    assert next(sentences) == "drop 0."
+    sentences.close()
+    wait_until(lambda: cancels(agent, "drip"), "the agent to receive a CancelTask", until=lambda n: n == before + 1)
+    task_id = updates[-1].task_id
+    task = wait_until(lambda: engine.client.get_task(task_id), "the agent's task to be canceled",
+                      until=lambda t: t.status.state == 5)  # TASK_STATE_CANCELED
+    assert task.id == task_id
+    # the conversation goes on in the same context, with no open task
+    assert engine.client.conversation("s").context_id == updates[-1].context_id
+    assert engine.client.conversation("s").task_id is None
+
+
+def test_stop_ends_the_turn_and_cancels_the_task(agent, tmp_path):
+    engine = engine_for(agent, "drip", tmp_path)
+    before = cancels(agent, "drip")
+    stream = engine.stream_sentences(user("go"), session_id="s")
+    assert next(stream) == "drop 0."
+    stopped = []
+    threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
+    rest = list(stream)  # ends soon after the stop, without an error
+    assert len(rest) < 100
+    wait_until(lambda: stopped, "stop() to return")
+    assert stopped == [True]
+    assert cancels(agent, "drip") == before + 1
+
+
+def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):
+    engine = engine_for(agent, "echo", tmp_path)
+    assert engine.stop() is True
+    engine.continue_chat(user("hello"), session_id="s")
+    before = cancels(agent, "echo")
+    assert engine.stop("s") is True
+    assert cancels(agent, "echo") == before
+
+
+def test_an_agent_that_refuses_to_cancel_is_reported(agent, tmp_path, caplog):
+    engine = engine_for(agent, "stubborn", tmp_path)
+    stream = engine.stream_sentences(user("go"), session_id="s")
+    assert next(stream) == "drop 0."
+    stopped = []
+    with caplog.at_level("ERROR", logger="ovos_a2a_solver"):
+        threading.Thread(target=lambda: stopped.append(engine.stop())).start()
+        list(stream)
+        wait_until(lambda: stopped, "stop() to return")
+    assert stopped == [False]
+    errors = [r for r in caplog.records if r.levelname == "ERROR" and "refused to cancel" in r.getMessage()]
+    assert errors and "cannot be stopped halfway" in errors[0].getMessage()
+
+
+def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(agent, tmp_path, private_state):
+    persona = relay_persona(tmp_path, agent.agent("drip"), timeout=60)
+    before = cancels(agent, "drip")
+    with BridgeProcess("--persona", str(persona), backend="persona",
+                       env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+        task = task_of(send(bridge.url, message("go"), blocking=False))
+        wait_for_task(bridge.url, task["id"], lambda t: answer(t).startswith("drop 0."), "the relay's first sentence")
+        canceled = task_of(cancel(bridge.url, task["id"]))
+        assert state(canceled) == "TASK_STATE_CANCELED"
+        wait_until(lambda: cancels(agent, "drip"), "the remote agent to receive a CancelTask",
+                   until=lambda n: n == before + 1)
+
+
+def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remote_task(agent, tmp_path,
+                                                                                         private_state):
+    """The remote agent works without a word (``stall``): the bridge's cancel stops the relay in the
+    middle of its step (the plugin cancels the remote task), instead of TaskNotCancelable."""
+    persona = relay_persona(tmp_path, agent.agent("stall"), timeout=60)
+    before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
+    with BridgeProcess("--persona", str(persona), backend="persona",
+                       env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+        task = task_of(send(bridge.url, message("go"), blocking=False))
+        wait_until(lambda: agent.stats()["messages"]["stall"], "the remote agent to get the message",
+                   until=lambda n: n == before_messages + 1)
+        canceled = task_of(cancel(bridge.url, task["id"]))
+        assert state(canceled) == "TASK_STATE_CANCELED", canceled
+        wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
+                   until=lambda n: n == before_cancels + 1)
+
+
+def test_a_relay_persona_given_up_at_shutdown_cancels_its_remote_task(agent, tmp_path, private_state):
+    """SIGTERM on a bridge whose persona relays to a silent agent: the bridge's task ends failed
+    ("interrupted by a shutdown") and the remote task is canceled, not left running."""
+    persona = relay_persona(tmp_path, agent.agent("stall"), timeout=60)
+    state_dir = tmp_path / "state"
+    env = {"XDG_STATE_HOME": str(tmp_path / "bridge-xdg"), "OVOS_A2A_SHUTDOWN_GRACE": "1"}
+    before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
+    bridge = BridgeProcess("--persona", str(persona), backend="persona", state_dir=state_dir, env=env)
+    try:
+        task = task_of(send(bridge.url, message("go"), blocking=False))
+        wait_until(lambda: agent.stats()["messages"]["stall"], "the remote agent to get the message",
+                   until=lambda n: n == before_messages + 1)
+        bridge.proc.send_signal(signal.SIGTERM)
+        bridge.proc.wait(timeout=20)
+    finally:
+        bridge.stop()
+    wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
+               until=lambda n: n == before_cancels + 1)
+    with BridgeProcess("--persona", str(persona), backend="persona", state_dir=state_dir, env=env) as again:
+        stored = task_of(get_task(again.url, task["id"]))
+    assert state(stored) == "TASK_STATE_FAILED" and "interrupted by a shutdown" in status_text(stored).lower()

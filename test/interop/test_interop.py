@@ -1,0 +1,61 @@
+"""Interop with other implementations: a genuine a2a-sdk 0.3 agent (its own venv), and
+ovos-persona-server republishing a persona whose handler is this plugin."""
+import json
+
+import pytest
+
+from ovos_a2a_solver import A2AClient
+
+from support.interop import LegacyAgentProcess, PersonaServerProcess
+
+LEGACY_TIMEOUT = pytest.mark.timeout(900)  # the first run builds the 0.3 venv
+
+
+@pytest.fixture(scope="module")
+def legacy():
+    with LegacyAgentProcess() as process:
+        yield process
+
+
+def context_of(answer):
+    return answer[answer.index("[") + 1:answer.index("]")]
+
+
+@LEGACY_TIMEOUT
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_a_genuine_0_3_agent_keeps_the_conversation(legacy, streaming):
+    with A2AClient(legacy.agent("echo"), streaming=streaming) as client:
+        card = client.fetch_agent_card()
+        assert card.interfaces[0].protocol_version.startswith("0.3")
+        first = client.send_task("hello", session_id="s")
+        second = client.send_task("again", session_id="s")
+    assert first.startswith("echo03[") and first.endswith("]: hello")
+    assert second == f"echo03[{context_of(first)}]: again"
+
+
+@LEGACY_TIMEOUT
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_a_genuine_0_3_agent_input_required_is_continued(legacy, streaming):
+    with A2AClient(legacy.agent("ask"), streaming=streaming) as client:
+        assert client.send_task("book a trip", session_id="s") == "which city?"
+        ctx = client.conversation("s").context_id
+        assert client.send_task("lisbon", session_id="s") == f"continued03[{ctx}]: lisbon"
+
+
+@pytest.mark.timeout(180)
+def test_persona_server_republishes_a_persona_backed_by_this_plugin(agent, tmp_path):
+    persona = tmp_path / "relay.json"
+    persona.write_text(json.dumps({
+        "name": "relay", "description": "an OVOS persona that relays to another A2A agent",
+        "handlers": ["ovos-a2a-solver"],
+        "ovos-a2a-solver": {"agent_url": agent.agent("memory"), "timeout": 20},
+    }))
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with PersonaServerProcess(str(persona), extra_env=env) as server:
+        with A2AClient(server.a2a_url, timeout=60) as client:
+            assert client.fetch_agent_card().name == "relay"
+            assert client.send_task("remember gold", session_id="s") == "ok, I will remember gold"
+            # the persona-server's contextId is the persona session; the plugin keeps the
+            # test agent's conversation for it, so memory carries over
+            assert client.send_task("recall", session_id="s") == "you told me gold"
+            assert client.send_task("recall", session_id="other") == "I remember nothing"

@@ -1,0 +1,179 @@
+"""Start and stop test/support/a2a_agent.py as a subprocess, for tests and benchmarks.
+
+    with AgentProcess() as agent:
+        agent.agent('echo')      # -> 'http://127.0.0.1:PORT/echo'
+        agent.stats()['messages']['echo']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from pathlib import Path
+
+import httpx
+
+
+AGENT_SCRIPT = Path(__file__).resolve().parent / 'a2a_agent.py'
+READY_TIMEOUT = 30.0
+ADMIN_TIMEOUT = 5.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+class AgentProcess:
+    """The scripted A2A test agent server, running in a child process.
+
+    ``AgentProcess(*extra_args, port=0)`` runs ``python test/support/a2a_agent.py PORT *extra_args``
+    and waits for its ready line. ``.url`` is the HTTP base URL, ``.grpc`` the
+    gRPC ``host:port``.
+    """
+
+    def __init__(self, *extra_args: str, port: int = 0, ready_timeout: float = READY_TIMEOUT):
+        self.args = [sys.executable, str(AGENT_SCRIPT), str(port), *extra_args]
+        self._http: httpx.Client | None = None
+        self._stderr = tempfile.NamedTemporaryFile(prefix='a2a_agent_', suffix='.log', delete=False)
+        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     stdin=subprocess.DEVNULL)
+        try:
+            ready = self._wait_ready(ready_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.url: str = ready['url']
+        self.grpc: str = ready['grpc']
+        self._http = httpx.Client(base_url=f'{self.url}/_admin/', timeout=ADMIN_TIMEOUT)
+
+    # -- lifecycle --------------------------------------------------------
+
+    def _wait_ready(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        line = b''
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            while not line.endswith(b'\n'):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(f'test agent not ready after {timeout:.0f} s\n{self.stderr_text()}')
+                if not selector.select(min(left, 0.2)):
+                    if self.proc.poll() is not None:
+                        break
+                    continue
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:  # EOF: the process ended
+                    break
+                line += chunk
+        if not line.endswith(b'\n'):
+            self.proc.wait(timeout=5)
+            raise RuntimeError(f'test agent exited with {self.proc.returncode} before it was ready\n'
+                               f'{self.stderr_text()}')
+        return json.loads(line.decode().splitlines()[0])
+
+    def stderr_text(self) -> str:
+        """What the agent wrote to stderr so far ('' once stopped: the log is deleted)."""
+        if self._stderr.closed:
+            return ''
+        self._stderr.flush()
+        return Path(self._stderr.name).read_text(errors='replace')
+
+    def stop(self) -> None:
+        """SIGTERM, wait up to 5 s, then SIGKILL. Safe to call twice."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._http is not None:
+            self._http.close()
+        if self.proc.stdout and not self.proc.stdout.closed:
+            self.proc.stdout.close()
+        if not self._stderr.closed:
+            self._stderr.close()
+            _unlink_quietly(self._stderr.name)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.poll()
+
+    def __enter__(self) -> AgentProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- addresses --------------------------------------------------------
+
+    def agent(self, name: str) -> str:
+        return f'{self.url}/{name}'
+
+    # -- admin endpoints --------------------------------------------------
+
+    def _admin(self, method: str, path: str):
+        response = self._http.request(method, path)
+        response.raise_for_status()
+        return response.json()
+
+    def stats(self) -> dict:
+        return self._admin('GET', 'stats')
+
+    def headers(self) -> list[dict]:
+        return self._admin('GET', 'headers')
+
+    def clear_headers(self) -> None:
+        self._admin('DELETE', 'headers')
+
+    def forget(self) -> None:
+        self._admin('POST', 'forget')
+
+    def finish(self) -> None:
+        self._admin('POST', 'finish')
+
+    def expire(self) -> None:
+        self._admin('POST', 'expire')
+
+    def release(self) -> None:
+        self._admin('POST', 'release')
+
+    def flaky(self, count: int, status: int = 503, retry_after: str | None = None) -> None:
+        """Make the 'flaky' agent refuse its next ``count`` requests with HTTP ``status``."""
+        query = f'flaky?count={count}&status={status}' + ('' if retry_after is None else f'&retry_after={retry_after}')
+        self._admin('POST', query)
+
+    def message_ids(self) -> dict:
+        """{"processed": {agent: [messageId, ...]}, "refused": [messageIds the flaky agent refused]}"""
+        return self._admin('GET', 'message-ids')
+
+    def tokens(self) -> dict:
+        """{"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]} of the OAuth2 endpoint."""
+        return self._admin('GET', 'tokens')
+
+    def revoke_tokens(self) -> None:
+        """Revoke every OAuth2 token issued so far: the agents answer 401 (gRPC: UNAUTHENTICATED) to them."""
+        self._admin('POST', 'revoke')
+
+    def upgrade(self, name: str, variant: int | None = None) -> int:
+        """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
+        query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')
+        return self._admin('POST', query)['variant']
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -1,0 +1,193 @@
+"""Start and stop the bridge (``ovos-a2a serve``) as a real subprocess, for tests.
+
+    with BridgeProcess("--heartbeat", "1") as bridge:
+        bridge.url        # 'http://127.0.0.1:PORT/a2a'   (the A2A JSON-RPC endpoint)
+        bridge.root       # 'http://127.0.0.1:PORT'
+        bridge.calls()    # backend calls so far (only with call_log=...)
+
+The process runs ``python -m ovos_a2a_solver.bridge --port PORT --backend BACKEND
+--state-dir DIR *args`` (``port=None``: no ``--port``, so the environment or the default
+decides). A state dir given by the caller is kept (so a bridge can be restarted on the same
+store); otherwise a fresh temporary one is made and removed on stop.
+``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
+``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
+``fd_limit=N`` starts it with at most N open files (``RLIMIT_NOFILE``, soft and hard).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping, Optional
+
+READY_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+#: ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``
+READY_LINE = re.compile(r'^ovos-a2a: serving "(?P<name>.*)" at (?P<url>\S+) \(card (?P<card>\S+)\)\s*$', re.M)
+
+
+class BridgeStartError(RuntimeError):
+    """The bridge exited (or hung) before it printed its ready line."""
+
+    def __init__(self, message: str, returncode: Optional[int], stderr: str) -> None:
+        super().__init__(f"{message}\n--- bridge stderr ---\n{stderr}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class BridgeProcess:
+    """One bridge process; a context manager. ``stop()`` and ``kill9()`` are idempotent."""
+
+    def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
+                 env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
+                 call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
+                 default_state_dir: bool = False, fd_limit: Optional[int] = None) -> None:
+        if default_state_dir and state_dir is not None:
+            raise ValueError("give state_dir or default_state_dir=True, not both")
+        self._own_state = state_dir is None and not default_state_dir
+        self.state_dir: Optional[Path] = (None if default_state_dir else
+                                          Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None
+                                          else Path(state_dir))
+        self.call_log = Path(call_log) if call_log is not None else None
+        state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
+        port_flag = ["--port", str(port)] if port is not None else []
+        self.args = [sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag, "--backend", backend,
+                     *state_args, *args]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        if self.call_log is not None:
+            full_env["OVOS_A2A_ECHO_LOG"] = str(self.call_log)
+        self._logs = Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_logs_"))
+        self._stdout_path = self._logs / "stdout.log"
+        self._stderr_path = self._logs / "stderr.log"
+        self._final_stderr: Optional[str] = None
+        self.name: str = ""
+        self.url: str = ""
+        self.card_url: str = ""
+        self.root: str = ""
+        self.port: int = 0
+        with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(self.args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                         env=full_env, preexec_fn=_file_limit(fd_limit))
+        try:
+            self._wait_ready(ready_timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    # -- lifecycle --------------------------------------------------------
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            match = READY_LINE.search(self._stdout_path.read_text(errors="replace"))
+            if match:
+                break
+            if self.proc.poll() is not None:
+                # the ready line may have been written just before the exit
+                match = READY_LINE.search(self._stdout_path.read_text(errors="replace"))
+                if match:
+                    break
+                raise BridgeStartError(f"the bridge exited with {self.proc.returncode} before it was ready",
+                                       self.proc.returncode, self.stderr_text())
+            if time.monotonic() > deadline:
+                raise BridgeStartError(f"the bridge was not ready after {timeout:.0f} s", None, self.stderr_text())
+            time.sleep(0.05)
+        self.name = match.group("name")
+        self.url = match.group("url").rstrip("/")
+        self.card_url = match.group("card")
+        scheme, rest = self.url.split("://", 1)
+        self.root = f"{scheme}://{rest.split('/', 1)[0]}"
+        self.port = int(self.root.rsplit(":", 1)[1])
+
+    def stdout_text(self) -> str:
+        return self._stdout_path.read_text(errors="replace") if self._stdout_path.exists() else ""
+
+    def stderr_text(self) -> str:
+        """Everything the bridge wrote to stderr so far (kept after stop)."""
+        if self._final_stderr is not None:
+            return self._final_stderr
+        return self._stderr_path.read_text(errors="replace") if self._stderr_path.exists() else ""
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self.proc.poll()
+
+    def stop(self) -> None:
+        """SIGTERM, wait up to 10 s, then SIGKILL."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._cleanup()
+
+    def kill9(self) -> None:
+        """SIGKILL at once (a crash), and wait."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._final_stderr is None:
+            self._final_stderr = (self._stderr_path.read_text(errors="replace")
+                                  if self._stderr_path.exists() else "")
+            shutil.rmtree(self._logs, ignore_errors=True)
+            if self._own_state:
+                shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def __enter__(self) -> "BridgeProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- the echo backend's call log ------------------------------------------
+
+    def calls(self, text: Optional[str] = None) -> int:
+        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
+        if self.call_log is None:
+            raise RuntimeError("BridgeProcess was started without call_log=")
+        return echo_calls(self.call_log, text)
+
+
+def echo_calls(call_log: os.PathLike | str, text: Optional[str] = None) -> int:
+    """The echo backend calls in ``call_log`` (for ``text`` only, if given), which several
+    bridge processes may share."""
+    path = Path(call_log)
+    if not path.exists():
+        return 0
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return len(lines) if text is None else sum(json.loads(line)["text"] == text for line in lines)
+
+
+def _file_limit(count: Optional[int]):
+    """A ``preexec_fn`` that limits the child to ``count`` open files (``None``: no change)."""
+    if count is None:
+        return None
+
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
+
+
+def echo_log(tmp_path: os.PathLike | str) -> Path:
+    """A fresh path for the echo backend's call log under ``tmp_path``."""
+    path = Path(tmp_path) / "echo-calls.jsonl"
+    if path.exists():
+        path.unlink()
+    return path

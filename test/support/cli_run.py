@@ -1,0 +1,107 @@
+"""Run the ``ovos-a2a`` command line as a real subprocess, for test/cli/test_cli.py.
+
+    cli = Cli(tmp_path / "state")                  # a private conversation store
+    result = cli.run("send", url, "hello")         # -> Result(returncode, stdout, stderr)
+    a, b = cli.run_all(["discover", url], ["discover", url, "--json"])   # side by side
+
+Every command gets ``XDG_STATE_HOME`` pointed at the given directory (so the
+conversation store is the test's own), ``NO_COLOR=1`` and a fixed terminal width;
+``A2A_CLIENT_*`` and ``OVOS_A2A_*`` variables of the calling environment are dropped,
+so only what a test sets reaches the command.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+COMMAND = [sys.executable, "-m", "ovos_a2a_solver.cli"]
+DROPPED_PREFIXES = ("A2A_CLIENT_", "OVOS_A2A_")
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, repr=False)
+class Result:
+    """How one command ended."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def stderr_lines(self) -> list[str]:
+        """The non-blank lines written to stderr."""
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+    @property
+    def report(self) -> str:
+        """The command and everything it printed, as an assertion message."""
+        return (f"$ ovos-a2a {' '.join(self.argv)}\n-> exit {self.returncode}\n"
+                f"--- stdout ---\n{self.stdout}--- stderr ---\n{self.stderr}")
+
+    def __repr__(self) -> str:
+        return self.report
+
+    __str__ = __repr__
+
+
+class Pending:
+    """A command that was started and not yet collected."""
+
+    def __init__(self, argv: tuple[str, ...], env: dict[str, str], input: str | None) -> None:
+        self.argv = argv
+        self.input = input
+        self.proc = subprocess.Popen([*COMMAND, *argv], env=env, text=True,
+                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def result(self, timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Wait for the command; kill it and fail if it runs longer than ``timeout`` seconds."""
+        try:
+            out, err = self.proc.communicate(self.input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            out, err = self.proc.communicate()
+            raise AssertionError(f"ovos-a2a {' '.join(self.argv)} did not end within {timeout:g} s\n"
+                                 f"--- stdout ---\n{out}--- stderr ---\n{err}") from None
+        return Result(self.argv, self.proc.returncode, out, err)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Cli:
+    """``ovos-a2a`` with a private state directory and a clean environment."""
+
+    def __init__(self, state_home: str | os.PathLike, **env: str) -> None:
+        Path(state_home).mkdir(parents=True, exist_ok=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED_PREFIXES)}
+        self.env.update(XDG_STATE_HOME=str(state_home), NO_COLOR="1", COLUMNS="120", LINES="40")
+        self.env.update(env)
+
+    def with_env(self, **env: str) -> dict[str, str]:
+        return {**self.env, **env}
+
+    def start(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None) -> Pending:
+        return Pending(tuple(argv), self.with_env(**(env or {})), input)
+
+    def run(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = DEFAULT_TIMEOUT) -> Result:
+        """Run one command to its end."""
+        return self.start(*argv, input=input, env=env).result(timeout)
+
+    def run_all(self, *commands: list[str], timeout: float = DEFAULT_TIMEOUT) -> list[Result]:
+        """Run independent commands at the same time; their results in the same order."""
+        pending: list[Pending] = []
+        try:
+            for argv in commands:
+                pending.append(self.start(*argv))
+            return [p.result(timeout) for p in pending]
+        finally:
+            for p in pending:
+                p.kill()

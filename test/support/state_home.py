@@ -1,0 +1,37 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The run's private state directory: no test may write to the user's own state.
+
+:func:`isolate_user_state` (called by conftest.py at import, before any fixture or test runs)
+points ``XDG_STATE_HOME`` at a private temporary directory for this process and, through the
+environment, every process it starts (the plugin's default conversation store and the bridge's
+default state dir both live under it). The user's real state directory is kept in
+:data:`USER_STATE_HOME_VAR` for test/package/test_state_isolation.py to check. ``HOME`` is left
+alone: the code's ``~/.local/state`` fallback applies only when ``XDG_STATE_HOME`` is unset, and
+build caches under ``~/.cache`` (the peer venvs of support/interop.py) stay where they are, so
+they are not rebuilt every run.
+"""
+import atexit
+import os
+import shutil
+import tempfile
+
+#: the environment variable that keeps the user's own XDG state directory during the run
+USER_STATE_HOME_VAR = "A2A_SOLVER_TESTS_USER_STATE_HOME"
+#: the environment variable that names the run's private state directory
+PRIVATE_STATE_HOME_VAR = "A2A_SOLVER_TESTS_PRIVATE_STATE_HOME"
+
+
+def isolate_user_state() -> None:
+    """Point XDG_STATE_HOME at a private temporary directory, once (an outer test run may
+    have done it already)."""
+    private = os.environ.get(PRIVATE_STATE_HOME_VAR)
+    if private and os.environ.get("XDG_STATE_HOME") == private and USER_STATE_HOME_VAR in os.environ:
+        return
+    os.environ[USER_STATE_HOME_VAR] = (os.environ.get("XDG_STATE_HOME")
+                                       or os.path.join(os.path.expanduser("~"), ".local", "state"))
+    private = tempfile.mkdtemp(prefix="ovos_a2a_tests_state_")
+    os.environ[PRIVATE_STATE_HOME_VAR] = os.environ["XDG_STATE_HOME"] = private
+    for name in ("OVOS_A2A_STATE_DIR", "OVOS_A2A_DB"):  # a bridge's own settings would point elsewhere
+        os.environ.pop(name, None)
+    atexit.register(shutil.rmtree, private, ignore_errors=True)

@@ -35,6 +35,12 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 #: (the answer then comes before the session's next one).
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
 
+#: The most characters of one answer read and spoken (256 Ki): a longer answer is cut after
+#: its last sentence within them, ``DEFAULT_ANSWER_CUT`` is said, and the rest is not read.
+DEFAULT_MAX_ANSWER_CHARS = 256 * 1024
+#: What the persona says after an answer cut at ``max_answer_chars``.
+DEFAULT_ANSWER_CUT = "That answer was too long, so I stopped there."
+
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
 
@@ -65,6 +71,8 @@ class EngineSettings:
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read; a longer one is cut
+    answer_cut: str = DEFAULT_ANSWER_CUT  # said after an answer cut at max_answer_chars
     announce: bool = True                # say that answer over the OVOS messagebus once it is ready
     messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
     require_signed_card: bool = False    # refuse a card without a valid signature (A2A 1.0 §8.4)
@@ -83,7 +91,7 @@ class EngineSettings:
         for key in ("timeout", "conversation_ttl", "retry_base_delay", "breaker_cooldown"):
             if key in values:
                 values[key] = positive_setting(key, values[key], float)
-        for key in ("max_conversations", "breaker_threshold"):
+        for key in ("max_conversations", "breaker_threshold", "max_answer_chars"):
             if key in values:
                 values[key] = int(positive_setting(key, values[key], int))
         if "max_retries" in values:
@@ -103,7 +111,7 @@ class EngineSettings:
             if isinstance(origins, str):
                 origins = [origins]
             values["trusted_origins"] = tuple(str(o) for o in origins or ())
-        for key in ("auth_header", "state_file", "still_working", "card_public_key", "card_jwks_url"):
+        for key in ("auth_header", "state_file", "still_working", "answer_cut", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
         for key in ("card_public_key", "card_jwks_url"):
@@ -119,8 +127,9 @@ class EngineSettings:
         except ValueError as exc:
             raise ValueError(f"ovos-a2a-solver: {exc}") from None
         values["namespace"] = str(values.get("namespace") or "")
-        if not (values.get("still_working") or "").strip():
-            values.pop("still_working", None)  # empty: the default line
+        for key in ("still_working", "answer_cut"):
+            if not (values.get(key) or "").strip():
+                values.pop(key, None)  # empty: the default line
         settings = cls(**values)
         # a key file that cannot be used stops the persona now, not at its first card
         from ovos_a2a_solver._signatures import signature_check

@@ -74,7 +74,8 @@ class A2AChatEngine(ChatEngine):
                                          card_public_key=s.card_public_key, card_jwks_url=s.card_jwks_url,
                                          max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
                                          breaker_threshold=s.breaker_threshold,
-                                         breaker_cooldown=s.breaker_cooldown)
+                                         breaker_cooldown=s.breaker_cooldown,
+                                         max_answer_chars=s.max_answer_chars, answer_cut=s.answer_cut)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",

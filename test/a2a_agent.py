@@ -55,6 +55,9 @@ Streaming shapes (about 30 ms between events):
                    next N POSTs with HTTP S (503) and Retry-After R
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
+  huge             "N [C]": an answer of N characters of short sentences ("Line 12 is here. "), appended
+                   in chunks of C characters (64 KiB) without pause; GET /_admin/huge says how many
+                   chunks each turn sent
 Card / transport variants (echo behaviour):
   jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
@@ -100,6 +103,9 @@ Admin endpoints (plain JSON):
   POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
   POST   /_admin/revoke   revoke every token issued so far (the agents answer 401 to them)
+  GET    /_admin/huge     {"chunks": [n, ...]}: the chunks each turn of the huge agent sent, in order
+  GET    /_admin/streams  [{"agent", "events"}, ...]: each streamed reply (SendStreamingMessage) and the
+                          events it sent (until the client closed it)
   GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
   POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
                           bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
@@ -204,6 +210,8 @@ class Observations:
     card_fetches: Counter = field(default_factory=Counter)
     messages: Counter = field(default_factory=Counter)
     cancels: Counter = field(default_factory=Counter)
+    huge_chunks: list = field(default_factory=list)  # chunks each turn of the huge agent sent
+    streams: list = field(default_factory=list)  # each streamed reply: its agent, the events it sent
     message_ids: dict[str, list[str]] = field(default_factory=dict)   # agent -> messageIds it processed
     flaky: dict = field(default_factory=lambda: {'count': 0, 'status': 503, 'retry_after': None, 'refused': []})
     requests: list[dict] = field(default_factory=list)
@@ -324,6 +332,36 @@ async def flood(turn: Turn) -> None:
         word = f'word{n}. ' if n % 10 == 9 else f'word{n} '
         await turn.artifact(word, append=n > 0, last_chunk=n == count - 1)
     await turn.updater.complete()
+
+
+HUGE_CHUNK = 64 * 1024
+
+
+def huge_answer(obs: 'Observations') -> Script:
+    async def huge(turn: Turn) -> None:
+        """N characters of short sentences, appended in chunks of C as fast as it can."""
+        words = turn.text.split()
+        size = int(words[0]) if words and words[0].isdigit() else HUGE_CHUNK
+        chunk_size = int(words[1]) if len(words) > 1 and words[1].isdigit() else HUGE_CHUNK
+        await turn.open()
+        await turn.updater.start_work()
+        sent, line, chunks = 0, 0, obs.huge_chunks
+        chunks.append(0)
+        while sent < size:
+            sentences = []
+            length = 0
+            while length < min(chunk_size, size - sent):
+                sentences.append(f'Line {line} is here. ')
+                length += len(sentences[-1])
+                line += 1
+            chunk = ''.join(sentences)[:size - sent]
+            sent += len(chunk)
+            await turn.artifact(chunk, append=sent > len(chunk), last_chunk=sent >= size)
+            chunks[-1] += 1
+            await asyncio.sleep(0)  # a CancelTask ends it between chunks
+        await turn.updater.complete()
+
+    return huge
 
 
 async def cut(turn: Turn) -> None:
@@ -613,9 +651,12 @@ class ObservedHandler(RequestHandler):
 
     async def on_message_send_stream(self, params, context):
         await self._admit(params, context)
+        record = {'agent': self.name, 'events': 0}
+        self.obs.streams.append(record)
         async with contextlib.aclosing(self.inner.on_message_send_stream(params, context)) as events:
             async for event in events:
                 self._issue(event.context_id)
+                record['events'] += 1
                 yield event
 
     async def on_subscribe_to_task(self, params, context):
@@ -723,6 +764,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
                   bindings=(JSONRPC_1,)),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
+        AgentSpec('huge', 'Answers N characters (the text is N) of short sentences.', huge_answer(obs),
+                  ('1000000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
         AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
@@ -1166,6 +1209,12 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
     async def message_ids(request: Request):
         return JSONResponse({'processed': obs.message_ids, 'refused': obs.flaky['refused']})
 
+    async def huge(request: Request):
+        return JSONResponse({'chunks': obs.huge_chunks})
+
+    async def streams(request: Request):
+        return JSONResponse(obs.streams)
+
     async def upgrade(request: Request):
         switch = obs.switches[request.query_params['agent']]
         switch.current = int(request.query_params.get('variant', switch.current + 1)) % len(switch.variants)
@@ -1183,6 +1232,8 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/message-ids', message_ids, methods=['GET']),
         Route('/_admin/tokens', tokens, methods=['GET']),
         Route('/_admin/revoke', revoke, methods=['POST']),
+        Route('/_admin/huge', huge, methods=['GET']),
+        Route('/_admin/streams', streams, methods=['GET']),
     ]
 
 

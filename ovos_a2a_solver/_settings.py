@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from ovos_a2a_solver._auth import Credentials, origin_of
+from ovos_a2a_solver._auth import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver._conversations import DEFAULT_IDLE_TTL, DEFAULT_MAX_CONVERSATIONS
 from ovos_a2a_solver.persona_config import boolean_setting, positive_setting
 
@@ -61,6 +61,7 @@ class EngineSettings:
     timeout: float = DEFAULT_TIMEOUT
     streaming: bool = False
     trusted_origins: tuple[str, ...] = ()
+    oauth2_token_origins: tuple[str, ...] = ()  # token endpoints' origins that may get the client secret
     namespace: str = ""
     state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
     persist_conversations: bool = True   # False: keep the session map in memory only
@@ -106,11 +107,16 @@ class EngineSettings:
         for key in ("streaming", "persist_conversations", "announce", "require_signed_card"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])
-        if "trusted_origins" in values:
-            origins = values["trusted_origins"]
-            if isinstance(origins, str):
-                origins = [origins]
-            values["trusted_origins"] = tuple(str(o) for o in origins or ())
+        for key in ("trusted_origins", "oauth2_token_origins"):
+            if key in values:
+                origins = values[key]
+                if isinstance(origins, str):
+                    origins = [origins]
+                values[key] = tuple(str(o) for o in origins or ())
+        try:
+            token_origins_of(values.get("oauth2_token_origins", ()))
+        except ValueError as exc:
+            raise ValueError(f"ovos-a2a-solver: {exc}") from None
         for key in ("auth_header", "state_file", "still_working", "answer_cut", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")

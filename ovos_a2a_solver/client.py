@@ -38,7 +38,7 @@ from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._loop import BACKGROUND, timeout
 from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, Revision, TextPieces
-from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of
+from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
@@ -121,6 +121,10 @@ class _BaseClient:
         streaming: use streaming (SSE / server streaming) when the agent offers it.
         trusted_origins: other origins (``https://host:port``, ``host:port`` for gRPC) that
             may receive ``auth_header`` and ``credentials``.
+        oauth2_token_origins: origins (``https://host:port``) of OAuth2 token endpoints that
+            may receive the client secret, besides the agent's own and ``trusted_origins``; a
+            card naming a ``tokenUrl`` elsewhere gets :class:`MissingCredentialError`, and
+            nothing is sent there.
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
         require_signed_card: refuse a card without a valid signature (A2A 1.0 §8.4) by a key from
@@ -145,7 +149,7 @@ class _BaseClient:
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, credentials: Credentials | None = None,
-                 trusted_origins: Iterable[str] = (),
+                 trusted_origins: Iterable[str] = (), oauth2_token_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
                  require_signed_card: bool = False, card_public_key: str | None = None,
                  card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
@@ -172,7 +176,9 @@ class _BaseClient:
             raise ValueError(f"credentials must be an ovos_a2a_solver.Credentials, not {type(credentials).__name__}")
         caller = "\n".join(filter(None, (auth_header, credentials.identity() if credentials else "")))
         self.conversation_key = conversation_key(base_url, namespace, caller)
-        self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials)
+        token_origins = tuple(oauth2_token_origins)
+        token_origins_of(token_origins)  # a bad one is an error now, with or without credentials
+        self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials, token_origins)
                              if auth_header or credentials else None)
         self._signature_check = signature_check(base_url, required=require_signed_card,
                                                 public_key_file=card_public_key, jwks_url=card_jwks_url,

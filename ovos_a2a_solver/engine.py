@@ -69,6 +69,7 @@ class A2AChatEngine(ChatEngine):
                 self._client = A2AClient(s.agent_url, auth_header=s.auth_header, timeout=s.timeout,
                                          streaming=s.streaming, credentials=s.credentials,
                                          trusted_origins=s.trusted_origins,
+                                         oauth2_token_origins=s.oauth2_token_origins,
                                          conversations=store, namespace=s.namespace,
                                          require_signed_card=s.require_signed_card,
                                          card_public_key=s.card_public_key, card_jwks_url=s.card_jwks_url,

@@ -13,6 +13,10 @@ in order and turns each into :class:`Revision` s: "this text continues artifact 
 
 Every step costs time in proportion to the text the event carries, so a stream of many
 small chunks costs time linear in its length.
+
+An answer is held only up to ``max_chars`` characters: the event that would pass them is
+cut at the last sentence (or word) boundary within them, a last piece says so (the
+``cut_line``), and :attr:`AnswerAssembler.cut` tells the reader to stop reading.
 """
 from __future__ import annotations
 
@@ -111,19 +115,22 @@ def _short(value: Any) -> str:
 class _Piece:
     """One artifact's text, kept as chunks so that appending costs only the chunk."""
 
-    __slots__ = ("chunks", "tail")
+    __slots__ = ("chunks", "tail", "length")
 
     def __init__(self) -> None:
         self.chunks: list[str] = []
         self.tail = ""
+        self.length = 0
 
     def append(self, chunk: str) -> None:
         self.chunks.append(chunk)
         self.tail = (self.tail + chunk)[-_TAIL:]
+        self.length += len(chunk)
 
     def replace(self, text: str) -> None:
         self.chunks = [text] if text else []
         self.tail = text[-_TAIL:]
+        self.length = len(text)
 
     @property
     def text(self) -> str:
@@ -132,11 +139,32 @@ class _Piece:
         return self.chunks[0] if self.chunks else ""
 
 
+def _cut(text: str) -> str:
+    """``text`` up to the end of its last complete sentence or line; without one, up to its
+    last space; without one, whole."""
+    from ovos_a2a_solver._sentences import split_units
+
+    spans, _ = split_units(text)
+    if spans:
+        return text[:spans[-1][1]]
+    space = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t"))
+    return text[:space] if space > 0 else text
+
+
+#: The key of the piece that says the answer was cut (an artifact's is its id, a message's "message:<id>").
+CUT_KEY = "cut:"
+
+
 class AnswerAssembler:
     """Collects one reply. ``feed`` turns each event into revisions; ``finish`` gives the
-    last ones (an answer or question only in the status); ``final_text`` is the answer."""
+    last ones (an answer or question only in the status); ``final_text`` is the answer.
 
-    def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None) -> None:
+    ``max_chars``: the most characters of answer held (``None``: no limit); the event that
+    would pass it is cut, ``cut_line`` is added as a last piece, and :attr:`cut` is set:
+    later events are ignored (the caller stops reading)."""
+
+    def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None,
+                 max_chars: int | None = None, cut_line: str = "") -> None:
         self.task_id = ""
         self.context_id = ""
         self.state: int | None = None
@@ -145,12 +173,18 @@ class AnswerAssembler:
         self.events = 0
         self.progress = ""  # a "working" status message the latest event carried
         self.note = ""      # a status update's metadata "note" (e.g. a bridge's heartbeat: "Still working (N s).")
+        self.cut = False    # the answer passed max_chars: it was cut, and the rest is not read
+        self.max_chars = max_chars
+        self.cut_line = cut_line
         self._on_update = on_update
         self._pieces: dict[str, _Piece] = {}   # key -> its text as the agent has it now, in first-seen order
+        self._chars = 0     # characters in the pieces now
 
     def feed(self, event: Any) -> list[Revision]:
-        """Take one ``StreamResponse``; return the revisions it makes."""
+        """Take one ``StreamResponse``; return the revisions it makes (none once :attr:`cut`)."""
         self.events += 1
+        if self.cut:
+            return []
         self.progress = self.note = ""
         try:
             return self._feed(event)
@@ -188,7 +222,10 @@ class AnswerAssembler:
             if update.append and key in self._pieces:
                 piece = self._pieces[key]
                 chunk = _joined(piece.tail, chunk)
+                if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
+                    return self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
                 piece.append(chunk)
+                self._chars += len(chunk)
                 return [Revision(key, chunk, True, update.last_chunk)] if chunk or update.last_chunk else []
             return self._replace(key, chunk, last=update.last_chunk)
         return []
@@ -196,7 +233,7 @@ class AnswerAssembler:
     def finish(self) -> list[Revision]:
         """Revisions still owed at the end: the status message when it is the answer or a question."""
         text = self.status_text.strip()
-        if not text or self.state is None:
+        if not text or self.state is None or self.cut:
             return []
         waiting = self.state in WAITING_FOR_USER
         said = self.final_text() if waiting or self.state == TaskState.TASK_STATE_COMPLETED else ""
@@ -221,13 +258,34 @@ class AnswerAssembler:
     # ---- internals ----------------------------------------------------------------
 
     def _replace(self, key: str, text: str, last: bool = False) -> list[Revision]:
+        if self.cut:  # a later artifact of the same event
+            return []
         piece = self._pieces.get(key)
         if piece is None:
             if not text:
                 return []
             piece = self._pieces[key] = _Piece()
+        others = self._chars - piece.length
+        if self.max_chars is not None and others + len(text) > self.max_chars:
+            return self._cut_piece(key, piece, text[:self.max_chars - others])
         piece.replace(text)
+        self._chars = others + len(text)
         return [Revision(key, text, False, last)]
+
+    def _cut_piece(self, key: str, piece: _Piece, fits: str) -> list[Revision]:
+        """The answer passed ``max_chars`` in this piece, of which ``fits`` is within them:
+        the piece now reads up to the last sentence of that, and the line that says so
+        follows as the answer's last piece."""
+        text = _cut(fits)
+        self._chars += len(text) - piece.length
+        piece.replace(text)
+        self.cut = True
+        out = [Revision(key, text, False, True)]
+        if self.cut_line:
+            self._pieces[CUT_KEY] = line = _Piece()
+            line.replace(self.cut_line)
+            out.append(Revision(CUT_KEY, self.cut_line, False, True))
+        return out
 
     def _ids(self, task_id: str, context_id: str) -> None:
         self.task_id = task_id or self.task_id
@@ -239,7 +297,7 @@ class AnswerAssembler:
         if status.HasField("message"):
             text = _text(status.message.parts)
             if text:
-                self.status_text = text
+                self.status_text = text if self.max_chars is None else text[:self.max_chars]
                 if status.state == TaskState.TASK_STATE_WORKING:
                     self.progress = text
 

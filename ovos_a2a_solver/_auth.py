@@ -6,7 +6,9 @@ Credentials are given for one agent: an ``auth_header`` sent as it is, and
 :class:`Credentials` sent in the form the agent's card names (see ``_schemes``). They
 are attached only to requests whose origin (scheme, host, port) is the agent's own or
 one the user listed as trusted: never to another origin that the agent card, a
-redirect or an interface URL names.
+redirect or an interface URL names. An OAuth2 client secret goes to a token endpoint on
+those origins, or on one the user listed in ``oauth2_token_origins``: never to another
+that the card names.
 """
 from __future__ import annotations
 
@@ -109,21 +111,20 @@ class OriginCredentials:
     """
 
     def __init__(self, auth_header: str | None, agent_url: str, trusted: Iterable[str] = (),
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, token_origins: Iterable[str] = ()) -> None:
         self.header, self._value = parse_auth_header(auth_header) if auth_header else (None, None)
         self.credentials = credentials if credentials else None
         self.card_auth: CardAuth | None = None
-        origins = set()
-        for url in (agent_url, *trusted):
-            origin = origin_of(url)
-            if origin is None:
-                raise ValueError(f"not a URL with a host: {url!r}")
-            origins.add(origin)
-        self.origins = frozenset(origins)
+        self.origins = _origins((agent_url, *trusted))
+        self.token_origins = self.origins | token_origins_of(token_origins)
 
     def allows(self, url: str) -> bool:
         """Whether a request to ``url`` may carry the credentials."""
         return origin_of(url) in self.origins
+
+    def allows_token_request(self, url: str) -> bool:
+        """Whether the OAuth2 client secret may be sent to the token endpoint ``url``."""
+        return origin_of(url) in self.token_origins
 
     async def headers_for(self, url: str) -> dict[str, str]:
         """The credential headers for ``url``, or nothing (an OAuth2 token is fetched if needed)."""
@@ -152,6 +153,34 @@ class OriginCredentials:
     def __repr__(self) -> str:
         return (f"OriginCredentials(header={self.header!r}, value=<redacted>, credentials={self.credentials!r}, "
                 f"origins={sorted(self.origins)})")
+
+
+def _origins(urls: Iterable[str]) -> frozenset[tuple[str, str, int]]:
+    origins = set()
+    for url in urls:
+        origin = origin_of(url)
+        if origin is None:
+            raise ValueError(f"not a URL with a host: {url!r}")
+        origins.add(origin)
+    return frozenset(origins)
+
+
+def token_origins_of(urls: Iterable[str]) -> frozenset[tuple[str, str, int]]:
+    """The origins of ``oauth2_token_origins`` (``https://host[:port]``); ``ValueError`` naming
+    the setting for one that is not an http(s) URL with a host."""
+    origins = set()
+    for url in urls:
+        origin = origin_of(url) if isinstance(url, str) and "://" in url else None
+        if origin is None or origin[0] not in ("http", "https"):
+            raise ValueError(f"oauth2_token_origins: {url!r} is not an http(s) origin such as https://login.example")
+        origins.add(origin)
+    return frozenset(origins)
+
+
+def origin_text(url: str) -> str:
+    """The origin of ``url`` as people write it: ``https://host:port``."""
+    origin = origin_of(url)
+    return f"{origin[0]}://{origin[1]}:{origin[2]}" if origin else url
 
 
 def httpx_auth(credentials: OriginCredentials):

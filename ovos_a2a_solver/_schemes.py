@@ -10,9 +10,13 @@ way it says:
 * HTTP bearer: ``Authorization: Bearer <bearer_token>``
 * HTTP basic: ``Authorization: Basic base64(username:password)``
 * API key in a header (or a cookie): ``api_key`` in the header (cookie) the scheme names;
-  an API key in the query is not supported (every logged URL would show it)
+  an API key in the query is not supported (every logged URL would show it), nor in a
+  header whose name is no header name (RFC 9110 token) or that the transport owns
+  (``Host``, ``Content-Length``, ... see ``TRANSPORT_HEADERS``): such a scheme is refused
 * OAuth2 with a client-credentials flow: a token from the flow's ``tokenUrl`` (RFC 6749
-  §4.4), reused until it expires, sent as Bearer; or a ``bearer_token`` got elsewhere
+  §4.4), reused until it expires, sent as Bearer; or a ``bearer_token`` got elsewhere.
+  The client secret goes only to a ``tokenUrl`` on the agent's origin, a trusted one, or
+  one of ``oauth2_token_origins``: a card naming another is refused before anything is sent
 * OpenID Connect: ``bearer_token``
 
 An ``auth_header`` satisfies every scheme that is sent in the header it names. A card
@@ -25,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,10 +39,20 @@ from urllib.parse import quote, urlsplit
 import httpx
 from a2a.client import A2AClientError
 
-from ovos_a2a_solver._auth import Credentials, OriginCredentials
+from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_text
 from ovos_a2a_solver._policy import MissingCredentialError
 
 LOG = logging.getLogger("ovos_a2a_solver")
+
+#: Headers an API key may not be sent in, whatever a card says: the transport (HTTP/1.1,
+#: HTTP/2, gRPC) and the A2A protocol set them, and a value of the card's choosing there
+#: would reroute, cut or smuggle the request (compared in lower case; ``grpc-*`` too).
+TRANSPORT_HEADERS = frozenset({
+    "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te", "trailer",
+    "expect", "proxy-connection", "proxy-authorization", "proxy-authenticate", "content-type",
+    "content-encoding", "accept-encoding", "a2a-version", "a2a-extensions"})
+#: A header's name (RFC 9110 §5.1: a token) and a cookie's name (RFC 6265 §4.1.1: a token too).
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 #: Seconds before a token's ``expires_in`` ends that a new one is fetched (at most a tenth
 #: of its lifetime), so that no request carries a token that expires on the way.
@@ -175,7 +190,8 @@ def describe(scheme: Any) -> str:
         return f"HTTP {scheme.http_auth_security_scheme.scheme.lower() or 'auth'}"
     if kind == "api_key_security_scheme":
         key = scheme.api_key_security_scheme
-        return f"API key in {key.location.lower() or 'header'} {key.name}".rstrip()
+        name = key.name if not key.name or _TOKEN.fullmatch(key.name) else repr(key.name)
+        return f"API key in {key.location.lower() or 'header'} {name}".rstrip()
     return {"oauth2_security_scheme": "OAuth2", "open_id_connect_security_scheme": "OpenID Connect",
             "mtls_security_scheme": "mutual TLS"}.get(kind, "an unknown kind")
 
@@ -188,7 +204,19 @@ def _header_of(scheme: Any) -> str | None:
     if kind == "api_key_security_scheme":
         key = scheme.api_key_security_scheme
         location = key.location.lower()
-        return key.name if location == "header" and key.name else "Cookie" if location == "cookie" else None
+        if not key.name or _api_key_refusal(location, key.name):
+            return None  # refused: not even an auth_header of that name answers it
+        return key.name if location == "header" else "Cookie" if location == "cookie" else None
+    return None
+
+
+def _api_key_refusal(location: str, name: str) -> str | None:
+    """Why an API key may not go in the header (or cookie) ``name``; ``None`` if it may."""
+    kind = "cookie" if location == "cookie" else "header"
+    if not _TOKEN.fullmatch(name):
+        return f"{name!r} is not a {kind} name: refused"
+    if kind == "header" and (name.lower() in TRANSPORT_HEADERS or name.lower().startswith("grpc-")):
+        return f"the {name} header belongs to the transport: refused"
     return None
 
 
@@ -211,6 +239,9 @@ def _answer(scheme: Any, scopes: tuple[str, ...], creds: Credentials,
         location = key.location.lower()
         if not key.name or location not in ("header", "cookie"):
             return f"an API key in the {location or 'unknown place'} is not supported"
+        refusal = _api_key_refusal(location, key.name)
+        if refusal:
+            return refusal
         if not creds.api_key:
             return "set api_key"
         if location == "cookie":
@@ -224,8 +255,10 @@ def _answer(scheme: Any, scopes: tuple[str, ...], creds: Credentials,
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 return f"its token URL {url!r} is not an http(s) URL"
-            if parts.scheme != "https" and not token_allowed(url):
-                return f"its token URL {url} is plain http on another origin: refused (the secret would travel in clear)"
+            if not token_allowed(url):
+                return (f"its token URL {url} is on another origin, {origin_text(url)}: refused (the client "
+                        f"secret goes only to the agent's origin, trusted_origins and oauth2_token_origins; "
+                        f"list {origin_text(url)} in oauth2_token_origins to send it there)")
             return _Answer(token=tokens(url, creds.oauth2_client_id, creds.oauth2_client_secret, scopes))
         if creds.bearer_token:
             return _Answer("Authorization", f"Bearer {creds.bearer_token}")
@@ -248,7 +281,7 @@ def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFac
         return None
     creds = (credentials.credentials if credentials else None) or Credentials()
     auth_header = credentials.header if credentials else None
-    token_allowed = credentials.allows if credentials else (lambda url: False)
+    token_allowed = credentials.allows_token_request if credentials else (lambda url: False)
     alternatives, named = [], []
     for requirement in requirements:
         answers, missing = [], []
@@ -267,8 +300,10 @@ def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFac
             else:
                 answers.append(answer)
         sent = [a.header.lower() for a in answers if a.header] + ["authorization" for a in answers if a.token]
-        if not missing and len(sent) != len(set(sent)):
-            missing.append(f"{' and '.join(repr(n) for n in requirement.schemes)}: two credentials in one header")
+        twice = next((header for header in sent if sent.count(header) > 1), None)
+        if not missing and twice:
+            missing.append(f"{' and '.join(repr(n) for n in requirement.schemes)}: two credentials in one header "
+                           f"({twice})")
         if not missing:
             chosen = tuple(requirement.schemes)
             if chosen:

@@ -13,6 +13,11 @@ Each piece of the answer (artifact) is its own run of units. When the agent rewr
 piece (``append: false``) differently from what was already spoken, it is spoken again
 from the first unit that changed: only whole units, never the tail of a word. A rewrite
 that changes only spaces, or only shortens the text, says nothing.
+
+Splitting costs time linear in the text, since an answer is split on the event loop every
+persona of the process shares: a period's word is read at most ``WORD_LOOKBACK``
+characters back, a run of terminals is matched once, and a streamed piece is looked at
+again only from where the last look could not decide.
 """
 from __future__ import annotations
 
@@ -21,38 +26,93 @@ from collections.abc import Iterable, Iterator
 
 from ovos_a2a_solver._revisions import Revision
 
+_TERMINALS = ".!?…"
+_CLOSERS = "\"')]’”»"
+_OPENERS = "\"'(“‘«["
+# a run of terminals (from its first one: a run is looked at once), closing quotes or
+# brackets, and a space after them; or a line break
+_BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]+[\"')\]’”»]*(?=\s)|\n")
+# a run of terminals at the very end of the text that is not after a digit, a period, an
+# initial ("J.") or a short capitalised word ("Dr.", "Mrs.")
 _ENDS_SENTENCE = re.compile(r"(?<![\d.])(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})[.!?…]+[\"')\]’”»]*\s*$")
-_BOUNDARY = re.compile(r"[.!?…]+[\"')\]’”»]*(?=\s)|\n")
-_WORD_BEFORE = re.compile(r"(\S*)$")
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "vs", "etc", "e.g", "i.e", "mt",
                             "no", "fig", "approx"})
+#: How far back from a period the word before it is read: an abbreviation is a few letters
+#: (after any opening quotes), so a longer word never is one, and no period costs more.
+WORD_LOOKBACK = 32
 _SCAN = re.compile(r"[.!?…\n]")
 _PUNCTUATED_END = re.compile(r"[.!?…][\"')\]’”»]*$")
 
 
 def _abbreviation(text: str, end: int) -> bool:
-    """Whether the ``.`` at ``end`` closes an abbreviation or an initial, not a sentence."""
-    word = _WORD_BEFORE.search(text, 0, end).group(1).lstrip("\"'(“‘«[")
+    """Whether the ``.`` at ``end`` closes an abbreviation or an initial, not a sentence.
+
+    The word is what precedes the period back to a space, at most ``WORD_LOOKBACK``
+    characters, without opening quotes or brackets; for a period that starts a line, the
+    word that ends the line before."""
+    if end and text[end - 1] == "\n":
+        end -= 1
+    start = end
+    lowest = max(0, end - WORD_LOOKBACK)
+    while start > lowest and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:end].lstrip(_OPENERS)
     if len(word) == 1 and word.isupper():
         return True
     return word.lower() in _ABBREVIATIONS
 
 
-def split_units(text: str) -> tuple[list[tuple[int, int]], int]:
-    """The complete units of ``text`` as (start, end) spans, and where the unfinished rest starts."""
+def _ends_like_sentence(text: str, start: int) -> bool:
+    """Whether ``text[start:]`` ends like a finished sentence (see ``_ENDS_SENTENCE``).
+
+    Only the run of terminals at the end is looked at: the pattern is tried at the run's
+    first character; at any later one it holds unless the character before is a period."""
+    end = len(text)
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    while end > start and text[end - 1] in _CLOSERS:
+        end -= 1
+    first = end
+    while first > start and text[first - 1] in _TERMINALS:
+        first -= 1
+    if first == end:
+        return False
+    if _ENDS_SENTENCE.match(text, first):
+        return True
+    return bool(text[first:end - 1].strip("."))
+
+
+def split_units(text: str, scan_from: int = 0) -> tuple[list[tuple[int, int]], int]:
+    """The complete units of ``text`` as (start, end) spans, and where the unfinished rest starts.
+
+    ``scan_from``: where to look for the first unit's end, when the text before it was
+    looked at already and held none (see :func:`resume_point`); the first unit still
+    starts at 0. Costs time in proportion to the text looked at."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in _BOUNDARY.finditer(text):
+    for match in _BOUNDARY.finditer(text, scan_from):
         if match.group() != "\n" and match.group()[0] == "." and _abbreviation(text, match.start()):
             continue
         end = match.end()
         if text[start:end].strip():
             spans.append((start, end))
         start = end
-    if text[start:].strip() and _ENDS_SENTENCE.search(text, start):
+    if text[start:].strip() and _ends_like_sentence(text, start):
         spans.append((start, len(text)))
         start = len(text)
     return spans, start
+
+
+def resume_point(rest: str) -> int:
+    """Where a later look for a unit's end in ``rest`` + more text may start: ``rest`` held
+    none, and only its closing run of terminals and quotes may yet become one (by a space
+    after it)."""
+    index = len(rest)
+    while index > 0 and rest[index - 1] in _CLOSERS:
+        index -= 1
+    while index > 0 and rest[index - 1] in _TERMINALS:
+        index -= 1
+    return index
 
 
 def sentence_start(text: str, position: int) -> int:
@@ -77,12 +137,13 @@ def _norm(unit: str) -> str:
 class _Spoken:
     """What was spoken of one piece, and its text since the last spoken unit."""
 
-    __slots__ = ("units", "rest", "tail")
+    __slots__ = ("units", "rest", "tail", "scanned")
 
     def __init__(self) -> None:
         self.units: list[str] = []   # spoken units, spaces normalised
         self.rest: list[str] = []    # text after them, in chunks
         self.tail = ""               # the rest's last characters
+        self.scanned = 0             # where in the rest a unit's end may yet be found
 
 
 class SentenceSpeaker:
@@ -127,12 +188,17 @@ class SentenceSpeaker:
         return self._speak_complete(piece, "".join(piece.rest))
 
     def _speak_complete(self, piece: _Spoken, text: str) -> list[str]:
-        spans, rest = split_units(text)
+        spans, rest = split_units(text, piece.scanned)  # what was looked at already is not again
         out = [text[s:e].strip() for s, e in spans]
         piece.units += [_norm(u) for u in out]
-        piece.rest = [text[rest:]] if rest < len(text) else []
-        piece.tail = text[-16:] if piece.rest else ""
+        self._keep_rest(piece, text[rest:])
         return out
+
+    @staticmethod
+    def _keep_rest(piece: _Spoken, rest: str) -> None:
+        piece.rest = [rest] if rest else []
+        piece.tail = rest[-16:]
+        piece.scanned = resume_point(rest)
 
     def _replace(self, piece: _Spoken, text: str) -> list[str]:
         spans, rest = split_units(text)
@@ -146,13 +212,12 @@ class SentenceSpeaker:
                 return []  # shortened (or only spaces changed): nothing new to say
         out = units[same:]
         piece.units = piece.units[:same] + [_norm(u) for u in out]
-        piece.rest = [text[rest:]] if text[rest:] else []
-        piece.tail = text[-16:] if piece.rest else ""
+        self._keep_rest(piece, text[rest:])
         return out
 
     def _flush(self, piece: _Spoken) -> list[str]:
         unit = "".join(piece.rest).strip()
-        piece.rest, piece.tail = [], ""
+        piece.rest, piece.tail, piece.scanned = [], "", 0
         if not unit:
             return []
         piece.units.append(_norm(unit))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from ovos_a2a_solver._auth import Credentials, origin_of
+from ovos_a2a_solver._auth import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
                                             positive_setting)
 
@@ -35,6 +35,12 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 #: (the answer then comes before the session's next one).
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
 
+#: The most characters of one answer read and spoken (256 Ki): a longer answer is cut after
+#: its last sentence within them, ``DEFAULT_ANSWER_CUT`` is said, and the rest is not read.
+DEFAULT_MAX_ANSWER_CHARS = 256 * 1024
+#: What the persona says after an answer cut at ``max_answer_chars``.
+DEFAULT_ANSWER_CUT = "That answer was too long, so I stopped there."
+
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
 
@@ -55,6 +61,7 @@ class EngineSettings:
     timeout: float = DEFAULT_TIMEOUT
     streaming: bool = False
     trusted_origins: tuple[str, ...] = ()
+    oauth2_token_origins: tuple[str, ...] = ()  # token endpoints' origins that may get the client secret
     namespace: str = ""
     state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
     persist_conversations: bool = True   # False: keep the session map in memory only
@@ -65,6 +72,8 @@ class EngineSettings:
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read; a longer one is cut
+    answer_cut: str = DEFAULT_ANSWER_CUT  # said after an answer cut at max_answer_chars
     announce: bool = True                # say that answer over the OVOS messagebus once it is ready
     messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
     require_signed_card: bool = False    # refuse a card without a valid signature (A2A 1.0 §8.4)
@@ -83,7 +92,7 @@ class EngineSettings:
         for key in ("timeout", "conversation_ttl", "retry_base_delay", "breaker_cooldown"):
             if key in values:
                 values[key] = positive_setting(key, values[key], float)
-        for key in ("max_conversations", "breaker_threshold"):
+        for key in ("max_conversations", "breaker_threshold", "max_answer_chars"):
             if key in values:
                 values[key] = int(positive_setting(key, values[key], int))
         if "max_retries" in values:
@@ -98,12 +107,17 @@ class EngineSettings:
         for key in ("streaming", "persist_conversations", "announce", "require_signed_card"):
             if key in values:
                 values[key] = boolean_setting(key, values[key])
-        if "trusted_origins" in values:
-            origins = values["trusted_origins"]
-            if isinstance(origins, str):
-                origins = [origins]
-            values["trusted_origins"] = tuple(str(o) for o in origins or ())
-        for key in ("auth_header", "state_file", "still_working", "card_public_key", "card_jwks_url"):
+        for key in ("trusted_origins", "oauth2_token_origins"):
+            if key in values:
+                origins = values[key]
+                if isinstance(origins, str):
+                    origins = [origins]
+                values[key] = tuple(str(o) for o in origins or ())
+        try:
+            token_origins_of(values.get("oauth2_token_origins", ()))
+        except ValueError as exc:
+            raise ValueError(f"ovos-a2a-solver: {exc}") from None
+        for key in ("auth_header", "state_file", "still_working", "answer_cut", "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
         for key in ("card_public_key", "card_jwks_url"):
@@ -119,8 +133,9 @@ class EngineSettings:
         except ValueError as exc:
             raise ValueError(f"ovos-a2a-solver: {exc}") from None
         values["namespace"] = str(values.get("namespace") or "")
-        if not (values.get("still_working") or "").strip():
-            values.pop("still_working", None)  # empty: the default line
+        for key in ("still_working", "answer_cut"):
+            if not (values.get(key) or "").strip():
+                values.pop(key, None)  # empty: the default line
         settings = cls(**values)
         # a key file that cannot be used stops the persona now, not at its first card
         from ovos_a2a_solver._signatures import signature_check

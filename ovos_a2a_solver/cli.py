@@ -114,6 +114,24 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     return None, f"A2A_CLIENT_PASSWORD is only for {peer}: contacting {where} anonymously"
 
 
+def oauth2_credentials(args, env=os.environ):
+    """``(Credentials or None, token origins)`` from ``--oauth2-client``, ``--oauth2-secret``
+    (or ``A2A_CLIENT_OAUTH2_SECRET``) and ``--oauth2-token-origin``, for the URL on the
+    command line: sent when its card requires an OAuth2 client-credentials flow."""
+    from ovos_a2a_solver._auth import Credentials, token_origins_of
+
+    client = getattr(args, "oauth2_client", None)
+    secret = getattr(args, "oauth2_secret", None) or (env.get("A2A_CLIENT_OAUTH2_SECRET") if client else None)
+    origins = tuple(getattr(args, "oauth2_token_origin", None) or ())
+    if bool(client) != bool(secret):
+        raise CommandError("--oauth2-client and --oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) go together", 2)
+    try:
+        token_origins_of(origins)
+    except ValueError as exc:
+        raise CommandError(f"--oauth2-token-origin: {str(exc).partition(': ')[2]}", 2) from None
+    return (Credentials(oauth2_client_id=client, oauth2_client_secret=secret) if client else None), origins
+
+
 def agent_url(raw: str) -> tuple[str, str | None]:
     """``(the URL to use, a note to show or None)`` for what was typed.
 
@@ -154,8 +172,9 @@ def open_client(args, out: Output, conversations=None, streaming: bool = False):
     auth, note = credentials_for(args.url, args)
     if note:
         out.note(note)
+    oauth2, token_origins = oauth2_credentials(args)
     return A2AClient(args.url, auth_header=auth, timeout=args.timeout, streaming=streaming,
-                     conversations=conversations)
+                     conversations=conversations, credentials=oauth2, oauth2_token_origins=token_origins)
 
 
 # ---- commands ------------------------------------------------------------------------------
@@ -519,6 +538,12 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
     p.add_argument("--password", help="HTTP Basic password for this URL only (user: --user, default a2a); "
                                       "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL")
     p.add_argument("--user", help="HTTP Basic user name (default a2a, or A2A_CLIENT_USER)")
+    p.add_argument("--oauth2-client", metavar="ID", help="OAuth2 client id, for a card that requires a "
+                                                         "client-credentials flow (secret: --oauth2-secret)")
+    p.add_argument("--oauth2-secret", metavar="SECRET", help="OAuth2 client secret (or set A2A_CLIENT_OAUTH2_SECRET)")
+    p.add_argument("--oauth2-token-origin", metavar="ORIGIN", action="append",
+                   help="another origin whose token endpoint may get the OAuth2 secret, e.g. "
+                        "https://login.example (repeatable); the agent's own origin always may")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -686,7 +711,8 @@ def _missing_credential(exc: BaseException) -> str | None:
     if not isinstance(exc, MissingCredentialError):
         return None
     return (f"{exc}; on the command line pass --auth \"Bearer TOKEN\" (or \"Header-Name: value\"), "
-            f"or --password for HTTP Basic (user --user, default a2a)")
+            f"--password for HTTP Basic (user --user, default a2a), or --oauth2-client and --oauth2-secret for "
+            f"OAuth2 client credentials (--oauth2-token-origin for a token endpoint on another origin)")
 
 
 def _one_line(exc: BaseException) -> str:

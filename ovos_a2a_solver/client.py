@@ -39,7 +39,7 @@ from a2a.utils.errors import A2AError, TaskNotFoundError
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver._revisions import Revision
-from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of
+from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
@@ -49,8 +49,9 @@ from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskEr
                                     connection_lost, effect_of_error, interface_gone, never_delivered, transient)
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 from ovos_a2a_solver._signatures import signature_check
-from ovos_a2a_solver._settings import (DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD, DEFAULT_MAX_RETRIES,
-                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
+from ovos_a2a_solver._settings import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
+                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
+                                      DEFAULT_TIMEOUT)
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -126,6 +127,10 @@ class _BaseClient:
         streaming: use streaming (SSE / server streaming) when the agent offers it.
         trusted_origins: other origins (``https://host:port``, ``host:port`` for gRPC) that
             may receive ``auth_header`` and ``credentials``.
+        oauth2_token_origins: origins (``https://host:port``) of OAuth2 token endpoints that
+            may receive the client secret, besides the agent's own and ``trusted_origins``; a
+            card naming a ``tokenUrl`` elsewhere gets :class:`MissingCredentialError`, and
+            nothing is sent there.
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
         require_signed_card: refuse a card without a valid signature (A2A 1.0 §8.4) by a key from
@@ -142,24 +147,36 @@ class _BaseClient:
             a ``Retry-After`` is honoured).
         breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
             once (``CircuitOpenError``) for so many seconds; then one turn tries again.
+        max_answer_chars: the most characters of an answer read (``DEFAULT_MAX_ANSWER_CHARS``);
+            a longer one is cut after its last sentence within them, ``answer_cut`` is added as
+            its last line, and the rest is not read (the stream is closed).
+        answer_cut: the line that says an answer was cut.
         clock: the monotonic seconds the breaker's cool-down and the card's freshness are
             measured in (``time.monotonic`` unless given).
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  streaming: bool = False, *, credentials: Credentials | None = None,
-                 trusted_origins: Iterable[str] = (),
+                 trusted_origins: Iterable[str] = (), oauth2_token_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
                  require_signed_card: bool = False, card_public_key: str | None = None,
                  card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
                  max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
                  breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
                  breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN,
+                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, answer_cut: str = DEFAULT_ANSWER_CUT,
                  clock: Callable[[], float] | None = None) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
+        if isinstance(max_answer_chars, bool) or not isinstance(max_answer_chars, int) or max_answer_chars <= 0:
+            raise ValueError(f"max_answer_chars must be a positive whole number of characters, "
+                             f"got {max_answer_chars!r}")
+        if not isinstance(answer_cut, str):
+            raise ValueError("answer_cut must be a string")
+        self.max_answer_chars = max_answer_chars
+        self.answer_cut = answer_cut
         self.base_url = base_url
         self.timeout = float(timeout)
         self.streaming = bool(streaming)
@@ -168,7 +185,9 @@ class _BaseClient:
             raise ValueError(f"credentials must be an ovos_a2a_solver.Credentials, not {type(credentials).__name__}")
         caller = "\n".join(filter(None, (auth_header, credentials.identity() if credentials else "")))
         self.conversation_key = conversation_key(base_url, namespace, caller)
-        self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials)
+        token_origins = tuple(oauth2_token_origins)
+        token_origins_of(token_origins)  # a bad one is an error now, with or without credentials
+        self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials, token_origins)
                              if auth_header or credentials else None)
         self._signature_check = signature_check(base_url, required=require_signed_card,
                                                 public_key_file=card_public_key, jwks_url=card_jwks_url,
@@ -301,6 +320,8 @@ class _BaseClient:
                             async for event in events:
                                 for revision in answer.feed(event):
                                     yield revision
+                                if answer.cut:
+                                    break  # the rest is not read: leaving closes the stream
                         break
                     except A2AError as exc:
                         if answer.task_id and answer.state not in SETTLED and not answer.message_reply \
@@ -360,6 +381,14 @@ class _BaseClient:
         finally:
             self._running.discard(running)
         self._breaker.succeeded()
+        if answer.cut and answer.state not in SETTLED and not answer.message_reply:
+            # not canceled: the reply to CancelTask would carry the whole task, all it wrote
+            LOG.warning("the answer from %s passed %d characters: cut there, and the rest of task %s not read",
+                        self.base_url, self.max_answer_chars, answer.task_id)
+            if session_id is not None:
+                self.conversations.remember(self.conversation_key, session_id,
+                                            answer.context_id or (conv.context_id if conv else ""), None)
+            return
         for revision in answer.finish():
             yield revision
         self._after_answer(answer, session_id, conv)
@@ -376,6 +405,8 @@ class _BaseClient:
                     async for event in events:
                         for revision in answer.feed(event):
                             yield revision
+                        if answer.cut:
+                            return
                 if answer.state in SETTLED:
                     return
             except (A2AError, NotImplementedError) as exc:  # no streams here, the task ended, or it broke again
@@ -383,7 +414,7 @@ class _BaseClient:
             task = await self._call("get_task", GetTaskRequest(id=task_id))
             for revision in answer.feed(StreamResponse(task=task)):
                 yield revision
-            if task.status.state in SETTLED:
+            if task.status.state in SETTLED or answer.cut:
                 return
             await asyncio.sleep(delay)
             delay = min(delay * 2, FOLLOW_POLL_MAX)
@@ -452,7 +483,7 @@ class _BaseClient:
             def report(a: AnswerAssembler) -> None:
                 on_update(TaskUpdate(a.task_id, a.context_id, a.state or TaskState.TASK_STATE_UNSPECIFIED,
                                      a.progress, a.note))
-        return AnswerAssembler(on_update=report)
+        return AnswerAssembler(on_update=report, max_chars=self.max_answer_chars, cut_line=self.answer_cut)
 
     async def _earlier_answer(self, session_id: str | None) -> "_EarlierAnswer | None":
         """The answer of the session's task that outlived its turn, once it has one.
@@ -482,7 +513,7 @@ class _BaseClient:
             LOG.warning("%s %s task %s, which outlived its turn", self.base_url,
                         ENDED_WITHOUT_ANSWER[task.status.state], task_id)
             return None
-        earlier = _EarlierAnswer(task)
+        earlier = _EarlierAnswer(task, self._assembler(None))
         if earlier.waiting:  # its question is the answer; the user's next message answers it
             self.conversations.remember(key, session_id, task.context_id or conv.context_id, task.id)
         return earlier
@@ -602,8 +633,7 @@ class _BaseClient:
 class _EarlierAnswer:
     """The answer of a task that outlived its turn, read from the task once it settled."""
 
-    def __init__(self, task) -> None:
-        assembler = AnswerAssembler()
+    def __init__(self, task, assembler: AnswerAssembler) -> None:
         # its pieces keyed apart from the next answer's, which may reuse the same artifact ids
         self.revisions = [Revision(f"earlier:{r.key}", r.text, r.append, r.last)
                           for r in assembler.feed(StreamResponse(task=task)) + assembler.finish()]

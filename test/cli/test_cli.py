@@ -665,6 +665,28 @@ def test_a_scheme_the_card_requires_without_a_credential_is_named_before_sending
     assert [(h["method"], h["path"]) for h in agent.headers()] == [("GET", "/secure/.well-known/agent-card.json")]
 
 
+def test_oauth2_client_credentials_go_to_the_token_origin_the_command_line_names(cli, agent):
+    origin = agent.url.replace("127.0.0.1", "localhost")  # the agent's token endpoint, by another name
+    flags = ["--oauth2-client", "client-1", "--oauth2-secret", "secret-1"]
+    before = len(agent.tokens()["requests"])
+    refused = one_line_error(cli.run("send", agent.agent("oauth-localhost"), "hi", *flags))
+    assert f"list {origin} in oauth2_token_origins" in refused and "--oauth2-token-origin" in refused, refused
+    assert len(agent.tokens()["requests"]) == before
+    answer = cli.run("send", agent.agent("oauth-localhost"), "hi", *flags, "--oauth2-token-origin", origin)
+    assert echo_answer(answer)["text"] == "hi"
+    assert [r["client"] for r in agent.tokens()["requests"][before:]] == ["client-1"]
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--oauth2-client", "client-1"], "--oauth2-client and --oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) go together"),
+    (["--oauth2-client", "c", "--oauth2-secret", "s", "--oauth2-token-origin", "login.example"],
+     "--oauth2-token-origin: 'login.example' is not an http(s) origin"),
+])
+def test_bad_oauth2_flags_are_named(cli, agent, flags, says):
+    result = cli.run("send", agent.agent("oauth"), "hi", *flags)
+    assert says in one_line_error(result) and result.returncode == 2, result.report
+
+
 def test_chat_handles_help_new_and_quit_itself(cli, agent):
     pexpect = pytest.importorskip("pexpect")
     agent.clear_headers()

@@ -5,6 +5,7 @@ to a request that satisfies none of its requirements; it also serves the OAuth2 
 endpoint and counts what it was asked.
 """
 import re
+import socket
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from a2a.client import A2AClientError
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore, Credentials, MissingCredentialError
 from ovos_a2a_solver._settings import EngineSettings
+from support.agent_process import AgentProcess
 
 from support import REPO_ROOT
 
@@ -148,7 +150,7 @@ def test_a_plain_http_token_url_on_another_origin_is_refused(agent):
     before = len(token_requests(agent))
     with A2AClient(agent.agent("oauth-plain"), credentials=OAUTH) as client:
         with pytest.raises(MissingCredentialError, match=r"'oauth-plain' \(OAuth2\): its token URL "
-                                                         r"http://127\.0\.0\.1:9/token is plain http on another origin"):
+                                                         r"http://127\.0\.0\.1:9/token is on another origin"):
             client.send_task("hello")
     assert calls(agent, "oauth-plain") == [("GET", "/oauth-plain/.well-known/agent-card.json", 200)]
     assert len(token_requests(agent)) == before
@@ -244,3 +246,119 @@ def test_every_credential_setting_is_in_the_readme_settings_table():
             if line.startswith("| `")]
     for key in CREDENTIAL_KEYS:
         assert any(f"`{key}`" in row.split(" | ")[0] for row in rows), key
+
+
+class ConnectionCounter:
+    """A loopback TCP port that counts the connections made to it and answers none: a
+    connection is queued by the kernel as soon as the client's connect() returns, so the
+    queue, read without waiting, says how many were made."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.setblocking(False)
+        self.port = self.sock.getsockname()[1]
+        self.count = 0
+
+    def connections(self) -> int:
+        while True:
+            try:
+                connection, _ = self.sock.accept()
+            except BlockingIOError:
+                return self.count
+            connection.close()
+            self.count += 1
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def foreign_token_endpoint():
+    """A token endpoint on another origin that counts connections, and an agent whose card names it."""
+    counter = ConnectionCounter()
+    try:
+        with AgentProcess("--token-url", f"https://127.0.0.1:{counter.port}/token") as agent:
+            yield counter, agent
+    finally:
+        counter.close()
+
+
+def test_a_token_url_on_another_origin_gets_not_a_byte_of_the_client_secret(foreign_token_endpoint):
+    counter, agent = foreign_token_endpoint
+    origin = f"https://127.0.0.1:{counter.port}"
+    with A2AClient(agent.agent("oauth-elsewhere"), credentials=OAUTH) as client:
+        with pytest.raises(MissingCredentialError) as info:
+            client.send_task("hello")
+    assert f"its token URL {origin}/token is on another origin, {origin}: refused" in str(info.value)
+    assert f"list {origin} in oauth2_token_origins" in str(info.value)
+    assert counter.connections() == 0
+    assert calls(agent, "oauth-elsewhere") == [("GET", "/oauth-elsewhere/.well-known/agent-card.json", 200)]
+    # listed, the same origin is asked (it answers nothing: the turn fails, and it saw one connection)
+    with A2AClient(agent.agent("oauth-elsewhere"), credentials=OAUTH, oauth2_token_origins=[origin],
+                   timeout=1) as client:
+        with pytest.raises(A2AClientError) as info:
+            client.send_task("hello")
+    assert not isinstance(info.value, MissingCredentialError), info.value
+    assert counter.connections() == 1
+
+
+def test_a_token_endpoint_on_a_listed_origin_gets_the_client_secret(agent):
+    origin = agent.url.replace("127.0.0.1", "localhost")  # the agent's token endpoint, by another name
+    agent.clear_headers()
+    before = len(token_requests(agent))
+    with A2AClient(agent.agent("oauth-localhost"), credentials=OAUTH) as client:
+        with pytest.raises(MissingCredentialError, match=re.escape(f"list {origin} in oauth2_token_origins")):
+            client.send_task("hello")
+    assert len(token_requests(agent)) == before
+    with A2AClient(agent.agent("oauth-localhost"), credentials=OAUTH, oauth2_token_origins=[origin]) as client:
+        assert echoed(client.send_task("hello")) == "hello"
+    engine = A2AChatEngine({"agent_url": agent.agent("oauth-localhost"), "oauth2_client_id": "client-1",
+                            "oauth2_client_secret": "secret-1", "oauth2_token_origins": [origin],
+                            "persist_conversations": False})
+    try:
+        from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
+        answer = engine.continue_chat([AgentMessage(role=MessageRole.USER, content="again")], session_id="s")
+        assert echoed(answer.content) == "again"
+    finally:
+        engine.shutdown()
+    assert [r["client"] for r in token_requests(agent)[before:]] == ["client-1", "client-1"]
+
+
+@pytest.mark.parametrize("value", ["login.example", "ftp://login.example", "https://", 7])
+def test_a_bad_token_origin_is_refused_by_name(value):
+    with pytest.raises(ValueError, match="oauth2_token_origins"):
+        EngineSettings.from_config({"agent_url": "http://127.0.0.1:1/a", "oauth2_token_origins": [value]})
+    with pytest.raises(ValueError, match="oauth2_token_origins"):
+        A2AClient("http://127.0.0.1:1/a", oauth2_token_origins=[value])
+
+
+@pytest.mark.parametrize("name, says", [
+    ("keyed-host", "'key-host' (API key in header Host): the Host header belongs to the transport: refused"),
+    ("keyed-length", "'key-length' (API key in header Content-Length): the Content-Length header belongs to the "
+                     "transport: refused"),
+    ("keyed-spaced", "'key-spaced' (API key in header 'X Agent Key'): 'X Agent Key' is not a header name: refused"),
+    ("keyed-crlf", "'key-crlf' (API key in header 'X-Agent-Key\\r\\nX-Injected'): 'X-Agent-Key\\r\\nX-Injected' "
+                   "is not a header name: refused"),
+    ("keyed-cookie", "'key-cookie' (API key in cookie 'session=x; key'): 'session=x; key' is not a cookie name: "
+                     "refused"),
+    ("keyed-twice", "': two credentials in one header (authorization)"),  # 'bearer' and 'key-authorization', in any order
+])
+def test_an_api_key_where_none_may_go_is_refused_by_name_and_nothing_is_sent(agent, name, says):
+    agent.clear_headers()
+    with A2AClient(agent.agent(name), credentials=Credentials(api_key="k-123", bearer_token="s3cret")) as client:
+        with pytest.raises(MissingCredentialError) as info:
+            client.send_task("hello")
+    assert says in str(info.value), str(info.value)
+    assert "\r" not in str(info.value) and "\n" not in str(info.value)
+    assert calls(agent, name) == [("GET", f"/{name}/.well-known/agent-card.json", 200)]
+
+
+def test_a_refused_api_key_scheme_leaves_the_next_requirement(agent):
+    agent.clear_headers()
+    with A2AClient(agent.agent("keyed-host-or-key"), credentials=API_KEY) as client:
+        assert echoed(client.send_task("hello")) == "hello"
+    posts = [h for h in agent.headers() if h["method"] == "POST"]
+    assert len(posts) == 1 and posts[0]["headers"]["x-agent-key"] == "k-123", posts
+    assert posts[0]["headers"]["host"] == agent.url.split("://")[1]

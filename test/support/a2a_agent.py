@@ -3,7 +3,7 @@
 
 Usage::
 
-    python test/support/a2a_agent.py [PORT] [--grpc-port N] [--foreign-url URL]
+    python test/support/a2a_agent.py [PORT] [--grpc-port N] [--foreign-url URL] [--token-url URL]
 
 PORT 0 (the default) and N 0 pick free ports. Everything binds to 127.0.0.1.
 Once the HTTP and gRPC servers both accept connections, exactly one JSON line
@@ -55,6 +55,9 @@ Streaming shapes (about 30 ms between events):
                    next N POSTs with HTTP S (503) and Retry-After R
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
   flood            "N": N chunks of one artifact without pause (a word each, a sentence every tenth)
+  huge             "N [C]": an answer of N characters of short sentences ("Line 12 is here. "), appended
+                   in chunks of C characters (64 KiB) without pause; GET /_admin/huge says how many
+                   chunks each turn sent
 Card / transport variants (echo behaviour):
   jsonrpc-only, rest-only, grpc-only (card: GRPC at 127.0.0.1:GPORT),
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
@@ -84,6 +87,14 @@ satisfies none of them gets HTTP 401 before it reaches the agent; the cards stay
   keyed-v03        keyed, speaking A2A 0.3, its card with only the 0.3 fields
   oauth-rest       oauth over HTTP+JSON only
   oauth-plain      OAuth2 whose token URL is plain http on another origin
+  oauth-localhost  OAuth2 whose token URL is this server's, named http://localhost:PORT/token (another origin)
+  oauth-elsewhere  (with --token-url URL) OAuth2 whose token URL is URL
+  keyed-host, keyed-length, keyed-spaced, keyed-crlf, keyed-cookie
+                   an API key in a header the transport owns (Host, Content-Length), in a header whose
+                   name is no header name ("X Agent Key", one with a line break in it), in a cookie
+                   whose name is no cookie name
+  keyed-twice      a bearer token and an API key in Authorization, together
+  keyed-host-or-key  an API key in Host, or else "key"
   guarded          needs the bearer token, but its card declares no scheme
   grpc-oauth       the card of grpc-only (its gRPC server) requiring "oauth"; over gRPC
                    a revoked token is refused UNAUTHENTICATED (other calls pass)
@@ -100,6 +111,9 @@ Admin endpoints (plain JSON):
   POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
   POST   /_admin/revoke   revoke every token issued so far (the agents answer 401 to them)
+  GET    /_admin/huge     {"chunks": [n, ...]}: the chunks each turn of the huge agent sent, in order
+  GET    /_admin/streams  [{"agent", "events"}, ...]: each streamed reply (SendStreamingMessage) and the
+                          events it sent (until the client closed it)
   GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
   POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
                           bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
@@ -204,6 +218,8 @@ class Observations:
     card_fetches: Counter = field(default_factory=Counter)
     messages: Counter = field(default_factory=Counter)
     cancels: Counter = field(default_factory=Counter)
+    huge_chunks: list = field(default_factory=list)  # chunks each turn of the huge agent sent
+    streams: list = field(default_factory=list)  # each streamed reply: its agent, the events it sent
     message_ids: dict[str, list[str]] = field(default_factory=dict)   # agent -> messageIds it processed
     flaky: dict = field(default_factory=lambda: {'count': 0, 'status': 503, 'retry_after': None, 'refused': []})
     requests: list[dict] = field(default_factory=list)
@@ -324,6 +340,36 @@ async def flood(turn: Turn) -> None:
         word = f'word{n}. ' if n % 10 == 9 else f'word{n} '
         await turn.artifact(word, append=n > 0, last_chunk=n == count - 1)
     await turn.updater.complete()
+
+
+HUGE_CHUNK = 64 * 1024
+
+
+def huge_answer(obs: 'Observations') -> Script:
+    async def huge(turn: Turn) -> None:
+        """N characters of short sentences, appended in chunks of C as fast as it can."""
+        words = turn.text.split()
+        size = int(words[0]) if words and words[0].isdigit() else HUGE_CHUNK
+        chunk_size = int(words[1]) if len(words) > 1 and words[1].isdigit() else HUGE_CHUNK
+        await turn.open()
+        await turn.updater.start_work()
+        sent, line, chunks = 0, 0, obs.huge_chunks
+        chunks.append(0)
+        while sent < size:
+            sentences = []
+            length = 0
+            while length < min(chunk_size, size - sent):
+                sentences.append(f'Line {line} is here. ')
+                length += len(sentences[-1])
+                line += 1
+            chunk = ''.join(sentences)[:size - sent]
+            sent += len(chunk)
+            await turn.artifact(chunk, append=sent > len(chunk), last_chunk=sent >= size)
+            chunks[-1] += 1
+            await asyncio.sleep(0)  # a CancelTask ends it between chunks
+        await turn.updater.complete()
+
+    return huge
 
 
 async def cut(turn: Turn) -> None:
@@ -613,9 +659,12 @@ class ObservedHandler(RequestHandler):
 
     async def on_message_send_stream(self, params, context):
         await self._admit(params, context)
+        record = {'agent': self.name, 'events': 0}
+        self.obs.streams.append(record)
         async with contextlib.aclosing(self.inner.on_message_send_stream(params, context)) as events:
             async for event in events:
                 self._issue(event.context_id)
+                record['events'] += 1
                 yield event
 
     async def on_subscribe_to_task(self, params, context):
@@ -686,9 +735,10 @@ class AgentSpec:
     upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
     signing: str | None = None  # valid | tampered | unknown-key | foreign-jku
     push: bool = False  # push notifications, with the a2a-sdk's own config store and sender
+    token_url: str | None = None  # the token URL of the oauth-elsewhere scheme
 
 
-def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpec]:
+def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str | None = None) -> list[AgentSpec]:
     specs = [
         AgentSpec('echo', 'Echoes the text back; "sleep:N" waits N seconds first.', echo, ('hello', 'sleep:0.5')),
         AgentSpec('memory', 'Remembers things per conversation.', MemoryScript(),
@@ -723,6 +773,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
                   bindings=(JSONRPC_1,)),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
         AgentSpec('flood', 'Streams N chunks (the text is N) without pause.', flood, ('1000',)),
+        AgentSpec('huge', 'Answers N characters (the text is N) of short sentences.', huge_answer(obs),
+                  ('1000000',)),
         AgentSpec('jsonrpc-only', 'Echo over JSON-RPC 1.0 only.', echo, bindings=(JSONRPC_1,)),
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
         AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
@@ -744,6 +796,14 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
                   security=(('oauth',),)),
         AgentSpec('oauth-plain', 'Echo whose OAuth2 token URL is plain http elsewhere.', echo,
                   security=(('oauth-plain',),)),
+        AgentSpec('oauth-localhost', "Echo whose OAuth2 token URL is this server's, by another name.", echo,
+                  security=(('oauth-localhost',),)),
+        *(AgentSpec(f'keyed-{kind}', 'Echo whose API key goes where no API key may go.', echo,
+                    security=((f'key-{kind}',),)) for kind in HOSTILE_KEYS),
+        AgentSpec('keyed-twice', 'Echo that needs a bearer token and an API key in Authorization.', echo,
+                  security=(('bearer', 'key-authorization'),)),
+        AgentSpec('keyed-host-or-key', 'Echo that needs an API key in Host, or else in X-Agent-Key.', echo,
+                  security=(('key-host',), ('key',))),
         AgentSpec('guarded', 'Echo that needs a bearer token its card does not mention.', echo,
                   security=(('bearer',),), declare_security=False),
         AgentSpec('grpc-oauth', "grpc-only's gRPC server, with a card requiring an OAuth2 token.", None,
@@ -760,6 +820,9 @@ def agent_catalogue(obs: Observations, foreign_url: str | None) -> list[AgentSpe
         AgentSpec('signed-foreign-jku', 'Echo whose signature names keys on another origin.', echo,
                   signing='foreign-jku'),
     ]
+    if token_url:
+        specs.append(AgentSpec('oauth-elsewhere', 'Echo whose OAuth2 token URL is given.', echo,
+                               security=(('oauth-elsewhere',),), token_url=token_url))
     if foreign_url:
         specs += [
             AgentSpec('foreign', 'Card pointing at another server.', None, bindings=(), target_url=foreign_url),
@@ -795,7 +858,7 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
         skills=[skill],
     )
     if spec.declare_security:
-        schemes = security_schemes(base)
+        schemes = security_schemes(base, spec.token_url)
         for requirement in spec.security:
             for name in requirement:
                 card.security_schemes[name].CopyFrom(schemes[name])
@@ -833,10 +896,15 @@ def sign_card(card: AgentCard, spec: AgentSpec, base: str) -> None:
         card.description = 'Changed after it was signed.'
 
 
-SCOPES = {'oauth': [OAUTH_SCOPE], 'oauth-plain': [OAUTH_SCOPE]}
+SCOPES = {'oauth': [OAUTH_SCOPE], 'oauth-plain': [OAUTH_SCOPE], 'oauth-localhost': [OAUTH_SCOPE],
+          'oauth-elsewhere': [OAUTH_SCOPE]}
+#: API keys where none may go: (location, name) by kind
+HOSTILE_KEYS = {'host': ('header', 'Host'), 'length': ('header', 'Content-Length'),
+                'spaced': ('header', 'X Agent Key'), 'crlf': ('header', 'X-Agent-Key\r\nX-Injected'),
+                'cookie': ('cookie', 'session=x; key')}
 
 
-def security_schemes(base: str) -> dict[str, SecurityScheme]:
+def security_schemes(base: str, token_url: str | None = None) -> dict[str, SecurityScheme]:
     """The schemes the agents' cards may require, by name."""
     def oauth(token_url: str) -> SecurityScheme:
         flow = ClientCredentialsOAuthFlow(token_url=token_url, scopes={OAUTH_SCOPE: 'talk to the agent'})
@@ -848,6 +916,12 @@ def security_schemes(base: str) -> dict[str, SecurityScheme]:
         'key': SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(location='header', name=API_KEY_HEADER)),
         'oauth': oauth(f'{base}/token'),
         'oauth-plain': oauth('http://127.0.0.1:9/token'),  # the discard port: another origin
+        'oauth-localhost': oauth(f"{base.replace('127.0.0.1', 'localhost')}/token"),
+        'oauth-elsewhere': oauth(token_url or 'https://127.0.0.1:9/token'),
+        'key-authorization': SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(
+            location='header', name='Authorization')),
+        **{f'key-{kind}': SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(location=where, name=name))
+           for kind, (where, name) in HOSTILE_KEYS.items()},
     }
 
 
@@ -1045,7 +1119,9 @@ def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
         return authorization == 'Basic ' + base64.b64encode(f'{BASIC_USER}:{BASIC_PASSWORD}'.encode()).decode()
     if scheme == 'key':
         return headers.get(API_KEY_HEADER.lower()) == API_KEY
-    if scheme in ('oauth', 'oauth-plain'):
+    if scheme.startswith('key-'):
+        return False  # no API key where none may go
+    if scheme.startswith('oauth'):
         token = authorization.removeprefix('Bearer ')
         return authorization.startswith('Bearer ') and obs.tokens.get(token, False)
     raise ValueError(f'unknown scheme {scheme!r}')
@@ -1166,6 +1242,12 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
     async def message_ids(request: Request):
         return JSONResponse({'processed': obs.message_ids, 'refused': obs.flaky['refused']})
 
+    async def huge(request: Request):
+        return JSONResponse({'chunks': obs.huge_chunks})
+
+    async def streams(request: Request):
+        return JSONResponse(obs.streams)
+
     async def upgrade(request: Request):
         switch = obs.switches[request.query_params['agent']]
         switch.current = int(request.query_params.get('variant', switch.current + 1)) % len(switch.variants)
@@ -1183,6 +1265,8 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         Route('/_admin/message-ids', message_ids, methods=['GET']),
         Route('/_admin/tokens', tokens, methods=['GET']),
         Route('/_admin/revoke', revoke, methods=['POST']),
+        Route('/_admin/huge', huge, methods=['GET']),
+        Route('/_admin/streams', streams, methods=['GET']),
     ]
 
 
@@ -1232,6 +1316,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('port', nargs='?', type=int, default=0, help='HTTP port (0: pick a free one)')
     parser.add_argument('--grpc-port', type=int, default=0, help='gRPC port (0: pick a free one)')
     parser.add_argument('--foreign-url', default=None, help='URL for the foreign / redirect agents')
+    parser.add_argument('--token-url', default=None, help='the token URL of the oauth-elsewhere agent')
     return parser.parse_args(argv)
 
 
@@ -1245,7 +1330,7 @@ async def serve(args: argparse.Namespace) -> None:
     grpc_server = grpc.aio.server(interceptors=[GrpcRecorder(obs)])
     grpc_port = grpc_server.add_insecure_port(f'127.0.0.1:{args.grpc_port}')
     grpc_address = f'127.0.0.1:{grpc_port}'
-    app = build_app(agent_catalogue(obs, args.foreign_url), obs, base, grpc_server, grpc_address)
+    app = build_app(agent_catalogue(obs, args.foreign_url, args.token_url), obs, base, grpc_server, grpc_address)
     config = uvicorn.Config(app, log_level='warning', access_log=False, lifespan='off',
                             timeout_graceful_shutdown=0.5)
     server = uvicorn.Server(config)

@@ -166,6 +166,14 @@ class AgentProcess:
         """Revoke every OAuth2 token issued so far: the agents answer 401 (gRPC: UNAUTHENTICATED) to them."""
         self._admin('POST', 'revoke')
 
+    def huge_chunks(self) -> list[int]:
+        """The chunks each turn of the ``huge`` agent sent so far, in order."""
+        return self._admin('GET', 'huge')['chunks']
+
+    def streams(self) -> list[dict]:
+        """Each streamed reply so far: {"agent", "events" it sent (until the client closed it)}."""
+        return self._admin('GET', 'streams')
+
     def upgrade(self, name: str, variant: int | None = None) -> int:
         """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
         query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')

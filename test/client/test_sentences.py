@@ -1,0 +1,92 @@
+"""Splitting an answer into the sentences to speak: the same units as before, in time linear
+in the text (a long answer once froze every persona of the process: the splitter rescanned
+the text from its start for every period)."""
+import random
+import time
+
+from support import sentences_before
+from ovos_a2a_solver import _sentences
+from ovos_a2a_solver._revisions import Revision
+
+# pieces of text that exercise every rule: terminals, runs of them, closing and opening
+# quotes, abbreviations, initials, numbers, line breaks, tabs
+PIECES = ["a", "b", " ", " ", "  ", "A", "J", "Dr", "dr", "Mrs", "no", "e.g", "i.e", "3", "42", "4.5", ".", ".",
+          "!", "?", "…", "...", "!!!", "\"", "'", ")", "]", "”", "»", "(", "“", "[", "\n", "\t", "x.y", ". ",
+          "Dr. ", "3. ", "!!! ", "...\n", "J. ", "The end.", "“Go,” she said. "]
+
+
+def random_texts(seed: int, count: int, longest: int = 30):
+    rng = random.Random(seed)
+    for _ in range(count):
+        yield "".join(rng.choice(PIECES) for _ in range(rng.randint(0, longest))), rng
+
+
+def spoken(module, chunks: list[str]) -> list[str]:
+    speaker, out = module.SentenceSpeaker(), []
+    for n, chunk in enumerate(chunks):
+        out += speaker.add(Revision("a", chunk, n > 0))
+    return out + speaker.finish()
+
+
+def test_a_whole_text_splits_into_the_same_units_as_before():
+    for text, _ in random_texts(seed=1, count=4000):
+        assert _sentences.split_units(text) == sentences_before.split_units(text), repr(text)
+
+
+def test_a_streamed_text_is_spoken_in_the_same_units_as_before():
+    # except a line that starts with a period: the splitter before read the word in front of
+    # it differently depending on where the chunks fell
+    checked = 0
+    for text, rng in random_texts(seed=2, count=4000):
+        if any(text[i] == "\n" and text[i + 1:i + 2] in tuple(".!?…") for i in range(len(text))):
+            continue
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 6))))
+        chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+        assert spoken(_sentences, chunks) == spoken(sentences_before, chunks), chunks
+        checked += 1
+    assert checked > 2000
+
+
+SHORT_SENTENCES = ("The cat sat on the mat.", "Dr. Ada came at 3.", "Is it 4.5 now?", "Yes!", "J. R. wrote it.",
+                   "We met Mrs. Smith, e.g. at noon.", "It works…", "“Go,” she said.")
+
+
+def short_sentences(size: int) -> str:
+    text, n = [], 0
+    while sum(map(len, text)) < size:
+        text.append(SHORT_SENTENCES[n % len(SHORT_SENTENCES)] + " ")
+        n += 1
+    return "".join(text)[:size]
+
+
+def cpu_seconds(work, text: str, runs: int = 5) -> float:
+    """The least CPU time of this thread over ``runs`` (other processes do not count)."""
+    best = float("inf")
+    for _ in range(runs):
+        start = time.thread_time()
+        work(text)
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def split_whole(text: str) -> None:
+    assert list(_sentences.speak([Revision("a", text, False, True)]))
+
+
+def split_streamed(text: str) -> None:
+    assert spoken(_sentences, [text[i:i + 64] for i in range(0, len(text), 64)])
+
+
+def test_four_times_the_text_costs_at_most_six_times_the_time():
+    # before, 4x the text took 18x the time: the cost grew with the square of the text
+    small, large = short_sentences(25_000), short_sentences(100_000)
+    for work in (split_whole, split_streamed):
+        ratio = cpu_seconds(work, large) / cpu_seconds(work, small)
+        assert ratio < 6, f"{work.__name__}: 4x the text took {ratio:.1f}x the time"
+
+
+def test_a_long_run_of_exclamation_marks_costs_time_linear_in_its_length():
+    # 40,000 "!" took 40 s before (each one started the same failed match again): 100,000 would take 4 min
+    for make in (lambda n: "!" * n + "x", lambda n: "a " + "!" * n):
+        ratio = cpu_seconds(split_whole, make(100_000)) / cpu_seconds(split_whole, make(25_000))
+        assert ratio < 6, f"4x the run took {ratio:.1f}x the time"

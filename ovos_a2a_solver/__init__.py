@@ -20,12 +20,12 @@ _EXPORTS = {
     "AgentCard": "ovos_a2a_solver._cards",
     "AgentSkill": "ovos_a2a_solver._cards",
     "AgentInterface": "ovos_a2a_solver._cards",
-    "AgentTaskError": "ovos_a2a_solver._policy",
-    "IncompleteAnswerError": "ovos_a2a_solver._policy",
-    "CircuitOpenError": "ovos_a2a_solver._policy",
-    "StillWorkingError": "ovos_a2a_solver._policy",
-    "CardSignatureError": "ovos_a2a_solver._policy",
-    "MissingCredentialError": "ovos_a2a_solver._policy",
+    "AgentTaskError": "ovos_a2a_solver._errors",
+    "IncompleteAnswerError": "ovos_a2a_solver._errors",
+    "CircuitOpenError": "ovos_a2a_solver._errors",
+    "StillWorkingError": "ovos_a2a_solver._errors",
+    "CardSignatureError": "ovos_a2a_solver._errors",
+    "MissingCredentialError": "ovos_a2a_solver._errors",
     "Credentials": "ovos_a2a_solver._auth",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver._policy import (AgentTaskError, CardSignatureError, CircuitOpenError,
+    from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                          IncompleteAnswerError, MissingCredentialError, StillWorkingError)
 
 

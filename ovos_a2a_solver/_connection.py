@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import urlsplit
 
 import httpx

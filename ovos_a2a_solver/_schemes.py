@@ -40,7 +40,7 @@ import httpx
 from a2a.client import A2AClientError
 
 from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_text
-from ovos_a2a_solver._policy import MissingCredentialError
+from ovos_a2a_solver._errors import MissingCredentialError
 
 LOG = logging.getLogger("ovos_a2a_solver")
 

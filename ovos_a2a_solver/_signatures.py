@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Signed agent cards on the client side: when a signature is required, every card fetched
 must carry a valid one (A2A 1.0 §8.4), or the card is refused with a
-:class:`~ovos_a2a_solver._policy.CardSignatureError` and nothing is sent to the agent.
+:class:`~ovos_a2a_solver._errors.CardSignatureError` and nothing is sent to the agent.
 
 Where the public keys come from, one source per client:
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -111,7 +112,7 @@ class SignatureCheck:
         from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
         from jwt.exceptions import PyJWKError
 
-        from ovos_a2a_solver._policy import CardSignatureError
+        from ovos_a2a_solver._errors import CardSignatureError
         from ovos_a2a_solver.jwk import ALGORITHMS
 
         where = f"the agent card at {card_url}"
@@ -149,7 +150,7 @@ class SignatureCheck:
     def _source(self, jku: str | None, key_sets: dict) -> tuple[Any, dict | None]:
         """(where keys are looked up, those keys) for a signature naming ``jku``; the keys are
         ``None`` when there is nowhere to look, and the first item is then (reason, detail)."""
-        from ovos_a2a_solver._policy import CardSignatureError
+        from ovos_a2a_solver._errors import CardSignatureError
 
         if self.keys is not None:
             return "the configured key file (card_public_key)", self.keys
@@ -181,7 +182,7 @@ class SignatureCheck:
         import httpx
         from a2a.client import AgentCardResolutionError
 
-        from ovos_a2a_solver._policy import CardSignatureError
+        from ovos_a2a_solver._errors import CardSignatureError
         from ovos_a2a_solver.jwk import KeyFileError, parse_key_set
 
         def unavailable(why: str) -> CardSignatureError:
@@ -212,12 +213,18 @@ class CustomCheck:
         self.verifier = verifier
 
     async def check(self, card: "ProtoAgentCard", card_url: str, read: KeySetReader) -> None:
-        from ovos_a2a_solver._policy import CardSignatureError
+        from ovos_a2a_solver._errors import CardSignatureError
 
         try:
             self.verifier(card)
         except Exception as exc:
-            reason = CardSignatureError.UNSIGNED if type(exc).__name__ == "NoSignatureError" \
-                else CardSignatureError.INVALID
+            reason = CardSignatureError.UNSIGNED if _unsigned(exc) else CardSignatureError.INVALID
             raise CardSignatureError(reason, f"the agent card at {card_url} failed signature verification: "
                                              f"{exc}") from exc
+
+
+def _unsigned(exc: BaseException) -> bool:
+    """Whether a verifier refused the card for carrying no signature: the a2a-sdk's
+    ``NoSignatureError`` (the signing helpers, loaded only where a verifier uses them)."""
+    signing = sys.modules.get("a2a.utils.signing")
+    return signing is not None and isinstance(exc, getattr(signing, "NoSignatureError", ()))

@@ -679,13 +679,15 @@ def _silence_stdout() -> None:
 
 def _still_working_hint(exc: BaseException, args) -> str:
     """For a task that outlived the command's timeout: how to see it later."""
-    task_id = getattr(exc, "task_id", "") if type(exc).__name__ == "StillWorkingError" else ""
+    from ovos_a2a_solver._errors import StillWorkingError
+
+    task_id = exc.task_id if isinstance(exc, StillWorkingError) else ""
     return f" (see it later: ovos-a2a status {args.url} {task_id})" if task_id and getattr(args, "url", "") else ""
 
 
 def _unauthorized(exc: BaseException, args) -> str | None:
     """For an HTTP 401: a line that names the flags and the schemes the agent's card declares."""
-    from ovos_a2a_solver._policy import http_status
+    from ovos_a2a_solver._failures import http_status
 
     if http_status(exc) != 401:
         return None
@@ -706,7 +708,7 @@ def _unauthorized(exc: BaseException, args) -> str | None:
 
 def _missing_credential(exc: BaseException) -> str | None:
     """For a card whose security requirements no credential given fits: its words, and the flags."""
-    from ovos_a2a_solver._policy import MissingCredentialError
+    from ovos_a2a_solver._errors import MissingCredentialError
 
     if not isinstance(exc, MissingCredentialError):
         return None

@@ -34,21 +34,22 @@ from typing import Any
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
-from a2a.utils.errors import A2AError, TaskNotFoundError
+from a2a.utils.errors import A2AError
 
-from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
-from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
-from ovos_a2a_solver._policy import (ANSWERED, ENDED_WITHOUT_ANSWER, AgentTaskError, CardSignatureError,
-                                    CircuitOpenError, Effect, IncompleteAnswerError, MissingCredentialError,
-                                    StillWorkingError, CircuitBreaker, agent_answered, backoff_delay,
-                                    connection_lost, effect_of_error, interface_gone, never_delivered, transient)
-from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
+from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, KEPT, Effect, Kept, Outcome, effect_of_error, outcome_of
+from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError,
+                                     MissingCredentialError, StillWorkingError)
+from ovos_a2a_solver._failures import Attempts, CircuitBreaker, agent_answered, connection_lost
+from ovos_a2a_solver._loop import BACKGROUND
+from ovos_a2a_solver._outliving import OutlivingTasks
+from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
+from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
 from ovos_a2a_solver._settings import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_TIMEOUT)
@@ -81,10 +82,6 @@ CANCEL_TIMEOUT = 5.0
 #: Seconds between GetTask reads of a task whose stream broke (doubling), where it
 #: cannot be subscribed to again.
 FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
-#: Longest pause between reads of a task that outlived its turn, while its answer is awaited.
-PENDING_POLL_MAX = 15.0
-#: The caller's newest tasks searched for the one a pending message started.
-TASKS_SEARCHED = 50
 
 
 @dataclass(eq=False)
@@ -200,6 +197,7 @@ class _BaseClient:
         self.retry_base_delay = float(retry_base_delay)
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
+        self._outliving = OutlivingTasks(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -265,27 +263,24 @@ class _BaseClient:
         if connection is not None:
             await connection.aclose()
 
+    def _attempts(self, connection: AgentConnection) -> Attempts:
+        """The tries of one request, within one timeout from now."""
+        return Attempts(connection, asyncio.get_running_loop().time() + self.timeout, self.max_retries,
+                        self.retry_base_delay, self.base_url)
+
     async def _call(self, method: str, request):
         connection = self._get_connection()
-        deadline = asyncio.get_running_loop().time() + self.timeout
-        resent_for_interface, retries = False, 0
+        attempts = self._attempts(connection)
         while True:
             try:
                 client = await connection.client(streaming=self.streaming)
                 return await getattr(client, method)(request)
             except A2AError as exc:
-                if never_delivered(exc) or interface_gone(exc):
-                    connection.invalidate()
-                if interface_gone(exc) and not resent_for_interface:
-                    resent_for_interface = True
-                    continue  # upgraded or moved in place: resolve the card again, ask once more
-                if method == "get_task":  # reading a known task twice changes nothing
-                    delay = self._retry_delay(exc, retries, deadline)
-                    if delay is not None:
-                        retries += 1
-                        await asyncio.sleep(delay)
-                        continue
-                raise
+                # reading a known task twice changes nothing: a transient failure is tried again
+                wait = attempts.next_try(exc, transient_again=method == "get_task")
+                if wait is None:
+                    raise
+                await asyncio.sleep(wait)
             except NotImplementedError as exc:
                 raise A2AClientError(f"{method} is not available over this agent's transport "
                                      f"(A2A 0.3 agents cannot list tasks)") from exc
@@ -307,11 +302,10 @@ class _BaseClient:
         self._breaker.before_turn()
         running = _Running(session_id, answer, asyncio.current_task())
         self._running.add(running)
-        deadline = asyncio.get_running_loop().time() + self.timeout
+        attempts = self._attempts(connection)
         try:
             sent = False
             async with asyncio.timeout(self.timeout):
-                resent_for_interface, retries = False, 0
                 while True:
                     try:
                         client = await connection.client(streaming)
@@ -331,22 +325,11 @@ class _BaseClient:
                             async for revision in self._follow(answer):
                                 yield revision
                             break
-                        stale = never_delivered(exc) or interface_gone(exc)
-                        if stale:
-                            connection.invalidate()
-                        if answer.events == 0:  # nothing came back: the same message again is one turn
-                            if interface_gone(exc) and not resent_for_interface:
-                                # refused, not processed: the agent may have moved or been upgraded
-                                # in place; resolve its card again and resend once
-                                LOG.info("%s refused the message at its cached interface (%s); "
-                                         "resolving its card again", self.base_url, exc)
-                                resent_for_interface = True
-                                continue
-                            delay = self._retry_delay(exc, retries, deadline)
-                            if delay is not None:
-                                retries += 1
-                                await asyncio.sleep(delay)
-                                continue
+                        # nothing came back: the same message again is still one turn
+                        wait = attempts.next_try(exc, send_again=answer.events == 0)
+                        if wait is not None:
+                            await asyncio.sleep(wait)
+                            continue
                         self._after_error(exc, session_id, conv)
                         raise
         except asyncio.TimeoutError:
@@ -354,8 +337,7 @@ class _BaseClient:
                 # the agent is alive and working: the task outlives the turn, bound to the session
                 self._breaker.succeeded()
                 context_id = answer.context_id or (conv.context_id if conv else "")
-                if session_id is not None:
-                    self.conversations.set_pending(self.conversation_key, session_id, context_id, answer.task_id)
+                self._record(session_id, Outcome.STILL_WORKING, context_id, answer.task_id)
                 raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it is still "
                                         f"working on task {answer.task_id}", answer.task_id, context_id) from None
             error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
@@ -363,8 +345,8 @@ class _BaseClient:
             if sent and not answer.events and session_id is not None:
                 # the agent has the message but has not said which task it is (a blocking exchange):
                 # bind the message, whose task is looked up later
-                self.conversations.set_pending(self.conversation_key, session_id, conv.context_id if conv else "",
-                                               None, message.message_id)
+                self._record(session_id, Outcome.UNNAMED, conv.context_id if conv else "",
+                             message_id=message.message_id)
                 raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it may still "
                                         f"be working on the message", "", conv.context_id if conv else "") from None
             raise error from None
@@ -385,9 +367,7 @@ class _BaseClient:
             # not canceled: the reply to CancelTask would carry the whole task, all it wrote
             LOG.warning("the answer from %s passed %d characters: cut there, and the rest of task %s not read",
                         self.base_url, self.max_answer_chars, answer.task_id)
-            if session_id is not None:
-                self.conversations.remember(self.conversation_key, session_id,
-                                            answer.context_id or (conv.context_id if conv else ""), None)
+            self._record(session_id, Outcome.CUT, answer.context_id or (conv.context_id if conv else ""))
             return
         for revision in answer.finish():
             yield revision
@@ -419,20 +399,6 @@ class _BaseClient:
             await asyncio.sleep(delay)
             delay = min(delay * 2, FOLLOW_POLL_MAX)
 
-    def _retry_delay(self, exc: BaseException, retries: int, deadline: float) -> float | None:
-        """How long to wait before sending the same request again; None: do not."""
-        worth, retry_after = transient(exc)
-        if not worth or retries >= self.max_retries:
-            return None
-        delay = backoff_delay(retries, self.retry_base_delay)
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        if asyncio.get_running_loop().time() + delay >= deadline:
-            LOG.info("%s: %s; no time left in this turn to try again", self.base_url, exc)
-            return None
-        LOG.info("%s: %s; trying again in %.2f s", self.base_url, exc, delay)
-        return delay
-
     async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
         """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""
         answer, ok = running.answer, True
@@ -454,9 +420,7 @@ class _BaseClient:
             except Exception as exc:  # a cleanup must not hide why the turn ended
                 ok = False
                 LOG.error("stopped, but cancelling task %s at %s failed: %r", answer.task_id, self.base_url, exc)
-            if running.session_id is not None:
-                context_id = answer.context_id or (conv.context_id if conv else "")
-                self.conversations.remember(self.conversation_key, running.session_id, context_id, None)
+            self._record(running.session_id, Outcome.STOPPED, answer.context_id or (conv.context_id if conv else ""))
         if running.stopped is not None and not running.stopped.done():
             running.stopped.set_result(ok)
 
@@ -485,81 +449,10 @@ class _BaseClient:
                                      a.progress, a.note))
         return AnswerAssembler(on_update=report, max_chars=self.max_answer_chars, cut_line=self.answer_cut)
 
-    async def _earlier_answer(self, session_id: str | None) -> "_EarlierAnswer | None":
-        """The answer of the session's task that outlived its turn, once it has one.
-
-        A task still working stays bound (its answer comes with a later turn); one that
-        ended without an answer, or that the agent no longer knows, is let go.
-        """
-        conv = self.conversation(session_id) if session_id is not None else None
-        if conv is None or not (conv.pending_task_id or conv.pending_message_id):
-            return None
-        key = self.conversation_key
-        task_id = conv.pending_task_id or await self._task_of_message(session_id, conv)
-        if task_id is None:
-            return None
-        try:
-            task = await self._deadline(self._call("get_task", GetTaskRequest(id=task_id)))
-        except TaskNotFoundError:
-            LOG.info("%s no longer knows task %s, which outlived its turn", self.base_url, task_id)
-            self.conversations.set_pending(key, session_id, conv.context_id, None)
-            return None
-        except A2AError as exc:  # the agent cannot be asked now: ask again next turn
-            LOG.info("could not ask %s about task %s: %s", self.base_url, task_id, exc)
-            return None
-        if task.status.state not in SETTLED or not self.conversations.take_pending(key, session_id, task_id):
-            return None  # still working, or its answer was delivered meanwhile (see answer_when_ready)
-        if task.status.state in ENDED_WITHOUT_ANSWER:
-            LOG.warning("%s %s task %s, which outlived its turn", self.base_url,
-                        ENDED_WITHOUT_ANSWER[task.status.state], task_id)
-            return None
-        earlier = _EarlierAnswer(task, self._assembler(None))
-        if earlier.waiting:  # its question is the answer; the user's next message answers it
-            self.conversations.remember(key, session_id, task.context_id or conv.context_id, task.id)
-        return earlier
-
-    async def _task_of_message(self, session_id: str, conv: Conversation) -> str | None:
-        """The id of the task that the session's pending message started, found among the
-        caller's newest tasks (ListTasks, A2A 1.0) by the message in its history, and bound
-        in its place; ``None`` (the message let go) when it cannot be found."""
-        message_id, key = conv.pending_message_id, self.conversation_key
-        try:
-            listed = await self._deadline(self._call("list_tasks", self._list_request(
-                conv.context_id, None, TASKS_SEARCHED, "")))
-        except (A2AError, NotImplementedError) as exc:
-            LOG.info("cannot look up the task of message %s at %s: %s", message_id, self.base_url, exc)
-            listed = None
-        for task in listed.tasks if listed is not None else ():
-            if any(m.message_id == message_id for m in task.history):
-                self.conversations.set_pending(key, session_id, task.context_id, task.id)
-                return task.id
-        if listed is not None:
-            LOG.info("%s has no task for message %s, which outlived its turn", self.base_url, message_id)
-        self.conversations.set_pending(key, session_id, conv.context_id, None)
-        return None
-
-    async def _answer_when_ready(self, session_id: str, task_id: str, within: float) -> str | None:
-        """Wait (reading the task, less and less often) until the session's pending task
-        (``task_id``, or any) settles; take its answer. ``None`` if it ended without one, was
-        delivered another way (the session's next utterance), or is not ready ``within`` seconds."""
-        loop = asyncio.get_running_loop()
-        end, delay = loop.time() + within, FOLLOW_POLL_MIN
-        while loop.time() < end and not self._closed:
-            conv = self.conversation(session_id)
-            if conv is None or not (conv.pending_task_id or conv.pending_message_id) \
-                    or (task_id and conv.pending_task_id != task_id):
-                return None
-            earlier = await self._earlier_answer(session_id)
-            if earlier is not None:
-                return earlier.text
-            await asyncio.sleep(min(delay, max(0.0, end - loop.time())))
-            delay = min(delay * 2, PENDING_POLL_MAX)
-        return None
-
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
-        """The whole answer, asked the way ``streaming`` says (after an earlier one that is
-        now ready, see :meth:`_earlier_answer`)."""
-        earlier = await self._earlier_answer(session_id)
+        """The whole answer, asked the way ``streaming`` says (after an earlier one that is now
+        ready, see :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`)."""
+        earlier = await self._outliving.earlier_answer(session_id)
         if earlier is not None and earlier.waiting:
             return earlier.text
         answer = self._assembler(None)
@@ -571,10 +464,11 @@ class _BaseClient:
     async def _answer_revisions(self, text: str, session_id: str | None,
                                 on_update: Callable[[TaskUpdate], None] | None,
                                 lang: str | None) -> AsyncIterator[Revision]:
-        """The revisions of an earlier answer that is now ready (see :meth:`_earlier_answer`),
-        then of this message's answer, streamed whenever the card offers streaming. When the
-        earlier task asks a question, only that: the user answers it next."""
-        earlier = await self._earlier_answer(session_id)
+        """The revisions of an earlier answer that is now ready (see
+        :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`), then of this message's
+        answer, streamed whenever the card offers streaming. When the earlier task asks a
+        question, only that: the user answers it next."""
+        earlier = await self._outliving.earlier_answer(session_id)
         if earlier is not None:
             for revision in earlier.revisions:
                 yield revision
@@ -617,28 +511,27 @@ class _BaseClient:
 
     def _after_answer(self, answer: AnswerAssembler, session_id: str | None, conv: Conversation | None) -> None:
         context_id = answer.context_id or (conv.context_id if conv else "")
-        waiting = answer.state in WAITING_FOR_USER and not answer.message_reply
-        if session_id is not None:
-            self.conversations.remember(self.conversation_key, session_id, context_id,
-                                        answer.task_id if waiting else None)
-        if answer.message_reply or answer.state in ANSWERED or waiting:
-            return
-        if answer.state in ENDED_WITHOUT_ANSWER:
+        outcome = outcome_of(answer.state, answer.message_reply)
+        self._record(session_id, outcome, context_id, answer.task_id)
+        if outcome is Outcome.ENDED:
             raise AgentTaskError(ENDED_WITHOUT_ANSWER[answer.state], answer.status_text,
                                  answer.task_id, context_id)
-        state = "unknown" if answer.state is None else state_name(answer.state)
-        raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
+        if outcome is Outcome.INCOMPLETE:
+            state = "unknown" if answer.state is None else state_name(answer.state)
+            raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")
 
-
-class _EarlierAnswer:
-    """The answer of a task that outlived its turn, read from the task once it settled."""
-
-    def __init__(self, task, assembler: AnswerAssembler) -> None:
-        # its pieces keyed apart from the next answer's, which may reuse the same artifact ids
-        self.revisions = [Revision(f"earlier:{r.key}", r.text, r.append, r.last)
-                          for r in assembler.feed(StreamResponse(task=task)) + assembler.finish()]
-        self.text = assembler.final_text()
-        self.waiting = task.status.state in WAITING_FOR_USER
+    def _record(self, session_id: str | None, outcome: Outcome, context_id: str, task_id: str | None = None,
+                message_id: str | None = None) -> None:
+        """Keep of the session's conversation what ``outcome`` leaves of it (``_effects.KEPT``)."""
+        if session_id is None:
+            return
+        kept, key = KEPT[outcome], self.conversation_key
+        if kept is Kept.PENDING_TASK:
+            self.conversations.set_pending(key, session_id, context_id, task_id)
+        elif kept is Kept.PENDING_MESSAGE:
+            self.conversations.set_pending(key, session_id, context_id, None, message_id)
+        else:
+            self.conversations.remember(key, session_id, context_id, task_id if kept is Kept.OPEN_TASK else None)
 
 
 class AsyncA2AClient(_BaseClient):
@@ -683,7 +576,7 @@ class AsyncA2AClient(_BaseClient):
         ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds."""
-        return await self._answer_when_ready(session_id, task_id, within)
+        return await self._outliving.answer_when_ready(session_id, task_id, within)
 
     async def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
@@ -771,7 +664,7 @@ class A2AClient(_BaseClient):
         ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds. Blocks."""
-        return BACKGROUND.run(self._answer_when_ready(session_id, task_id, within))
+        return BACKGROUND.run(self._outliving.answer_when_ready(session_id, task_id, within))
 
     def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all): their streams end, and their

@@ -187,11 +187,11 @@ def test_every_served_form_of_the_card_verifies_over_the_json_served(signed_brid
 @pytest.mark.timeout(900)
 def test_a_genuine_0_3_client_talks_to_the_signed_bridge(signed_bridge):
     import subprocess
-    from pathlib import Path
 
-    from interop import legacy_python
+    from support import REPO_ROOT
+    from support.interop import legacy_python
 
-    client = Path(__file__).resolve().parent / "legacy" / "v03_client.py"
+    client = REPO_ROOT / "test" / "support" / "legacy" / "v03_client.py"
     done = subprocess.run([legacy_python(), str(client), signed_bridge.root, "hello, signed"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

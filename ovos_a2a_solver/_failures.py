@@ -1,119 +1,26 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What each outcome of a turn does to the conversation. One table, applied in one place.
-
-Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
-``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
-``a2a.utils.errors``), plus :class:`AgentTaskError` for a task the agent ended without
-an answer, :class:`CardSignatureError` for a card whose required signature is not
-valid, :class:`StillWorkingError` for a turn whose deadline passed while the agent
-went on working, and the client's own errors below (incomplete answer, open circuit,
-missing credential).
+"""What a failure is, and what to do next: whether the request ever reached the agent,
+whether its interface is gone (the card is stale), whether the same request is worth another
+try and when (:class:`Attempts`, the tries of one request within a turn's deadline), and the
+per-agent circuit breaker.
 """
 from __future__ import annotations
 
-import enum
+import asyncio
 import logging
+import sys
 from collections.abc import Callable
 
 import httpx
-from a2a.client import A2AClientError, A2AClientTimeoutError
+from a2a.client import A2AClientError
 from a2a.client.errors import AgentCardResolutionError
-from a2a.types import TaskState
-from a2a.utils.errors import (A2AError, InvalidParamsError, MethodNotFoundError, TaskNotFoundError,
-                              UnsupportedOperationError, VersionNotSupportedError)
+from a2a.utils.errors import MethodNotFoundError, VersionNotSupportedError
 
+from ovos_a2a_solver._errors import CardSignatureError, CircuitOpenError, MissingCredentialError
 from ovos_a2a_solver.resilience import Breaker, full_jitter
 
-
 LOG = logging.getLogger("ovos_a2a_solver")
-
-
-class AgentTaskError(A2AError):
-    """The agent ended the task as failed, rejected or canceled; ``reason`` is its own words."""
-
-    def __init__(self, state: str, reason: str = "", task_id: str = "", context_id: str = "") -> None:
-        self.state, self.reason, self.task_id, self.context_id = state, reason, task_id, context_id
-        super().__init__(f"the agent {state} the task" + (f": {reason}" if reason else ""))
-
-
-class StillWorkingError(A2AClientTimeoutError):
-    """The turn's deadline passed while the agent's task was still working.
-
-    The task is not canceled: it stays bound to the session, and its answer is delivered
-    before the session's next one. ``task_id`` and ``context_id`` name it (``task_id`` is
-    ``""`` when a blocking exchange ended before the agent named its task: it is then
-    looked up by the message that started it).
-    """
-
-    def __init__(self, message: str, task_id: str, context_id: str = "") -> None:
-        super().__init__(message)
-        self.task_id, self.context_id = task_id, context_id
-
-
-class IncompleteAnswerError(A2AClientError):
-    """The agent's reply ended while its task was still running (no final state)."""
-
-
-class CardSignatureError(AgentCardResolutionError):
-    """A signed card was required, and the agent's card has no valid signature: nothing is
-    sent to the agent. ``reason`` is one of the constants below; the message says more."""
-
-    UNSIGNED = "unsigned"                # the card carries no signature
-    INVALID = "invalid signature"        # checked with a known key and wrong: tampered, or another key
-    UNKNOWN_KEY = "unknown key"          # no key with the signature's kid where keys are looked up
-    FOREIGN_KEY_SET = "jku not on the agent's origin"  # the card names keys elsewhere (and none are configured)
-    NO_KEY_SET = "key set unavailable"   # the keys could not be read (unreachable, not a JWK Set)
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-class MissingCredentialError(A2AClientError):
-    """The agent's card requires a security scheme that no configured credential satisfies;
-    nothing was sent. ``schemes`` names the schemes of every requirement the card lists."""
-
-    def __init__(self, message: str, schemes: tuple[str, ...] = ()) -> None:
-        self.schemes = schemes
-        super().__init__(message)
-
-
-class Effect(enum.Enum):
-    """What a turn's outcome does to the session's conversation."""
-
-    KEEP = "keep"                          # same context, same open task (if any)
-    FORGET_TASK = "forget_task"            # the task is gone; the next message starts a new task in the same context
-    NEW_CONVERSATION = "new_conversation"  # the context was refused or expired: drop it and never send it again
-
-
-# (protocol errors, effect when the message named a task, effect when it named only a context)
-ERROR_EFFECTS: tuple[tuple[tuple[type[A2AError], ...], Effect, Effect], ...] = (
-    ((TaskNotFoundError, UnsupportedOperationError), Effect.FORGET_TASK, Effect.NEW_CONVERSATION),
-    ((InvalidParamsError,), Effect.NEW_CONVERSATION, Effect.NEW_CONVERSATION),
-)
-
-# Final task states and what they mean for the session (the waiting states: ``states.WAITING_FOR_USER``).
-ANSWERED = frozenset({TaskState.TASK_STATE_COMPLETED})
-ENDED_WITHOUT_ANSWER = {
-    TaskState.TASK_STATE_FAILED: "failed",
-    TaskState.TASK_STATE_REJECTED: "rejected",
-    TaskState.TASK_STATE_CANCELED: "canceled",
-}
-
-
-def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -> Effect:
-    """The conversation effect of an error raised by a send.
-
-    Timeouts, transport and server errors keep the conversation: the agent may still
-    hold it, and the user's next utterance should continue there.
-    """
-    if not (named_task or named_context):
-        return Effect.KEEP
-    for errors, with_task, with_context in ERROR_EFFECTS:
-        if isinstance(exc, errors):
-            return with_task if named_task else with_context
-    return Effect.KEEP
 
 
 def _chain(exc: BaseException | None):
@@ -126,10 +33,12 @@ def _chain(exc: BaseException | None):
 
 
 def _grpc_status(exc: BaseException) -> str:
-    """The gRPC status name of a failed gRPC call (without importing grpc here); '' otherwise."""
-    if type(exc).__name__ != "AioRpcError":
+    """The gRPC status name of a failed gRPC call; '' otherwise. (grpc is not imported here:
+    where it was never imported, no gRPC call was made.)"""
+    grpc = sys.modules.get("grpc")
+    if grpc is None or not isinstance(exc, grpc.RpcError) or not callable(getattr(exc, "code", None)):
         return ""
-    return getattr(getattr(exc, "code", lambda: None)(), "name", "")
+    return getattr(exc.code(), "name", "")
 
 
 def http_status(exc: BaseException) -> int | None:
@@ -210,10 +119,6 @@ def backoff_delay(retry: int, base: float, cap: float = 5.0) -> float:
     return full_jitter(retry, base, cap)
 
 
-class CircuitOpenError(A2AClientError):
-    """The agent failed several turns in a row; turns fail at once until a cool-down has passed."""
-
-
 def agent_answered(exc: BaseException) -> bool:
     """Whether a turn that raised ``exc`` still heard from a healthy agent: a protocol
     error, a failed task, or a card that came back but is not trusted (its signature)."""
@@ -259,3 +164,49 @@ class CircuitBreaker:
     def abandoned(self) -> None:
         """The turn ended without an outcome (stopped): let another probe through."""
         self.circuit.abandoned()
+
+
+class Attempts:
+    """The tries of one request to an agent within a turn's deadline.
+
+    After a failure, :meth:`next_try` marks the connection's card stale when the failure says
+    so, and says how long to wait before sending the same request again, or ``None`` to give
+    up: at once, and once, when the agent's interface is gone (it moved or was upgraded in
+    place; the card is resolved again first); with backoff on a transient failure (a refused
+    connection, HTTP 429, 502, 503, 504, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED; at least its
+    ``Retry-After``), up to ``max_retries`` times, never past ``deadline`` (the loop's time)."""
+
+    def __init__(self, connection, deadline: float, max_retries: int, base_delay: float, agent: str) -> None:
+        self.connection, self.deadline, self.agent = connection, deadline, agent
+        self.max_retries, self.base_delay = max_retries, base_delay
+        self.retries = 0
+        self.resent_for_interface = False
+
+    def next_try(self, exc: BaseException, *, send_again: bool = True, transient_again: bool = True) -> float | None:
+        """Seconds to wait before the next try after ``exc``, or ``None``. ``send_again``:
+        the request may be sent again at all (nothing of it was answered yet);
+        ``transient_again``: a transient failure may be tried again (the request changes
+        nothing twice)."""
+        if never_delivered(exc) or interface_gone(exc):
+            self.connection.invalidate()
+        if not send_again:
+            return None
+        if interface_gone(exc) and not self.resent_for_interface:
+            LOG.info("%s refused the request at its cached interface (%s); resolving its card again",
+                     self.agent, exc)
+            self.resent_for_interface = True
+            return 0.0
+        if not transient_again:
+            return None
+        worth, retry_after = transient(exc)
+        if not worth or self.retries >= self.max_retries:
+            return None
+        delay = backoff_delay(self.retries, self.base_delay)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        if asyncio.get_running_loop().time() + delay >= self.deadline:
+            LOG.info("%s: %s; no time left in this turn to try again", self.agent, exc)
+            return None
+        self.retries += 1
+        LOG.info("%s: %s; trying again in %.2f s", self.agent, exc, delay)
+        return delay

@@ -1,0 +1,101 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""What each outcome of a turn does to the session's conversation: one table, applied in
+one place (the client's ``_record``).
+
+A conversation is the session's contextId and, while the agent waits for the user or works
+past the turn, its open task. :data:`KEPT` says what each :class:`Outcome` leaves of it;
+:func:`effect_of_error` what an error of the protocol does to it.
+"""
+from __future__ import annotations
+
+import enum
+
+from a2a.types import TaskState
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+
+from ovos_a2a_solver.states import WAITING_FOR_USER
+
+
+class Outcome(enum.Enum):
+    """How a turn ended, as far as its conversation is concerned."""
+
+    ANSWERED = "answered"            # the task completed, or the agent answered with a message
+    WAITING = "waiting"              # the agent asks back (input-required, auth-required)
+    ENDED = "ended"                  # the agent failed, rejected or canceled the task
+    CUT = "cut"                      # the answer was too long: cut, the rest not read
+    STOPPED = "stopped"              # the turn was stopped, its task canceled
+    STILL_WORKING = "still working"  # the deadline passed while the named task worked on
+    UNNAMED = "unnamed"              # the deadline passed before the agent named the message's task
+    INCOMPLETE = "incomplete"        # the reply ended while the task was still running
+
+
+class Kept(enum.Enum):
+    """What a conversation keeps after an outcome."""
+
+    CONTEXT = "context"                  # the contextId; the next message starts a new task in it
+    OPEN_TASK = "open task"              # the contextId and the task: the next message continues the task
+    PENDING_TASK = "pending task"        # the contextId and the task, whose answer comes later
+    PENDING_MESSAGE = "pending message"  # the contextId and the message, whose task is looked up later
+
+
+#: what each outcome leaves of the conversation
+KEPT = {
+    Outcome.ANSWERED: Kept.CONTEXT,
+    Outcome.WAITING: Kept.OPEN_TASK,
+    Outcome.ENDED: Kept.CONTEXT,
+    Outcome.CUT: Kept.CONTEXT,
+    Outcome.STOPPED: Kept.CONTEXT,
+    Outcome.STILL_WORKING: Kept.PENDING_TASK,
+    Outcome.UNNAMED: Kept.PENDING_MESSAGE,
+    Outcome.INCOMPLETE: Kept.CONTEXT,
+}
+
+
+class Effect(enum.Enum):
+    """What a turn's outcome does to the session's conversation."""
+
+    KEEP = "keep"                          # same context, same open task (if any)
+    FORGET_TASK = "forget_task"            # the task is gone; the next message starts a new task in the same context
+    NEW_CONVERSATION = "new_conversation"  # the context was refused or expired: drop it and never send it again
+
+
+# (protocol errors, effect when the message named a task, effect when it named only a context)
+ERROR_EFFECTS: tuple[tuple[tuple[type[A2AError], ...], Effect, Effect], ...] = (
+    ((TaskNotFoundError, UnsupportedOperationError), Effect.FORGET_TASK, Effect.NEW_CONVERSATION),
+    ((InvalidParamsError,), Effect.NEW_CONVERSATION, Effect.NEW_CONVERSATION),
+)
+
+# Final task states and what they mean for the session (the waiting states: ``states.WAITING_FOR_USER``).
+ANSWERED = frozenset({TaskState.TASK_STATE_COMPLETED})
+ENDED_WITHOUT_ANSWER = {
+    TaskState.TASK_STATE_FAILED: "failed",
+    TaskState.TASK_STATE_REJECTED: "rejected",
+    TaskState.TASK_STATE_CANCELED: "canceled",
+}
+
+
+def outcome_of(state: int | None, message_reply: bool) -> Outcome:
+    """The outcome of a reply that ended: its task's last ``state``; ``message_reply``: the
+    agent answered with a message instead of a task."""
+    if message_reply or state in ANSWERED:
+        return Outcome.ANSWERED
+    if state in WAITING_FOR_USER:
+        return Outcome.WAITING
+    if state in ENDED_WITHOUT_ANSWER:
+        return Outcome.ENDED
+    return Outcome.INCOMPLETE
+
+
+def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -> Effect:
+    """The conversation effect of an error raised by a send.
+
+    Timeouts, transport and server errors keep the conversation: the agent may still
+    hold it, and the user's next utterance should continue there.
+    """
+    if not (named_task or named_context):
+        return Effect.KEEP
+    for errors, with_task, with_context in ERROR_EFFECTS:
+        if isinstance(exc, errors):
+            return with_task if named_task else with_context
+    return Effect.KEEP

@@ -1,0 +1,73 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The client's own errors, beside the a2a-sdk's, grouped by what a caller does about them.
+
+Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
+``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
+``a2a.utils.errors``), plus these: :class:`AgentTaskError` for a task the agent ended without
+an answer, :class:`StillWorkingError` for a turn whose deadline passed while the agent went
+on working, :class:`IncompleteAnswerError` for a reply that ended early,
+:class:`CardSignatureError` for a card whose required signature is not valid,
+:class:`MissingCredentialError` for a card whose security no credential satisfies, and
+:class:`CircuitOpenError` while an agent that failed several turns in a row gets a rest.
+
+It imports only the a2a-sdk's error classes, so any module may import it at the top.
+"""
+from __future__ import annotations
+
+from a2a.client.errors import A2AClientError, A2AClientTimeoutError, AgentCardResolutionError
+from a2a.utils.errors import A2AError
+
+
+class AgentTaskError(A2AError):
+    """The agent ended the task as failed, rejected or canceled; ``reason`` is its own words."""
+
+    def __init__(self, state: str, reason: str = "", task_id: str = "", context_id: str = "") -> None:
+        self.state, self.reason, self.task_id, self.context_id = state, reason, task_id, context_id
+        super().__init__(f"the agent {state} the task" + (f": {reason}" if reason else ""))
+
+
+class StillWorkingError(A2AClientTimeoutError):
+    """The turn's deadline passed while the agent's task was still working.
+
+    The task is not canceled: it stays bound to the session, and its answer is delivered
+    before the session's next one. ``task_id`` and ``context_id`` name it (``task_id`` is
+    ``""`` when a blocking exchange ended before the agent named its task: it is then
+    looked up by the message that started it).
+    """
+
+    def __init__(self, message: str, task_id: str, context_id: str = "") -> None:
+        super().__init__(message)
+        self.task_id, self.context_id = task_id, context_id
+
+
+class IncompleteAnswerError(A2AClientError):
+    """The agent's reply ended while its task was still running (no final state)."""
+
+
+class CardSignatureError(AgentCardResolutionError):
+    """A signed card was required, and the agent's card has no valid signature: nothing is
+    sent to the agent. ``reason`` is one of the constants below; the message says more."""
+
+    UNSIGNED = "unsigned"                # the card carries no signature
+    INVALID = "invalid signature"        # checked with a known key and wrong: tampered, or another key
+    UNKNOWN_KEY = "unknown key"          # no key with the signature's kid where keys are looked up
+    FOREIGN_KEY_SET = "jku not on the agent's origin"  # the card names keys elsewhere (and none are configured)
+    NO_KEY_SET = "key set unavailable"   # the keys could not be read (unreachable, not a JWK Set)
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class MissingCredentialError(A2AClientError):
+    """The agent's card requires a security scheme that no configured credential satisfies;
+    nothing was sent. ``schemes`` names the schemes of every requirement the card lists."""
+
+    def __init__(self, message: str, schemes: tuple[str, ...] = ()) -> None:
+        self.schemes = schemes
+        super().__init__(message)
+
+
+class CircuitOpenError(A2AClientError):
+    """The agent failed several turns in a row; turns fail at once until a cool-down has passed."""

@@ -1,0 +1,127 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Tasks that outlived their turn: a turn whose deadline passed while the agent worked on
+leaves the task (or, before the agent named it, the message) pending in the session's
+conversation. Its answer is delivered before the session's next one once the task settled
+(:meth:`OutlivingTasks.earlier_answer`), or announced when it is ready
+(:meth:`OutlivingTasks.answer_when_ready`); a task that ended without an answer, or that the
+agent no longer knows, is let go.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from a2a.types import GetTaskRequest, StreamResponse
+from a2a.utils.errors import A2AError, TaskNotFoundError
+
+from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, Outcome
+from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._conversations import Conversation
+    from ovos_a2a_solver.client import _BaseClient
+
+LOG = logging.getLogger("ovos_a2a_solver")
+
+#: Seconds between the first reads of a task that outlived its turn, while its answer is awaited (doubling).
+FIRST_POLL = 0.2
+#: Longest pause between those reads.
+PENDING_POLL_MAX = 15.0
+#: The caller's newest tasks searched for the one a pending message started.
+TASKS_SEARCHED = 50
+
+
+class EarlierAnswer:
+    """The answer of a task that outlived its turn, read from the task once it settled."""
+
+    def __init__(self, task, assembler: AnswerAssembler) -> None:
+        # its pieces keyed apart from the next answer's, which may reuse the same artifact ids
+        self.revisions = [Revision(f"earlier:{r.key}", r.text, r.append, r.last)
+                          for r in assembler.feed(StreamResponse(task=task)) + assembler.finish()]
+        self.text = assembler.final_text()
+        self.waiting = task.status.state in WAITING_FOR_USER
+
+
+class OutlivingTasks:
+    """The tasks of one client's sessions that outlived their turns."""
+
+    def __init__(self, client: "_BaseClient") -> None:
+        self.client = client
+
+    async def earlier_answer(self, session_id: str | None) -> "EarlierAnswer | None":
+        """The answer of the session's task that outlived its turn, once it has one.
+
+        A task still working stays bound (its answer comes with a later turn); one that
+        ended without an answer, or that the agent no longer knows, is let go.
+        """
+        client = self.client
+        conv = client.conversation(session_id) if session_id is not None else None
+        if conv is None or not (conv.pending_task_id or conv.pending_message_id):
+            return None
+        key = client.conversation_key
+        task_id = conv.pending_task_id or await self._task_of_message(session_id, conv)
+        if task_id is None:
+            return None
+        try:
+            task = await client._deadline(client._call("get_task", GetTaskRequest(id=task_id)))
+        except TaskNotFoundError:
+            LOG.info("%s no longer knows task %s, which outlived its turn", client.base_url, task_id)
+            client.conversations.set_pending(key, session_id, conv.context_id, None)
+            return None
+        except A2AError as exc:  # the agent cannot be asked now: ask again next turn
+            LOG.info("could not ask %s about task %s: %s", client.base_url, task_id, exc)
+            return None
+        if task.status.state not in SETTLED or not client.conversations.take_pending(key, session_id, task_id):
+            return None  # still working, or its answer was delivered meanwhile (see :meth:`answer_when_ready`)
+        if task.status.state in ENDED_WITHOUT_ANSWER:
+            LOG.warning("%s %s task %s, which outlived its turn", client.base_url,
+                        ENDED_WITHOUT_ANSWER[task.status.state], task_id)
+            return None
+        earlier = EarlierAnswer(task, client._assembler(None))
+        if earlier.waiting:  # its question is the answer; the user's next message answers it
+            client._record(session_id, Outcome.WAITING, task.context_id or conv.context_id, task.id)
+        return earlier
+
+    async def _task_of_message(self, session_id: str, conv: Conversation) -> str | None:
+        """The id of the task that the session's pending message started, found among the
+        caller's newest tasks (ListTasks, A2A 1.0) by the message in its history, and bound
+        in its place; ``None`` (the message let go) when it cannot be found."""
+        client = self.client
+        message_id, key = conv.pending_message_id, client.conversation_key
+        try:
+            listed = await client._deadline(client._call("list_tasks", client._list_request(
+                conv.context_id, None, TASKS_SEARCHED, "")))
+        except (A2AError, NotImplementedError) as exc:
+            LOG.info("cannot look up the task of message %s at %s: %s", message_id, client.base_url, exc)
+            listed = None
+        for task in listed.tasks if listed is not None else ():
+            if any(m.message_id == message_id for m in task.history):
+                client.conversations.set_pending(key, session_id, task.context_id, task.id)
+                return task.id
+        if listed is not None:
+            LOG.info("%s has no task for message %s, which outlived its turn", client.base_url, message_id)
+        client.conversations.set_pending(key, session_id, conv.context_id, None)
+        return None
+
+    async def answer_when_ready(self, session_id: str, task_id: str, within: float) -> str | None:
+        """Wait (reading the task, less and less often) until the session's pending task
+        (``task_id``, or any) settles; take its answer. ``None`` if it ended without one, was
+        delivered another way (the session's next utterance), or is not ready ``within`` seconds."""
+        client = self.client
+        loop = asyncio.get_running_loop()
+        end, delay = loop.time() + within, FIRST_POLL
+        while loop.time() < end and not client._closed:
+            conv = client.conversation(session_id)
+            if conv is None or not (conv.pending_task_id or conv.pending_message_id) \
+                    or (task_id and conv.pending_task_id != task_id):
+                return None
+            earlier = await self.earlier_answer(session_id)
+            if earlier is not None:
+                return earlier.text
+            await asyncio.sleep(min(delay, max(0.0, end - loop.time())))
+            delay = min(delay * 2, PENDING_POLL_MAX)
+        return None

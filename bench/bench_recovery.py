@@ -28,7 +28,7 @@ from benchlib import REPO, SdkClientThread, use_test_helpers, user_message, writ
 
 use_test_helpers()
 from support.agent_process import AgentProcess, free_port  # noqa: E402
-from ovos_a2a_solver._settings import DEFAULT_BREAKER_COOLDOWN  # noqa: E402
+from ovos_a2a_solver._defaults import DEFAULT_BREAKER_COOLDOWN  # noqa: E402
 
 
 class Listener:

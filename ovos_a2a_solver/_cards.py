@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ovos_a2a_solver._settings import MAX_CARD_BYTES, MAX_KEY_SET_BYTES
+from ovos_a2a_solver._defaults import MAX_CARD_BYTES, MAX_KEY_SET_BYTES
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx

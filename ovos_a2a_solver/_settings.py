@@ -8,38 +8,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver._auth import Credentials, origin_of, token_origins_of
+from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
+                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
+                                      DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
                                             positive_setting)
-
-#: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``
-#: key, ``A2AClient``'s ``timeout`` and the command line's ``--timeout``. One number, because
-#: every caller waits for one turn on behalf of a person (who can ask for longer).
-DEFAULT_TIMEOUT = 30.0
-
-#: The largest agent card accepted, in bytes: a card is a page of JSON; a larger one is
-#: refused (``AgentCardResolutionError``) as soon as the stream passes this size.
-MAX_CARD_BYTES = 1024 * 1024
-#: The largest JWK Set read to check a card's signature, in bytes (a key is a few hundred).
-MAX_KEY_SET_BYTES = 64 * 1024
-
-#: Sends of one turn retried after a transient failure (connection, HTTP 429/502/503/504),
-#: with the same messageId, waiting base * 2**n seconds at most (full jitter), and never
-#: past the turn's deadline.
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_RETRY_BASE_DELAY = 0.2
-#: After this many failed turns in a row the next turns fail at once, for the cool-down.
-DEFAULT_BREAKER_THRESHOLD = 3
-DEFAULT_BREAKER_COOLDOWN = 10.0
-
-#: What the persona says when a turn's deadline passes while the agent is still working
-#: (the answer then comes before the session's next one).
-DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
-
-#: The most characters of one answer read and spoken (256 Ki): a longer answer is cut after
-#: its last sentence within them, ``DEFAULT_ANSWER_CUT`` is said, and the rest is not read.
-DEFAULT_MAX_ANSWER_CHARS = 256 * 1024
-#: What the persona says after an answer cut at ``max_answer_chars``.
-DEFAULT_ANSWER_CUT = "That answer was too long, so I stopped there."
 
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))

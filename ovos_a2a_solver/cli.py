@@ -32,7 +32,7 @@ import textwrap
 import time
 import uuid
 
-from ovos_a2a_solver._settings import DEFAULT_TIMEOUT
+from ovos_a2a_solver._defaults import DEFAULT_TIMEOUT
 from ovos_a2a_solver.bridge.config import is_loopback
 from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver.version import __version__

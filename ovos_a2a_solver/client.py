@@ -50,7 +50,7 @@ from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
-from ovos_a2a_solver._settings import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
+from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_TIMEOUT)
 

@@ -334,7 +334,8 @@ def test_readme_settings_table_is_the_settings():
 
 def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
     from ovos_a2a_solver.client import A2AClient
-    from ovos_a2a_solver._settings import DEFAULT_TIMEOUT, EngineSettings
+    from ovos_a2a_solver._defaults import DEFAULT_TIMEOUT
+    from ovos_a2a_solver._settings import EngineSettings
 
     assert inspect.signature(A2AClient).parameters["timeout"].default == DEFAULT_TIMEOUT
     assert EngineSettings(agent_url="http://127.0.0.1:1/a2a").timeout == DEFAULT_TIMEOUT

@@ -21,7 +21,8 @@ from support import REPO_ROOT
 from support.agent_process import AgentProcess
 from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver._answers import AnswerAssembler
-from ovos_a2a_solver._settings import DEFAULT_ANSWER_CUT, DEFAULT_MAX_ANSWER_CHARS, EngineSettings
+from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT, DEFAULT_MAX_ANSWER_CHARS
+from ovos_a2a_solver._settings import EngineSettings
 
 CAP = DEFAULT_MAX_ANSWER_CHARS
 HUGE, CHUNK = 33_000_000, 100_000  # the limit is passed in the third chunk

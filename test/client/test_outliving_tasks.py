@@ -4,7 +4,7 @@ import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, StillWorkingError
-from ovos_a2a_solver._settings import DEFAULT_STILL_WORKING
+from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING
 
 from support.waiting import wait_until
 

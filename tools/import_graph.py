@@ -24,8 +24,13 @@ PICTURE = REPO_ROOT / "docs" / "rooms.md"
 #: the leaf modules every part of the package may import (they import only each other)
 SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state",
                                            "resilience")}
-#: the command line: it may import every part; nothing imports it
+#: the command line (the package ``cli``, and the demo): it may import every part; nothing imports it
 COMMAND_LINE = {f"{PACKAGE}.cli", f"{PACKAGE}.demo"}
+
+
+def command_line(module: str) -> bool:
+    """Whether ``module`` is part of the command line."""
+    return module in COMMAND_LINE or module.startswith(f"{PACKAGE}.cli.")
 
 #: bridge room -> the other rooms it may import (a room is a subpackage, or a module directly
 #: under bridge/); "cluster.peers" allows that module of the room only. Every room may import
@@ -113,7 +118,7 @@ def half_of(module: str) -> str:
     """Which part of the package a module belongs to, for the rules between them."""
     if module in SHARED or module == PACKAGE:
         return "shared"
-    if module in COMMAND_LINE:
+    if command_line(module):
         return "command line"
     if module == BRIDGE or module.startswith(BRIDGE + "."):
         return "bridge"

@@ -1,0 +1,306 @@
+# Copyright 2026 OpenVoiceOS contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The commands: ``discover``, ``send``, ``status``, ``cancel``, ``tasks``, ``chat``, ``serve``
+and ``demo``, each ``cmd_NAME(args, out) -> exit status``."""
+from __future__ import annotations
+
+import sys
+import uuid
+
+from ovos_a2a_solver.cli.agents import open_client
+from ovos_a2a_solver.cli.failures import one_line
+from ovos_a2a_solver.cli.output import CommandError, Output, Waiting
+
+
+def cmd_discover(args, out: Output) -> int:
+    with open_client(args, out) as client:
+        card = client.fetch_agent_card()
+    if out.as_json:
+        from google.protobuf.json_format import MessageToDict
+        out.json(MessageToDict(card.proto))
+        return 0
+    print(f"{out.bold(card.name)}  {out.dim('version ' + card.version) if card.version else ''}".rstrip())
+    out.para(card.description, "  ")
+    print(out.bold("interfaces"))
+    for interface in card.interfaces:
+        tenant = f"  tenant {interface.tenant}" if interface.tenant else ""
+        print(f"  {interface.binding:<9} A2A {interface.protocol_version or '?':<4} {interface.url}{tenant}")
+    caps = [name for name, on in (("streaming", card.streaming), ("push notifications", card.push_notifications))
+            if on]
+    print(f"{out.bold('capabilities')}  {', '.join(caps) or 'none'}")
+    print(f"{out.bold('security')}  {', '.join(card.security_schemes) or 'none (anonymous)'}")
+    print(out.bold("skills"))
+    for skill in card.skills:
+        print(f"  {out.bold(skill.name or skill.id)}" + (f"  {out.dim('[' + ', '.join(skill.tags) + ']')}"
+                                                          if skill.tags else ""))
+        if skill.description:
+            out.para(skill.description, "    ")
+        for example in skill.examples:
+            out.para(f'e.g. "{example}"', "    ")
+    return 0
+
+
+def message_text(args) -> str:
+    """The message of ``send``: the argument, stdin (``-``) or ``--file``."""
+    if args.file is not None and args.text is not None:
+        raise CommandError("give the message as an argument, or as --file, not both", 2)
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as exc:
+            raise CommandError(f"cannot read --file {args.file}: {exc.strerror or exc}", 2) from None
+    elif args.text == "-":
+        text = sys.stdin.read()
+    elif args.text is None:
+        raise CommandError("what to send: give it as an argument, '-' (stdin) or --file PATH", 2)
+    else:
+        text = args.text
+    text = text.rstrip("\n")
+    if not text.strip():
+        raise CommandError("the message is empty", 2)
+    return text
+
+
+def cmd_send(args, out: Output) -> int:
+    from ovos_a2a_solver._conversations import ConversationStore
+
+    text = message_text(args)
+    store = ConversationStore.default()
+    updates = []
+    waiting = Waiting(sys.stderr.isatty() and not out.as_json)
+    try:
+        def on_update(update) -> None:
+            updates.append(update)
+            waiting.update(update)
+            if args.stream and not out.as_json and (update.progress or update.note) and not waiting.enabled:
+                print(out.dim(f"… {update.progress or update.note}"), file=sys.stderr, flush=True)
+
+        # always streamed when the agent offers it: the task id and progress arrive while waiting
+        # (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
+        with open_client(args, out, conversations=store, streaming=True) as client:
+            if args.stream and not out.as_json and not waiting.enabled:
+                print(out.dim("… working"), file=sys.stderr, flush=True)
+            pieces = []
+            try:
+                for piece in client.stream_task(text, session_id=args.session, on_update=on_update):
+                    pieces.append(piece)
+                    if args.stream and not out.as_json:
+                        waiting.stop()
+                        print(piece, end="", flush=True)
+            except KeyboardInterrupt:
+                waiting.stop()
+                if args.stream and pieces:
+                    print()
+                return _cancel_after_interrupt(client, updates, out)
+            finally:
+                waiting.stop()
+            conversation = client.conversation(args.session)
+    finally:
+        waiting.stop()
+    answer = "".join(pieces)
+    last = updates[-1] if updates else None
+    task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
+    if out.as_json:
+        out.json({"answer": answer, "state": last.state_name if last else "", "task_id": task_id,
+                  "context_id": conversation.context_id if conversation else "",
+                  "waiting_for_input": bool(conversation and conversation.task_id)})
+        return 0
+    if args.stream:
+        print()
+    else:
+        out.para(answer)
+    if conversation and conversation.task_id:
+        out.note(f"the agent waits for your answer: ovos-a2a send {args.url} \"...\" --session {args.session}")
+    elif task_id and sys.stderr.isatty():
+        out.note(f"task {task_id} ({last.state_name if last else '?'})")
+    return 0
+
+
+def _cancel_unless_ended(client, task_id: str):
+    """The task after an interrupted answer: closing the answer's stream already asked the agent
+    to cancel it; if it still runs (the agent ignored that), ask once more."""
+    from ovos_a2a_solver.states import TERMINAL
+
+    task = client.get_task(task_id)
+    return task if task.status.state in TERMINAL else client.cancel_task(task_id)
+
+
+def _cancel_after_interrupt(client, updates, out: Output) -> int:
+    """Ctrl-C during ``send``: cancel the remote task and say what the agent answered."""
+    from a2a.utils.errors import A2AError
+    from ovos_a2a_solver.states import state_name
+
+    task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
+    if not task_id:
+        out.note("interrupted before the agent named a task: nothing to cancel")
+        return 130
+    try:
+        task = _cancel_unless_ended(client, task_id)
+    except A2AError as exc:
+        out.note(f"interrupted; the agent did not cancel task {task_id}: {one_line(exc)}")
+        return 130
+    except KeyboardInterrupt:
+        out.note(f"interrupted; task {task_id} may still run: ovos-a2a cancel {client.base_url} {task_id}")
+        return 130
+    out.note(f"interrupted; the agent canceled task {task_id}: it is now {state_name(task.status.state)}")
+    return 130
+
+
+def _task_summary(task, out: Output) -> None:
+    from ovos_a2a_solver.states import state_name
+
+    state = state_name(task.status.state)
+    print(f"{out.bold('task')}     {task.id}")
+    print(f"{out.bold('context')}  {task.context_id}")
+    print(f"{out.bold('state')}    {state}")
+    if task.status.HasField("message"):
+        text = "".join(p.text for p in task.status.message.parts if p.WhichOneof("content") == "text")
+        if text:
+            out.para(f"status: {text}", "  ")
+    answer = "".join(p.text for a in task.artifacts for p in a.parts if p.WhichOneof("content") == "text")
+    if answer:
+        print(out.bold("answer"))
+        out.para(answer, "  ")
+
+
+def _show_task(task, out: Output) -> int:
+    if out.as_json:
+        from google.protobuf.json_format import MessageToDict
+        out.json(MessageToDict(task))
+    else:
+        _task_summary(task, out)
+    return 0
+
+
+def cmd_status(args, out: Output) -> int:
+    with open_client(args, out) as client:
+        return _show_task(client.get_task(args.task_id), out)
+
+
+def cmd_cancel(args, out: Output) -> int:
+    with open_client(args, out) as client:
+        return _show_task(client.cancel_task(args.task_id), out)
+
+
+def _newest_first(tasks) -> list:
+    """Newest status timestamp first; tasks without one after, in the order given."""
+    stamped = [t for t in tasks if t.status.HasField("timestamp")]
+    rest = [t for t in tasks if not t.status.HasField("timestamp")]
+    stamped.sort(key=lambda t: (t.status.timestamp.seconds, t.status.timestamp.nanos), reverse=True)
+    return stamped + rest
+
+
+def cmd_tasks(args, out: Output) -> int:
+    from ovos_a2a_solver.states import ACTIVE, state_from_name, state_name
+
+    if args.state and args.state.strip().lower() == "active":
+        states = sorted(ACTIVE)
+        if args.page_token:
+            raise CommandError("--state active merges two listings: it takes no --page-token (use --all)", 2)
+    else:
+        states = [state_from_name(args.state) if args.state else None]
+    rows, token = [], ""
+    with open_client(args, out) as client:
+        for state in states:
+            token = args.page_token or ""
+            while True:
+                page = client.list_tasks(context_id=args.context or "", state=state, page_size=args.page_size,
+                                         page_token=token)
+                rows.extend(page.tasks)
+                token = page.next_page_token
+                if not args.all or not token:
+                    break
+    rows = _newest_first(rows)
+    if len(states) > 1:  # merged: one page of the newest, unless every page was asked for
+        more = len(rows) > args.page_size and not args.all
+        rows, token = (rows[:args.page_size] if not args.all else rows), ""
+        if more:
+            out.note(f"more tasks: --page-size {args.page_size * 2} (or --all)")
+    if out.as_json:
+        from google.protobuf.json_format import MessageToDict
+        out.json({"tasks": [MessageToDict(t) for t in rows], "next_page_token": token})
+        return 0
+    if not rows:
+        print("no tasks")
+    for task in rows:
+        name = state_name(task.status.state)
+        when = task.status.timestamp.ToJsonString() if task.status.HasField("timestamp") else ""
+        print(f"{task.id}  {name:<14} {out.dim('context ' + task.context_id)}  {out.dim(when)}")
+    if token:
+        out.note(f"more tasks: --page-token {token} (or --all)")
+    return 0
+
+
+CHAT_HELP = """\
+  /help    this list
+  /new     start a new conversation ({name} forgets this one's context)
+  /quit    end the chat (or Ctrl-D)
+  Ctrl-C   while {name} answers: cancel that answer on the agent
+  //text   send text that starts with a slash"""
+
+
+def cmd_chat(args, out: Output) -> int:
+    from a2a.utils.errors import A2AError
+
+    from ovos_a2a_solver.states import state_name
+
+    session = "chat-" + uuid.uuid4().hex[:8]
+    with open_client(args, out, streaming=True) as client:
+        card = client.fetch_agent_card()
+        print(out.dim(f"talking to {card.name}; /help for commands, /quit or Ctrl-D ends, "
+                      f"Ctrl-C cancels the answer in progress"))
+        while True:
+            try:
+                text = input(out.bold("you> "))
+            except EOFError:
+                print()
+                return 0
+            except KeyboardInterrupt:
+                print()
+                return 130
+            if not text.strip():
+                continue
+            command = text.strip().split()[0].lower() if text.strip().startswith("/") else ""
+            if command in ("/quit", "/exit"):
+                return 0
+            if command == "/new":
+                client.reset(session)
+                print(out.dim("(new conversation)"))
+                continue
+            if command == "/help":
+                print(CHAT_HELP.format(name=card.name))
+                continue
+            if command and not text.strip().startswith("//"):
+                print(out.dim(f"(unknown command {command}: /help lists them; start with // to send it as text)"))
+                continue
+            if text.strip().startswith("//"):
+                text = text.strip()[1:]
+            current = {}
+            print(out.bold(f"{card.name}> "), end="", flush=True)
+            try:
+                for piece in client.stream_task(text, session_id=session,
+                                                on_update=lambda u: current.update(task=u.task_id)):
+                    print(piece, end="", flush=True)
+                print()
+            except KeyboardInterrupt:
+                print()
+                if current.get("task"):
+                    try:
+                        task = _cancel_unless_ended(client, current["task"])
+                        print(out.dim(f"(task {task.id} on the agent: {state_name(task.status.state)})"))
+                    except A2AError as exc:
+                        print(out.dim(f"(the agent did not cancel: {exc})"))
+            except A2AError as exc:
+                print()
+                out.note(f"{type(exc).__name__}: {exc}")
+
+
+def cmd_demo(args, out: Output) -> int:
+    from ovos_a2a_solver.demo import run_demo
+    return run_demo(out, timeout=args.timeout, quiet=not args.debug)
+
+
+def cmd_serve(args, out: Output) -> int:
+    from ovos_a2a_solver.bridge.process.command import run
+    return run(args)

@@ -249,8 +249,8 @@ def test_a_host_allowed_by_name_is_registered_without_resolving(allowing_bridge)
 def test_ipv6_forms_that_carry_a_public_ipv4_address_are_registered(plain_bridge, url):
     """6to4, Teredo and IPv4-mapped addresses are judged by the IPv4 address they carry:
     8.8.8.8 (and Teredo's public server) may be called, as 8.8.8.8 itself may."""
-    waiting = rpc(plain_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
-    created = rpc(plain_bridge, "CreateTaskPushNotificationConfig", {"taskId": waiting["id"], **push_config(url)})
+    waiting = rpc(plain_bridge.url, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(plain_bridge.url, "CreateTaskPushNotificationConfig", {"taskId": waiting["id"], **push_config(url)})
     assert created["result"]["url"] == url, created
 
 
@@ -267,13 +267,13 @@ def assert_no_secrets(answer) -> None:
 
 
 def test_no_answer_shows_a_configs_secrets_over_jsonrpc_and_http_json(allowing_bridge, receiver):
-    waiting = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
-    created = rpc(allowing_bridge, "CreateTaskPushNotificationConfig",
+    waiting = rpc(allowing_bridge.url, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    created = rpc(allowing_bridge.url, "CreateTaskPushNotificationConfig",
                   {"taskId": waiting["id"], "id": "s-1", **push_config(receiver.url)})["result"]
     assert created["url"] == receiver.url and created["authentication"]["scheme"] == "Bearer"
     answers = [created,
-               rpc(allowing_bridge, "GetTaskPushNotificationConfig", {"taskId": waiting["id"], "id": "s-1"}),
-               rpc(allowing_bridge, "ListTaskPushNotificationConfigs", {"taskId": waiting["id"]})]
+               rpc(allowing_bridge.url, "GetTaskPushNotificationConfig", {"taskId": waiting["id"], "id": "s-1"}),
+               rpc(allowing_bridge.url, "ListTaskPushNotificationConfigs", {"taskId": waiting["id"]})]
     rest = f"{allowing_bridge.url}/rest/tasks/{waiting['id']}/pushNotificationConfigs"
     answers += [httpx.get(rest, headers=V1, timeout=10).text, httpx.get(rest + "/s-1", headers=V1, timeout=10).text]
     v03_config = {"id": "s-2", "url": receiver.url, "token": TOKEN,
@@ -288,14 +288,14 @@ def test_no_answer_shows_a_configs_secrets_over_jsonrpc_and_http_json(allowing_b
         assert_no_secrets(answer)
     # the webhook still gets them
     follow_up = message("Rome", task_id=waiting["id"], context_id=waiting["contextId"])
-    rpc(allowing_bridge, "SendMessage", {"message": follow_up})
+    rpc(allowing_bridge.url, "SendMessage", {"message": follow_up})
     wait_until(lambda: receiver.states().count("TASK_STATE_COMPLETED") >= 2, "the completed event at both configs")
     assert {item["headers"]["X-A2A-Notification-Token"] for item in receiver.received} == {TOKEN}
     assert {item["headers"]["Authorization"] for item in receiver.received} == {f"Bearer {CREDENTIALS}"}
 
 
 def test_no_answer_shows_a_configs_secrets_over_grpc(allowing_bridge, receiver):
-    waiting = rpc(allowing_bridge, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
+    waiting = rpc(allowing_bridge.url, "SendMessage", {"message": message("ask:which city?")})["result"]["task"]
 
     async def go():
         async with grpc_client(allowing_bridge.url) as client:

@@ -40,7 +40,7 @@ def one_slot_bridge():
 
 
 def post(bridge: BridgeProcess, content: bytes, path: str = "/", headers=None) -> httpx.Response:
-    return httpx.post(one_slot_bridge.url + path, content=content, timeout=30,
+    return httpx.post(bridge.url + path, content=content, timeout=30,
                       headers={**V1, "Content-Type": "application/json", **(headers or {})})
 
 
@@ -325,7 +325,7 @@ def test_a_lone_surrogate_is_400_on_http_json_and_a_pair_is_a_character(one_slot
 def grpc_call(bridge: BridgeProcess, method: str, body: bytes):
     import grpc
 
-    with grpc.insecure_channel(one_slot_bridge.grpc_target) as channel:
+    with grpc.insecure_channel(bridge.grpc_target) as channel:
         call = channel.unary_unary(f"/lf.a2a.v1.A2AService/{method}", request_serializer=lambda raw: raw,
                                    response_deserializer=lambda raw: raw)
         with pytest.raises(grpc.RpcError) as raised:

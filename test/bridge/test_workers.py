@@ -404,7 +404,7 @@ def test_a_worker_answers_only_the_other_workers_of_its_bridge(two_workers):
         return heard
 
     for as_user in (65534, None):
-        refused = answer(as_user)  # connected, then hung up on: before or after the request was written
+        refused = heard_back(as_user)  # connected, then hung up on: before or after the request was written
         assert refused == b"heard:" or refused.startswith((b"failed:BrokenPipeError",
                                                            b"failed:ConnectionResetError")), (as_user, refused)
 

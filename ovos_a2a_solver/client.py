@@ -92,6 +92,12 @@ class _Running:
     answer: AnswerAssembler
     task: "asyncio.Task | None"
     stopped: "asyncio.Future | None" = None  # set by stop(): True once the agent canceled the task
+    sent: bool = False                       # the message went out: the agent may be working on it
+
+
+def _task_goes_on(answer: AnswerAssembler) -> bool:
+    """Whether the agent named a task for the message that has not settled yet (it works on)."""
+    return bool(answer.task_id) and answer.state not in SETTLED and not answer.message_reply
 
 
 def conversation_key(agent_url: str, namespace: str = "", caller: str | None = None) -> str:
@@ -287,7 +293,8 @@ class _BaseClient:
 
     async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
                          streaming: bool, lang: str | None = None) -> AsyncIterator[Revision]:
-        """One message to the agent; its answer as revisions, as they arrive.
+        """One message to the agent; its answer as revisions, as they arrive, within the turn's
+        deadline; the breaker told how the turn went, and the conversation what it keeps.
 
         Left before the answer ended (the caller closed the stream, or :meth:`stop`), the
         agent's task is canceled with CancelTask and the HTTP stream released.
@@ -302,54 +309,13 @@ class _BaseClient:
         self._breaker.before_turn()
         running = _Running(session_id, answer, asyncio.current_task())
         self._running.add(running)
-        attempts = self._attempts(connection)
         try:
-            sent = False
             async with asyncio.timeout(self.timeout):
-                while True:
-                    try:
-                        client = await connection.client(streaming)
-                        sent = True  # from here on the agent may be working on the message
-                        async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
-                            async for event in events:
-                                for revision in answer.feed(event):
-                                    yield revision
-                                if answer.cut:
-                                    break  # the rest is not read: leaving closes the stream
-                        break
-                    except A2AError as exc:
-                        if answer.task_id and answer.state not in SETTLED and not answer.message_reply \
-                                and connection_lost(exc):
-                            LOG.info("the stream of task %s from %s broke (%s); following the task instead",
-                                     answer.task_id, self.base_url, exc)
-                            async for revision in self._follow(answer):
-                                yield revision
-                            break
-                        # nothing came back: the same message again is still one turn
-                        wait = attempts.next_try(exc, send_again=answer.events == 0)
-                        if wait is not None:
-                            await asyncio.sleep(wait)
-                            continue
-                        self._after_error(exc, session_id, conv)
-                        raise
+                async with aclosing(self._exchange(connection, message, running, streaming, conv)) as revisions:
+                    async for revision in revisions:
+                        yield revision
         except asyncio.TimeoutError:
-            if answer.task_id and answer.state not in SETTLED and not answer.message_reply:
-                # the agent is alive and working: the task outlives the turn, bound to the session
-                self._breaker.succeeded()
-                context_id = answer.context_id or (conv.context_id if conv else "")
-                self._record(session_id, Outcome.STILL_WORKING, context_id, answer.task_id)
-                raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it is still "
-                                        f"working on task {answer.task_id}", answer.task_id, context_id) from None
-            error = A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s")
-            self._breaker.failed(error)
-            if sent and not answer.events and session_id is not None:
-                # the agent has the message but has not said which task it is (a blocking exchange):
-                # bind the message, whose task is looked up later
-                self._record(session_id, Outcome.UNNAMED, conv.context_id if conv else "",
-                             message_id=message.message_id)
-                raise StillWorkingError(f"no answer from {self.base_url} within {self.timeout:g} s; it may still "
-                                        f"be working on the message", "", conv.context_id if conv else "") from None
-            raise error from None
+            raise self._deadline_passed(running, conv, message) from None
         except (GeneratorExit, asyncio.CancelledError):
             self._running.discard(running)
             self._breaker.abandoned()
@@ -363,14 +329,69 @@ class _BaseClient:
         finally:
             self._running.discard(running)
         self._breaker.succeeded()
-        if answer.cut and answer.state not in SETTLED and not answer.message_reply:
+        for revision in self._ending(answer, session_id, conv):
+            yield revision
+
+    async def _exchange(self, connection: AgentConnection, message: Message, running: "_Running", streaming: bool,
+                        conv: Conversation | None) -> AsyncIterator[Revision]:
+        """Send ``message`` and read its answer, within the tries of :class:`Attempts` (the same
+        message again is still one turn, while nothing came back). A stream that breaks once
+        the agent named its task is followed instead (:meth:`_follow`)."""
+        answer, attempts = running.answer, self._attempts(connection)
+        while True:
+            try:
+                client = await connection.client(streaming)
+                running.sent = True  # from here on the agent may be working on the message
+                async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
+                    async for event in events:
+                        for revision in answer.feed(event):
+                            yield revision
+                        if answer.cut:
+                            break  # the rest is not read: leaving closes the stream
+                return
+            except A2AError as exc:
+                if _task_goes_on(answer) and connection_lost(exc):
+                    LOG.info("the stream of task %s from %s broke (%s); following the task instead",
+                             answer.task_id, self.base_url, exc)
+                    async for revision in self._follow(answer):
+                        yield revision
+                    return
+                wait = attempts.next_try(exc, send_again=answer.events == 0)
+                if wait is None:
+                    self._after_error(exc, running.session_id, conv)
+                    raise
+                await asyncio.sleep(wait)
+
+    def _deadline_passed(self, running: "_Running", conv: Conversation | None, message: Message) -> Exception:
+        """What a turn whose deadline passed raises: :class:`StillWorkingError` while the agent
+        works on (its task, or the message it has not named a task for, stays pending in the
+        conversation), else a timeout."""
+        answer, session_id = running.answer, running.session_id
+        late = f"no answer from {self.base_url} within {self.timeout:g} s"
+        context_id = answer.context_id or (conv.context_id if conv else "")
+        if _task_goes_on(answer):  # the agent is alive and working: the task outlives the turn
+            self._breaker.succeeded()
+            self._record(session_id, Outcome.STILL_WORKING, context_id, answer.task_id)
+            return StillWorkingError(f"{late}; it is still working on task {answer.task_id}", answer.task_id,
+                                     context_id)
+        error = A2AClientTimeoutError(late)
+        self._breaker.failed(error)
+        if running.sent and not answer.events and session_id is not None:
+            # the agent has the message but has not said which task it is (a blocking exchange)
+            self._record(session_id, Outcome.UNNAMED, context_id, message_id=message.message_id)
+            return StillWorkingError(f"{late}; it may still be working on the message", "", context_id)
+        return error
+
+    def _ending(self, answer: AnswerAssembler, session_id: str | None,
+                conv: Conversation | None) -> Iterator[Revision]:
+        """The last revisions of an answer that arrived, and what the conversation keeps of it."""
+        if answer.cut and _task_goes_on(answer):
             # not canceled: the reply to CancelTask would carry the whole task, all it wrote
             LOG.warning("the answer from %s passed %d characters: cut there, and the rest of task %s not read",
                         self.base_url, self.max_answer_chars, answer.task_id)
             self._record(session_id, Outcome.CUT, answer.context_id or (conv.context_id if conv else ""))
             return
-        for revision in answer.finish():
-            yield revision
+        yield from answer.finish()
         self._after_answer(answer, session_id, conv)
 
     async def _follow(self, answer: AnswerAssembler) -> AsyncIterator[Revision]:
@@ -402,7 +423,7 @@ class _BaseClient:
     async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
         """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""
         answer, ok = running.answer, True
-        if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:
+        if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:  # not yet ended
             try:
                 async with asyncio.timeout(min(self.timeout, CANCEL_TIMEOUT)):
                     task = await self._call("cancel_task", CancelTaskRequest(id=answer.task_id))
@@ -442,12 +463,13 @@ class _BaseClient:
         return all(results)
 
     def _assembler(self, on_update: Callable[[TaskUpdate], None] | None) -> AnswerAssembler:
-        report = None
-        if on_update is not None:
-            def report(a: AnswerAssembler) -> None:
-                on_update(TaskUpdate(a.task_id, a.context_id, a.state or TaskState.TASK_STATE_UNSPECIFIED,
-                                     a.progress, a.note))
-        return AnswerAssembler(on_update=report, max_chars=self.max_answer_chars, cut_line=self.answer_cut)
+        """An answer's assembler within this client's limits; ``on_update`` sees each event's :class:`TaskUpdate`."""
+        def report(a: AnswerAssembler) -> None:
+            on_update(TaskUpdate(a.task_id, a.context_id, a.state or TaskState.TASK_STATE_UNSPECIFIED, a.progress,
+                                 a.note))
+
+        return AnswerAssembler(on_update=report if on_update is not None else None, max_chars=self.max_answer_chars,
+                               cut_line=self.answer_cut)
 
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is now

@@ -41,6 +41,9 @@ from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, tok
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
+from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
+                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
+                                      DEFAULT_TIMEOUT)
 from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, KEPT, Effect, Kept, Outcome, effect_of_error, outcome_of
 from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError,
                                      MissingCredentialError, StillWorkingError)
@@ -50,9 +53,6 @@ from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
-from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
-                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
-                                      DEFAULT_TIMEOUT)
 
 LOG = logging.getLogger("ovos_a2a_solver")
 

@@ -33,25 +33,25 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
-from ovos_a2a_solver.bridge.turns.admission import OperationTracker
 from ovos_a2a_solver.bridge.backends.protocols import Backend
-from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
-from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
-from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_stores
-from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
-from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
-from ovos_a2a_solver.bridge.storage.operations import OperationLog
-from ovos_a2a_solver.bridge.push.delivery import WebhookSender
-from ovos_a2a_solver.bridge.push.guard import WebhookGuard
-from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.cluster.peers import Peers
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
-from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
-from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
-from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
+from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
+from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.edge.versions import served_versions
 from ovos_a2a_solver.bridge.edge.wire import BodyLimit, VersionCheck, WireCheck
+from ovos_a2a_solver.bridge.push.delivery import WebhookSender
+from ovos_a2a_solver.bridge.push.guard import WebhookGuard
+from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_stores
+from ovos_a2a_solver.bridge.storage.operations import OperationLog
+from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
+from ovos_a2a_solver.bridge.turns.admission import OperationTracker
+from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
+from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
+from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -31,7 +31,7 @@ def _load_import_graph():
 
 
 graph_tool = _load_import_graph()
-PACKAGE, BRIDGE, SHARED, COMMAND_LINE = graph_tool.PACKAGE, graph_tool.BRIDGE, graph_tool.SHARED, graph_tool.COMMAND_LINE
+PACKAGE, BRIDGE, SHARED = graph_tool.PACKAGE, graph_tool.BRIDGE, graph_tool.SHARED
 BRIDGE_ROOMS, MODULES = graph_tool.BRIDGE_ROOMS, graph_tool.MODULES
 half_of, bridge_room, room_violations = graph_tool.half_of, graph_tool.bridge_room, graph_tool.room_violations
 import_circles = graph_tool.import_circles

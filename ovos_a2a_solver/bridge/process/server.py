@@ -57,7 +57,8 @@ def _uvicorn_server(config, bridge):
 
 
 def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbose: bool = False) -> None:
-    """Serve ``bridge`` on the listening ``sock`` until SIGINT/SIGTERM (see :func:`~ovos_a2a_solver.bridge.process.serve.serve`)."""
+    """Serve ``bridge`` on the listening ``sock`` until SIGINT/SIGTERM (see
+    :func:`~ovos_a2a_solver.bridge.process.serve.serve`)."""
     import uvicorn
 
     settings = bridge.settings

@@ -144,8 +144,11 @@ class _Workers:
             from ovos_a2a_solver.bridge.app import Bridge
 
             bridge = Bridge(settings, load_backend(settings), self.signing_key, worker=number)
-            run_bridge(bridge, self.sockets[number - 1], lambda _s, name, _w: self._report({"kind": "ready", "worker": number,
-                                                                            "name": name}), self.verbose)
+
+            def ready(_settings, name, _workers) -> None:
+                self._report({"kind": "ready", "worker": number, "name": name})
+
+            run_bridge(bridge, self.sockets[number - 1], ready, self.verbose)
         except Exception as exc:  # one line, as the command reports a failed start (a traceback with --debug)
             if self.verbose:
                 LOG.exception("worker %d failed", number)

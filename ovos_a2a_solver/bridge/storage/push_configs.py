@@ -104,7 +104,8 @@ class PushConfigStore(PushNotificationConfigStore):
 
     async def _refusal(self, task_id: str, owner: str) -> InvalidParamsError:
         on_task = await self.db.fetch("SELECT COUNT(*) AS n FROM a2a_bridge_push_configs "
-                                      "WHERE task_id = :task_id AND owner = :owner", {"task_id": task_id, "owner": owner})
+                                      "WHERE task_id = :task_id AND owner = :owner",
+                                      {"task_id": task_id, "owner": owner})
         if on_task[0]["n"] >= self.per_task:
             return InvalidParamsError(message=f"task {task_id} has {on_task[0]['n']} push configs, the most one task "
                                               f"may have ({names_of('push_configs_per_task')}); delete one first, "

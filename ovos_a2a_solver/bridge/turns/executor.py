@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import AsyncIterator
 
 from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -33,13 +34,14 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
-from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOutput, Backend, Completion, Interruptible,
-                                                       MessageRoutedBackend, NoAnswerError, Rejection, Reply)
+from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOutput, Backend, Completion,
+                                                       Interruptible, MessageRoutedBackend, NoAnswerError, Rejection,
+                                                       Reply)
 from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
-from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.states import state_name
 
@@ -173,77 +175,46 @@ class PersonaExecutor(AgentExecutor):
         otherwise (a blocking call sees only the end) the answer is one artifact at the end.
         ``retry``: a failure before anything was said is not written but returned as RETRY.
         """
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline = started + self.settings.deadline
-        answer = AnswerArtifact(updater, chunked)
-        outputs = 0  # typed outputs written (artifacts of their own)
-        pending = [first] if first is not None else []
-        while True:
-            now = loop.time()
-            if now >= deadline:
-                await answer.flush()
+        writer = TaskWriter(updater, chunked, retry)
+        async for event in self._paced(turn, updater, first):
+            if event is None:  # the deadline passed
+                await writer.answer.flush()
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
                     f"No answer within {self.settings.deadline:g} s: the outcome is unknown; the persona may "
                     f"still be working. Ask for this task again later."))
                 return RelayEnd.DEADLINE
+            end = await writer.write(event)
+            if end is not None:
+                return end
+        raise AssertionError("a turn's events end with the deadline or an ending event")  # pragma: no cover
+
+    async def _paced(self, turn: Turn, updater: TaskUpdater,
+                     first: TurnEvent | None) -> AsyncIterator[TurnEvent | None]:
+        """The turn's events (``first`` first) as they come; while none comes, a heartbeat on
+        the task every ``heartbeat`` seconds (no message, so it never piles up in the
+        history); ``None`` once the turn's ``deadline`` passed, and then nothing more."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline = started + self.settings.deadline
+        if first is not None:
+            yield first
+        while True:
+            now = loop.time()
+            if now >= deadline:
+                yield None
+                return
+            if not turn.events.empty():  # said already: no timer to arm
+                yield turn.events.get_nowait()
+                continue
             try:
-                if pending:
-                    event = pending.pop()
-                elif not turn.events.empty():  # said already: no timer to arm
-                    event = turn.events.get_nowait()
-                else:
-                    event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
+                event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
             except asyncio.TimeoutError:
-                if loop.time() < deadline:  # a heartbeat: no message, so it never piles up in the history
+                if loop.time() < deadline:
                     elapsed = round(loop.time() - started)
                     await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
                         HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
                 continue
-            kind = event.kind
-            if kind is TurnEventKind.SENTENCE:
-                await answer.add(event.text)
-            elif kind is TurnEventKind.OUTPUT:
-                output = event.output
-                if isinstance(output, ArtifactOutput):
-                    outputs += 1
-                    await updater.add_artifact([output.part], artifact_id=output.artifact_id, name=output.name,
-                                               append=output.append, last_chunk=output.last_chunk)
-                    continue
-                await answer.close()
-                if isinstance(output, Rejection):
-                    await updater.reject(_agent_message(output.text))
-                elif isinstance(output, (Completion, Reply)):  # a reply after other outputs ends the task
-                    await updater.complete(_agent_message(output.text))
-                else:
-                    await updater.failed(_agent_message(f"The backend gave an unknown output: "
-                                                        f"{type(output).__name__}"))
-                return RelayEnd.ANSWERED
-            elif kind is TurnEventKind.QUESTION:
-                question = event.text or " ".join(answer.said)
-                await answer.close()
-                await updater.requires_input(_agent_message(question or "Please say more."))
-                return RelayEnd.ANSWERED
-            elif kind is TurnEventKind.DONE:
-                if answer.said or outputs:
-                    await answer.close()
-                    await updater.complete()
-                    return RelayEnd.ANSWERED
-                await updater.failed(_agent_message("The persona had no answer."))
-                return RelayEnd.NO_ANSWER
-            elif kind is TurnEventKind.ERROR:
-                if retry and not answer.said and not outputs:
-                    return RelayEnd.RETRY
-                await answer.close()  # what was said before the failure stays said
-                await updater.failed(_agent_message(_reason(event)))
-                return RelayEnd.FAILED
-            elif kind is TurnEventKind.INTERRUPTED:
-                await answer.flush()
-                await updater.failed(_agent_message(INTERRUPTED_BY_SHUTDOWN))
-                return RelayEnd.STOPPED
-            else:  # stopped: cancel() reports the canceled state
-                await answer.flush()
-                return RelayEnd.STOPPED
+            yield event
 
     def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None,
                            admission: Admission | None) -> None:
@@ -302,6 +273,63 @@ class PersonaExecutor(AgentExecutor):
             raise TaskNotCancelableError(message="The persona is in a step that cannot be interrupted.")
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
+
+
+class TaskWriter:
+    """Writes one turn's events to its task: sentences to the answer artifact, typed outputs
+    to artifacts of their own, and the end of the turn as the task's state."""
+
+    def __init__(self, updater: TaskUpdater, chunked: bool, retry: bool) -> None:
+        self.updater, self.retry = updater, retry
+        self.answer = AnswerArtifact(updater, chunked)
+        self.outputs = 0  # typed outputs written (artifacts of their own)
+
+    async def write(self, event: TurnEvent) -> RelayEnd | None:
+        """Write ``event``; how the relay ended if it ends the turn, else ``None``."""
+        kind, updater, answer = event.kind, self.updater, self.answer
+        if kind is TurnEventKind.SENTENCE:
+            await answer.add(event.text)
+            return None
+        if kind is TurnEventKind.OUTPUT:
+            return await self._output(event.output)
+        if kind is TurnEventKind.QUESTION:
+            question = event.text or " ".join(answer.said)
+            await answer.close()
+            await updater.requires_input(_agent_message(question or "Please say more."))
+            return RelayEnd.ANSWERED
+        if kind is TurnEventKind.DONE:
+            if answer.said or self.outputs:
+                await answer.close()
+                await updater.complete()
+                return RelayEnd.ANSWERED
+            await updater.failed(_agent_message("The persona had no answer."))
+            return RelayEnd.NO_ANSWER
+        if kind is TurnEventKind.ERROR:
+            if self.retry and not answer.said and not self.outputs:
+                return RelayEnd.RETRY
+            await answer.close()  # what was said before the failure stays said
+            await updater.failed(_agent_message(_reason(event)))
+            return RelayEnd.FAILED
+        await answer.flush()
+        if kind is TurnEventKind.INTERRUPTED:
+            await updater.failed(_agent_message(INTERRUPTED_BY_SHUTDOWN))
+        return RelayEnd.STOPPED  # stopped: cancel() reports the canceled state
+
+    async def _output(self, output: object) -> RelayEnd | None:
+        updater = self.updater
+        if isinstance(output, ArtifactOutput):
+            self.outputs += 1
+            await updater.add_artifact([output.part], artifact_id=output.artifact_id, name=output.name,
+                                       append=output.append, last_chunk=output.last_chunk)
+            return None
+        await self.answer.close()
+        if isinstance(output, Rejection):
+            await updater.reject(_agent_message(output.text))
+        elif isinstance(output, (Completion, Reply)):  # a reply after other outputs ends the task
+            await updater.complete(_agent_message(output.text))
+        else:
+            await updater.failed(_agent_message(f"The backend gave an unknown output: {type(output).__name__}"))
+        return RelayEnd.ANSWERED
 
 
 class AnswerArtifact:

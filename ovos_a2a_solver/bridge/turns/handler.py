@@ -44,14 +44,14 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificati
 from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
-from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
-from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
+from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, fail_operations)
+from ovos_a2a_solver.bridge.storage.operations import Operation
+from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
 from ovos_a2a_solver.bridge.storage.tasks import NewTasks, call_context_for, owner_scope, read_task
+from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name

@@ -38,10 +38,12 @@ from ovos_a2a_solver.bridge.cluster.peers import Peers
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
+from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
+from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
 from ovos_a2a_solver.bridge.edge.versions import served_versions
-from ovos_a2a_solver.bridge.edge.wire import BodyLimit, VersionCheck, WireCheck
+from ovos_a2a_solver.bridge.edge.wire import WireCheck
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_stores

@@ -15,7 +15,9 @@ call; ``bare_sdk_echo_untraced`` runs with those spans off, as the bridge does
 (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``). Rounds alternate the order; medians and the
 ratios of req/s are reported.
 
-``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
+``--baseline-code DIR``: also the echo bridge of another checkout of the package (``DIR``, its
+root), side by side, with the ratio of this one's req/s to it: a change measured before and after
+in one run. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
 """
 from __future__ import annotations
 
@@ -41,6 +43,12 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
     ]
     ratios = [("bridge", "persona_server"), ("bridge", "bare_sdk"), ("bridge_echo", "bare_sdk_echo"),
               ("bridge_echo", "bare_sdk_echo_untraced")]
+    if args.baseline_code:
+        servers.append(BridgeProcess(workdir, "bridge_echo_baseline",
+                                     ["--backend", "echo", "--state-dir", str(workdir / "state-wrk-baseline"),
+                                      "--max-concurrent", str(max(args.concurrency, 8))],
+                                     env={"PYTHONPATH": str(Path(args.baseline_code).resolve())}))
+        ratios.append(("bridge_echo", "bridge_echo_baseline"))
     return wrk_rounds(servers, workdir, args.concurrency, args.seconds, args.rounds, args.pin, ratios)
 
 
@@ -48,6 +56,8 @@ def main() -> None:
     parser = bench_arguments(__doc__, "2 rounds x 3 s")
     add_round_arguments(parser)
     parser.add_argument("--pin", action="store_true", help="each server on CPU 1, wrk on CPU 0 (needs taskset)")
+    parser.add_argument("--baseline-code", default="", metavar="DIR",
+                        help="also the echo bridge of the package in this checkout, for a ratio before/after")
     args = parser.parse_args()
     resolve_round_arguments(args)
     run_benchmark("send-wrk", args, bench_send_wrk)

@@ -56,6 +56,7 @@ class AgentConnection:
             follow_redirects=False,
         )
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
+        self._clock = clock
         self._clients: dict[bool, tuple[int, Client]] = {}
         self._lock = asyncio.Lock()
         self._authorized = -1  # the card generation whose security requirements are met
@@ -119,7 +120,8 @@ class AgentConnection:
         """One token per endpoint, client and scopes, kept while the card changes."""
         key = (token_url, client_id, client_secret, scopes)
         if key not in self._tokens:
-            self._tokens[key] = ClientCredentialsToken(self.http, token_url, client_id, client_secret, scopes)
+            self._tokens[key] = ClientCredentialsToken(self.http, token_url, client_id, client_secret, scopes,
+                                                       clock=self._clock)
         return self._tokens[key]
 
     def invalidate(self) -> None:

@@ -67,8 +67,9 @@ class ClientCredentialsToken:
     """
 
     def __init__(self, http: httpx.AsyncClient, token_url: str, client_id: str, client_secret: str,
-                 scopes: tuple[str, ...]) -> None:
+                 scopes: tuple[str, ...], *, clock: Callable[[], float] | None = None) -> None:
         self.token_url = token_url
+        self._clock = clock or time.monotonic  # what the token's lifetime is measured in
         self.scopes = scopes
         self._http = http
         self._client_auth = httpx.BasicAuth(quote(client_id, safe=""), quote(client_secret, safe=""))
@@ -77,7 +78,7 @@ class ClientCredentialsToken:
         self._lock = asyncio.Lock()
 
     def _fresh(self) -> str | None:
-        if self._authorization and (self._expires is None or time.monotonic() < self._expires):
+        if self._authorization and (self._expires is None or self._clock() < self._expires):
             return self._authorization
         return None
 
@@ -93,7 +94,7 @@ class ClientCredentialsToken:
             token, lifetime = await self._fetch()
             self._authorization = f"Bearer {token}"
             self._expires = (None if lifetime is None
-                             else time.monotonic() + lifetime - min(TOKEN_EXPIRY_MARGIN, lifetime / 10))
+                             else self._clock() + lifetime - min(TOKEN_EXPIRY_MARGIN, lifetime / 10))
             return self._authorization
 
     def forget(self, refused: str | None) -> None:

@@ -6,7 +6,6 @@ endpoint and counts what it was asked.
 """
 import re
 import socket
-import time
 
 import pytest
 from a2a.client import A2AClientError
@@ -14,6 +13,7 @@ from a2a.client import A2AClientError
 from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore, Credentials, MissingCredentialError
 from ovos_a2a_solver._settings import EngineSettings
 from support.agent_process import AgentProcess
+from support.clock import ManualClock
 
 from support import REPO_ROOT
 
@@ -89,10 +89,12 @@ def test_oauth2_over_http_json_gets_a_new_token_once_after_a_401(agent):
 
 def test_an_expired_oauth2_token_is_fetched_again(agent):
     before = len(token_requests(agent))
-    with A2AClient(agent.agent("oauth"), credentials=SHORT_LIVED) as client:
+    clock = ManualClock()
+    with A2AClient(agent.agent("oauth"), credentials=SHORT_LIVED, clock=clock) as client:
         assert echoed(client.send_task("one")) == "one"
-        time.sleep(1.0)  # the token lives 1 s
-        assert echoed(client.send_task("two")) == "two"
+        assert echoed(client.send_task("two")) == "two"   # the token lives 1 s: still the same
+        clock.advance(1.0)
+        assert echoed(client.send_task("three")) == "three"
     assert [r["client"] for r in token_requests(agent)[before:]] == ["short-lived", "short-lived"]
 
 
@@ -239,7 +241,6 @@ def test_credentials_never_show_in_reprs():
 
 
 def test_every_credential_setting_is_in_the_readme_settings_table():
-    from pathlib import Path
     from ovos_a2a_solver._settings import CREDENTIAL_KEYS
 
     rows = [line for line in (REPO_ROOT / "README.md").read_text().splitlines()

@@ -87,15 +87,20 @@ def outcome_of(state: int | None, message_reply: bool) -> Outcome:
     return Outcome.INCOMPLETE
 
 
-def effect_of_error(exc: BaseException, named_task: bool, named_context: bool) -> Effect:
+def effect_of_error(exc: BaseException, named_task: bool, named_context: bool, refused: bool = False) -> Effect:
     """The conversation effect of an error raised by a send.
 
-    Timeouts, transport and server errors keep the conversation: the agent may still
-    hold it, and the user's next utterance should continue there.
+    The errors of :data:`ERROR_EFFECTS` say what the agent no longer has. Beyond them, a
+    continuation the agent ``refused`` for good (an error of its own or an HTTP status that
+    is not transient, see ``_failures.refused_for_good``) lets go of the open task, so that
+    the session's next utterance starts a new task in the same context instead of failing
+    the same way until the conversation expires. Timeouts, lost connections and transient
+    statuses keep the conversation: the agent may still hold it, and the user's next
+    utterance should continue there.
     """
     if not (named_task or named_context):
         return Effect.KEEP
     for errors, with_task, with_context in ERROR_EFFECTS:
         if isinstance(exc, errors):
             return with_task if named_task else with_context
-    return Effect.KEEP
+    return Effect.FORGET_TASK if named_task and refused else Effect.KEEP

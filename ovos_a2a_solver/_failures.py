@@ -8,14 +8,16 @@ per-agent circuit breaker.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
 from collections.abc import Callable
 
 import httpx
-from a2a.client import A2AClientError
+from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.client.errors import AgentCardResolutionError
-from a2a.utils.errors import MethodNotFoundError, VersionNotSupportedError
+from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError, MethodNotFoundError,
+                              VersionNotSupportedError)
 
 from ovos_a2a_solver._errors import CardSignatureError, CircuitOpenError, MissingCredentialError
 from ovos_a2a_solver.resilience import Breaker, full_jitter
@@ -51,6 +53,65 @@ def http_status(exc: BaseException) -> int | None:
     return None
 
 
+#: the A2A errors by their JSON-RPC code (the a2a-sdk's own mapping, read the other way)
+ERRORS_BY_CODE = {code: cls for cls, code in JSON_RPC_ERROR_CODE_MAP.items()}
+#: how the a2a-sdk words an SSE ``event: error`` it has no handler for (its 0.3 JSON-RPC stream)
+SSE_ERROR_PREFIX = "SSE stream error event received: "
+
+
+def peer_error(exc: BaseException) -> BaseException:
+    """The A2A error a peer meant where the a2a-sdk could not read it, else ``exc``.
+
+    Real agents word errors in ways the SDK's transports do not all read: an A2A 0.3
+    HTTP+JSON agent answers ``404 {"code": -32001, "message": ...}`` (the SDK's 0.3 REST
+    transport reads only a ``type`` field, and takes the 404 for a method not found); a 0.3
+    JSON-RPC stream ends with an SSE ``event: error`` whose data is a JSON-RPC error (no
+    handler there: a generic error). Read the JSON-RPC ``code``, or a ``google.rpc`` reason
+    (``TASK_NOT_FOUND``), wherever the body or the event carries it."""
+    body = _sse_error_data(exc)
+    if body is None:
+        status = next((cause for cause in _chain(exc) if isinstance(cause, httpx.HTTPStatusError)), None)
+        if status is None or not isinstance(exc, (MethodNotFoundError, A2AClientError)) or \
+                isinstance(exc, (CardSignatureError, CircuitOpenError, MissingCredentialError)):
+            return exc
+        try:
+            body = status.response.json()
+        except (ValueError, httpx.ResponseNotRead, UnicodeDecodeError):
+            return exc
+    meant = _a2a_error_in(body)
+    if meant is None:
+        return exc
+    meant.__cause__ = exc
+    return meant
+
+
+def _sse_error_data(exc: BaseException):
+    text = str(exc) if isinstance(exc, A2AClientError) else ""
+    if not text.startswith(SSE_ERROR_PREFIX):
+        return None
+    try:
+        return json.loads(text[len(SSE_ERROR_PREFIX):])
+    except ValueError:
+        return None
+
+
+def _a2a_error_in(body) -> A2AError | None:
+    """The A2A error an error body names: ``{"code", "message"}``, a JSON-RPC response's
+    ``error``, or a ``google.rpc.Status`` whose details carry an ``ErrorInfo`` reason."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error") if isinstance(body.get("error"), dict) else body
+    message = error.get("message") if isinstance(error.get("message"), str) else ""
+    code = error.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and code in ERRORS_BY_CODE:
+        return ERRORS_BY_CODE[code](message=message or None)
+    for detail in error.get("details") or ():
+        reason = detail.get("reason") if isinstance(detail, dict) else None
+        if reason in A2A_REASON_TO_ERROR:
+            return A2A_REASON_TO_ERROR[reason](message=message or None)
+    return None
+
+
 def never_delivered(exc: BaseException) -> bool:
     """True when the request provably never reached the agent (connection refused/failed).
 
@@ -75,6 +136,8 @@ def interface_gone(exc: BaseException) -> bool:
     """
     if isinstance(exc, (MethodNotFoundError, VersionNotSupportedError)):
         return True
+    if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+        return False  # the agent answered with an A2A error of its own (a 404 that says TASK_NOT_FOUND, say)
     return any((isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 404)
                or _grpc_status(cause) == "UNIMPLEMENTED" for cause in _chain(exc))
 
@@ -96,6 +159,18 @@ def transient(exc: BaseException) -> tuple[bool, float | None]:
         if _grpc_status(cause):
             return _grpc_status(cause) in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"), None
     return False, None
+
+
+def refused_for_good(exc: BaseException) -> bool:
+    """Whether the agent got the request and refused it for a reason another try would not
+    change: an A2A error of its own, or an HTTP status that is not transient. Not a timeout, a
+    lost connection or a transient status, nor what failed before anything was sent (an open
+    circuit, a missing credential, a card that could not be read or is not trusted)."""
+    if isinstance(exc, (CircuitOpenError, MissingCredentialError, AgentCardResolutionError, A2AClientTimeoutError)):
+        return False
+    if never_delivered(exc) or connection_lost(exc) or transient(exc)[0]:
+        return False
+    return isinstance(exc, A2AError)
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -47,7 +47,8 @@ from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLD
 from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, KEPT, Effect, Kept, Outcome, effect_of_error, outcome_of
 from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError,
                                      MissingCredentialError, StillWorkingError)
-from ovos_a2a_solver._failures import Attempts, CircuitBreaker, agent_answered, connection_lost
+from ovos_a2a_solver._failures import (Attempts, CircuitBreaker, agent_answered, connection_lost, peer_error,
+                                       refused_for_good)
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver._revisions import Revision
@@ -281,11 +282,14 @@ class _BaseClient:
             try:
                 client = await connection.client(streaming=self.streaming)
                 return await getattr(client, method)(request)
-            except A2AError as exc:
+            except A2AError as caught:
+                exc = peer_error(caught)
                 # reading a known task twice changes nothing: a transient failure is tried again
                 wait = attempts.next_try(exc, transient_again=method == "get_task")
                 if wait is None:
-                    raise
+                    if exc is caught:
+                        raise
+                    raise exc from caught
                 await asyncio.sleep(wait)
             except NotImplementedError as exc:
                 raise A2AClientError(f"{method} is not available over this agent's transport "
@@ -349,7 +353,8 @@ class _BaseClient:
                         if answer.cut:
                             break  # the rest is not read: leaving closes the stream
                 return
-            except A2AError as exc:
+            except A2AError as caught:
+                exc = peer_error(caught)
                 if _task_goes_on(answer) and connection_lost(exc):
                     LOG.info("the stream of task %s from %s broke (%s); following the task instead",
                              answer.task_id, self.base_url, exc)
@@ -359,7 +364,9 @@ class _BaseClient:
                 wait = attempts.next_try(exc, send_again=answer.events == 0)
                 if wait is None:
                     self._after_error(exc, running.session_id, conv)
-                    raise
+                    if exc is caught:
+                        raise
+                    raise exc from caught
                 await asyncio.sleep(wait)
 
     def _deadline_passed(self, running: "_Running", conv: Conversation | None, message: Message) -> Exception:
@@ -525,7 +532,8 @@ class _BaseClient:
     def _after_error(self, exc: BaseException, session_id: str | None, conv: Conversation | None) -> None:
         if session_id is None or conv is None:
             return
-        effect = effect_of_error(exc, named_task=bool(conv.task_id), named_context=bool(conv.context_id))
+        effect = effect_of_error(exc, named_task=bool(conv.task_id), named_context=bool(conv.context_id),
+                                 refused=refused_for_good(exc))
         if effect is Effect.FORGET_TASK:
             self.conversations.forget_task(self.conversation_key, session_id)
         elif effect is Effect.NEW_CONVERSATION:

@@ -174,13 +174,23 @@ def _show_task(task, out: Output) -> int:
 
 
 def cmd_status(args, out: Output) -> int:
+    task_id = _task_id(args, "status")
     with open_client(args, out) as client:
-        return _show_task(client.get_task(args.task_id), out)
+        return _show_task(client.get_task(task_id), out)
 
 
 def cmd_cancel(args, out: Output) -> int:
+    task_id = _task_id(args, "cancel")
     with open_client(args, out) as client:
-        return _show_task(client.cancel_task(args.task_id), out)
+        return _show_task(client.cancel_task(task_id), out)
+
+
+def _task_id(args, command: str) -> str:
+    """The task id given, refused here when it is empty (the agent would be asked for nothing)."""
+    task_id = (args.task_id or "").strip()
+    if not task_id:
+        raise CommandError(f"no task id given: ovos-a2a {command} URL TASK_ID (ovos-a2a tasks URL lists them)", 2)
+    return task_id
 
 
 def _newest_first(tasks) -> list:

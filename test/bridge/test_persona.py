@@ -1,6 +1,7 @@
 """The bridge in front of real OVOS personas: the embedded offline one, and one that relays
 to another A2A agent through this package's plugin (input-required included)."""
 import asyncio
+import json
 
 import grpc
 import httpx
@@ -46,6 +47,16 @@ def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, pri
             assert answer.startswith("continued[") and answer.endswith("]: lisbon")
             assert client.conversation("s").task_id is None
         assert state(task_of(get_task(bridge.url, waiting.task_id))) == "TASK_STATE_COMPLETED"
+
+
+def test_the_users_language_travels_from_the_plugin_through_a_relay_to_the_remote_agent(agent, private_state,
+                                                                                       tmp_path):
+    """plugin (pt-PT) -> bridge -> the relay persona, in that language -> this plugin again ->
+    the remote agent, which answers with the metadata it was sent."""
+    with relay_bridge(tmp_path, agent.agent("metadata")) as bridge:
+        with A2AClient(bridge.url) as client:
+            answer = client.send_task("olá", session_id="s", lang="pt-PT")
+    assert json.loads(answer).get("lang") == "pt-PT", answer
 
 
 def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(agent, private_state, tmp_path):

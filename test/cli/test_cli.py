@@ -293,6 +293,14 @@ def test_an_unknown_task_fails_in_one_line(failures):
     assert "not found" in one_line_error(result).lower(), result.report
 
 
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_an_empty_task_id_is_refused_before_anything_is_sent(cli, agent, command):
+    agent.clear_headers()
+    result = cli.run(command, agent.agent("echo"), "  ")
+    assert result.returncode == 2 and "no task id given" in one_line_error(result), result.report
+    assert [h for h in agent.headers() if h["path"].startswith("/echo")] == [], "the agent was asked"
+
+
 def test_cancel_stops_a_running_task_on_the_bridge(cli, cli_bridge):
     task = task_of(rpc_send(cli_bridge.url, message("slow:1"), blocking=False))  # 5 sentences, 1 s apart
     assert state(task) not in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED"), task

@@ -4,7 +4,7 @@ import sys
 import textwrap
 
 import pytest
-from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore
@@ -114,6 +114,73 @@ def test_a_task_the_agent_forgot_raises_once_then_a_new_task_starts_in_the_conte
         with pytest.raises(TaskNotFoundError):
             client.send_task("hunter2", session_id="s")
         assert client.send_task("recall", session_id="s") == "you told me silver"
+
+
+# a 404 without an A2A error is taken for an interface that moved: the card is read again and
+# the message sent once more, which is refused again
+@pytest.mark.parametrize("status, refusals", [(500, 1), (400, 1), (404, 2)])
+def test_a_continuation_refused_for_good_lets_go_of_the_task_and_the_context_goes_on(agent, status, refusals):
+    """An agent that answers a continuation with an error that another try would not change
+    (here an HTTP status that is not transient): it fails once, and the session's next
+    utterance starts a new task in the same context, instead of being sent as the same
+    failing continuation until the conversation expires."""
+    with A2AClient(agent.agent("memory")) as client:
+        assert client.send_task("remember copper", session_id="s") == "ok, I will remember copper"
+        assert client.send_task("login", session_id="s") == "password?"
+        ctx = client.conversation("s").context_id
+        agent.flaky(refusals, status=status, agent="memory")
+        with pytest.raises(A2AError):
+            client.send_task("hunter2", session_id="s")
+        assert client.conversation("s").context_id == ctx and client.conversation("s").task_id is None
+        assert client.send_task("recall", session_id="s") == "you told me copper"
+
+
+@pytest.mark.parametrize("agent_name, streaming", [
+    ("memory-v03-rest", False),      # the a2a-sdk's own 0.3 HTTP+JSON server, read by its 0.3 REST transport
+    ("memory-v03-rest-js", False),   # 404 {"code": -32001, "message"}, as the JS SDK answers
+    ("memory-v03-js", True),         # an SSE "event: error" carrying the JSON-RPC error, as the JS SDK streams it
+])
+def test_a_task_a_0_3_agent_forgot_is_read_as_task_not_found_and_let_go(agent, agent_name, streaming):
+    """An agent restarted between its question and the reply forgot the task: however the
+    peer words it, the reply fails once with TaskNotFoundError (not a method not found, which
+    would send the message again to a card read again), and the next utterance starts a new
+    task in the same context."""
+    with A2AClient(agent.agent(agent_name), streaming=streaming) as client:
+        assert client.send_task("remember tin", session_id="s") == "ok, I will remember tin"
+        assert client.send_task("login", session_id="s") == "password?"
+        ctx = client.conversation("s").context_id
+        agent.forget()
+        with pytest.raises(TaskNotFoundError):
+            client.send_task("hunter2", session_id="s")
+        assert client.conversation("s").context_id == ctx and client.conversation("s").task_id is None
+        assert client.send_task("recall", session_id="s") == "you told me tin"
+
+
+def test_a_404_that_says_task_not_found_is_not_taken_for_an_interface_that_moved(agent):
+    """A2A 1.0 HTTP+JSON answers a forgotten task with 404 and the reason TASK_NOT_FOUND: that
+    is the agent's answer, not a sign that the interface moved, so the card is not read again
+    and the message is not sent a second time."""
+    with A2AClient(agent.agent("memory-rest")) as client:
+        assert client.send_task("login", session_id="s") == "password?"
+        agent.forget()
+        fetches = agent.stats()["card_fetches"]["memory-rest"]
+        with pytest.raises(TaskNotFoundError):
+            client.send_task("hunter2", session_id="s")
+        assert agent.stats()["card_fetches"]["memory-rest"] == fetches
+        posts = [h for h in agent.headers() if h["path"].startswith("/memory-rest/rest/message")]
+        assert len(posts) == 2, posts  # "login", and "hunter2" once
+
+
+def test_a_continuation_that_failed_for_now_keeps_the_task(agent):
+    """A transient refusal (503, after the client's own retries) keeps the open task: the
+    agent may still hold it, and the next utterance continues it."""
+    with A2AClient(agent.agent("memory"), max_retries=0) as client:
+        assert client.send_task("login", session_id="s") == "password?"
+        task_id = client.conversation("s").task_id
+        agent.flaky(1, status=503, agent="memory")
+        with pytest.raises(A2AError):
+            client.send_task("hunter2", session_id="s")
+        assert client.conversation("s").task_id == task_id
 
 
 def test_a_refused_conversation_raises_once_and_is_never_sent_again(agent, tmp_path):

@@ -63,6 +63,10 @@ Card / transport variants (echo behaviour):
   v03 (card: only a JSONRPC 0.3 interface, SDK compat rendering; 0.3 JSON-RPC),
   v03-legacy (same endpoint, card with only the 0.3 fields, as a 0.3 server sends it),
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
+  memory-rest, memory-v03-rest (memory behaviour over 1.0 / 0.3 HTTP+JSON only), memory-v03-rest-js and
+  memory-v03-js (memory behaviour over 0.3 HTTP+JSON / 0.3 JSON-RPC, their errors worded as the
+  A2A JS SDK words them: an HTTP+JSON error as {"code", "message"}, a streaming request's
+  error as an SSE "event: error"),
   cached (Cache-Control: max-age=1),
   upgradable, movable (card and bindings switched in place by /_admin/upgrade),
   huge-card (a 50 MB card, streamed without Content-Length),
@@ -108,7 +112,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated send its second sentence
-  POST   /_admin/flaky?count=N&status=S&retry_after=R   see the flaky agent
+  POST   /_admin/flaky?count=N&status=S&retry_after=R[&agent=NAME]   see the flaky agent (NAME: refuse
+                          another agent's requests instead)
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
   POST   /_admin/revoke   revoke every token issued so far (the agents answer 401 to them)
   GET    /_admin/huge     {"chunks": [n, ...]}: the chunks each turn of the huge agent sent, in order
@@ -187,7 +192,8 @@ from a2a.types import (
     TaskState,
     a2a_pb2_grpc,
 )
-from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
+from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, InvalidParamsError, TaskNotCancelableError,
+                              UnsupportedOperationError)
 from a2a.utils.signing import create_agent_card_signer
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -714,7 +720,7 @@ class ObservedHandler(RequestHandler):
 # The agent catalogue, cards and routes.
 # --------------------------------------------------------------------------
 
-JSONRPC_1, JSONRPC_03, REST, GRPC = 'jsonrpc', 'jsonrpc-0.3', 'rest', 'grpc'
+JSONRPC_1, JSONRPC_03, REST, REST_03, GRPC = 'jsonrpc', 'jsonrpc-0.3', 'rest', 'rest-0.3', 'grpc'
 DEFAULT_BINDINGS = (JSONRPC_1, REST)
 
 
@@ -779,6 +785,12 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
         AgentSpec('rest-only', 'Echo over HTTP+JSON 1.0 only.', echo, bindings=(REST,)),
         AgentSpec('grpc-only', 'Echo over gRPC 1.0 only.', echo, bindings=(GRPC,)),
         AgentSpec('v03', 'Echo speaking A2A 0.3 JSON-RPC only.', echo, bindings=(JSONRPC_03,)),
+        AgentSpec('memory-v03-rest', 'Memory over A2A 0.3 HTTP+JSON only.', MemoryScript(), bindings=(REST_03,)),
+        AgentSpec('memory-rest', 'Memory over A2A 1.0 HTTP+JSON only.', MemoryScript(), bindings=(REST,)),
+        AgentSpec('memory-v03-rest-js', 'Memory over A2A 0.3 HTTP+JSON, its errors worded as the JS SDK does.',
+                  MemoryScript(), bindings=(REST_03,)),
+        AgentSpec('memory-v03-js', 'Memory over A2A 0.3 JSON-RPC, its errors worded as the JS SDK does.',
+                  MemoryScript(), bindings=(JSONRPC_03,)),
         AgentSpec('v03-legacy', 'Echo with a card holding only 0.3 fields.', echo, bindings=(JSONRPC_03,),
                   card_style='legacy-fields'),
         AgentSpec('hybrid', 'Echo speaking JSON-RPC 1.0 and 0.3 on one URL.', echo, bindings=(JSONRPC_1, JSONRPC_03)),
@@ -840,6 +852,7 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
         JSONRPC_1: ('JSONRPC', '1.0', f'{home}/'),
         JSONRPC_03: ('JSONRPC', '0.3', f'{home}/'),
         REST: ('HTTP+JSON', '1.0', f'{home}/rest'),
+        REST_03: ('HTTP+JSON', '0.3', f'{home}/rest03'),
         GRPC: ('GRPC', '1.0', grpc_address),
     }
     interfaces = [
@@ -969,6 +982,8 @@ def protocol_routes(spec: AgentSpec, handler: RequestHandler | None) -> list[Bas
     compat = JSONRPC_03 in spec.bindings
     if compat or JSONRPC_1 in spec.bindings:
         routes += create_jsonrpc_routes(handler, rpc_url='/', enable_v0_3_compat=compat)
+    if REST_03 in spec.bindings:
+        routes += create_rest_routes(handler, path_prefix='/rest03', enable_v0_3_compat=True)
     if REST in spec.bindings:
         routes += create_rest_routes(handler, path_prefix='/rest')
     return routes
@@ -1050,16 +1065,18 @@ def refusing(handler):
 
 
 class Flaky:
-    """Refuses the next ``obs.flaky['count']`` POSTs under /flaky with an HTTP status (503 by
-    default) and ``Retry-After``, noting each refused messageId; then lets them through."""
+    """Refuses the next ``obs.flaky['count']`` POSTs under /flaky (or under the agent named by
+    ``obs.flaky['agent']``) with an HTTP status (503 by default) and ``Retry-After``, noting
+    each refused messageId; then lets them through."""
 
     def __init__(self, app, obs: Observations):
         self.app, self.obs = app, obs
 
     async def __call__(self, scope, receive, send):
         flaky = self.obs.flaky
-        if scope['type'] == 'http' and scope['method'] == 'POST' and scope['path'].startswith('/flaky') \
-                and flaky['count'] > 0:
+        prefix = '/' + flaky.get('agent', 'flaky')
+        if scope['type'] == 'http' and scope['method'] == 'POST' and flaky['count'] > 0 \
+                and (scope['path'] == prefix or scope['path'].startswith(prefix + '/')):
             flaky['count'] -= 1
             body = b''
             while True:
@@ -1073,6 +1090,70 @@ class Flaky:
             response = JSONResponse({'error': 'try again later'}, status_code=flaky['status'], headers=headers)
             return await response(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+class JsSdkErrors:
+    """Words errors as the A2A JS SDK does, for the agents whose names end in ``-js``: an
+    HTTP+JSON error as ``{"code", "message"}`` with the JSON-RPC code (the a2a-sdk's 0.3 REST
+    transport reads only a ``type`` field), and the JSON-RPC error of a streaming request as
+    an SSE ``event: error`` whose data is the JSON-RPC error response (the a2a-sdk's 0.3
+    JSON-RPC transport has no handler for it). The answer is buffered whole."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or not re.match(r'^/[^/]+-js(/|$)', scope['path']):
+            return await self.app(scope, receive, send)
+        body = b''
+        while True:
+            message = await receive()
+            body += message.get('body', b'')
+            if not message.get('more_body'):
+                break
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {'type': 'http.request', 'body': body, 'more_body': False}
+
+        streamed = json.loads(body or b'{}').get('method') == 'message/stream' if body[:1] == b'{' else False
+        rest = '/rest' in scope['path']
+        start, chunks, held = {}, [], []
+
+        async def hold(message):
+            if message['type'] == 'http.response.start':
+                start.update(message)
+                kind = dict(message.get('headers', [])).get(b'content-type', b'')
+                held.append((rest and message['status'] >= 400) or (streamed and kind.startswith(b'application/json')))
+                if not held[0]:
+                    await send(message)
+            elif held[0]:
+                chunks.append(message.get('body', b''))
+            else:
+                await send(message)
+
+        await self.app(scope, replay, hold)
+        if not held or not held[0]:
+            return
+        status, answer = start['status'], b''.join(chunks)
+        with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError, StopIteration):
+            if rest:
+                error = json.loads(answer)['error']
+                reason = next(d['reason'] for d in error.get('details', []) if 'reason' in d)
+                code = JSON_RPC_ERROR_CODE_MAP[A2A_REASON_TO_ERROR[reason]]
+                answer = json.dumps({'code': code, 'message': error.get('message', '')}).encode()
+            elif json.loads(answer).get('error'):
+                start = {**start, 'status': 200, 'headers': [
+                    *[(k, v) for k, v in start['headers'] if k.lower() != b'content-type'],
+                    (b'content-type', b'text/event-stream')]}
+                answer = b'event: error\ndata: ' + answer + b'\n\n'
+        headers = [(k, v) for k, v in start['headers'] if k.lower() != b'content-length']
+        await send({**start, 'headers': [*headers, (b'content-length', str(len(answer)).encode())]})
+        await send({'type': 'http.response.body', 'body': answer})
 
 
 class CutStream:
@@ -1228,7 +1309,7 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
     async def flaky(request: Request):
         q = request.query_params
         obs.flaky.update(count=int(q.get('count', 1)), status=int(q.get('status', 503)),
-                         retry_after=q.get('retry_after'), refused=[])
+                         retry_after=q.get('retry_after'), refused=[], agent=q.get('agent', 'flaky'))
         return JSONResponse(obs.flaky)
 
     async def tokens(request: Request):
@@ -1302,6 +1383,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
     app = Starlette(routes=top + mounts)
     app = SchemeGuard(app, specs, obs)
     app = CutStream(app)
+    app = JsSdkErrors(app)
     app = Flaky(app, obs)
     return RequestRecorder(app, obs)
 

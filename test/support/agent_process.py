@@ -149,9 +149,10 @@ class AgentProcess:
     def release(self) -> None:
         self._admin('POST', 'release')
 
-    def flaky(self, count: int, status: int = 503, retry_after: str | None = None) -> None:
-        """Make the 'flaky' agent refuse its next ``count`` requests with HTTP ``status``."""
-        query = f'flaky?count={count}&status={status}' + ('' if retry_after is None else f'&retry_after={retry_after}')
+    def flaky(self, count: int, status: int = 503, retry_after: str | None = None, agent: str = "flaky") -> None:
+        """Make the 'flaky' agent (or ``agent``) refuse its next ``count`` requests with HTTP ``status``."""
+        query = f'flaky?count={count}&status={status}&agent={agent}' + \
+            ('' if retry_after is None else f'&retry_after={retry_after}')
         self._admin('POST', query)
 
     def message_ids(self) -> dict:

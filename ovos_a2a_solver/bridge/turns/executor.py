@@ -383,6 +383,13 @@ def _reason(event: TurnEvent) -> str:
 
 
 def _lang_of(context: RequestContext) -> str | None:
+    """The user's language: the message's ``metadata["lang"]`` (where this package's plugin
+    writes it), else the request's."""
+    message = context.message
+    if message is not None and "lang" in message.metadata:
+        lang = message.metadata["lang"]
+        if isinstance(lang, str) and lang:
+            return lang
     metadata = context.metadata or {}
     lang = metadata.get("lang") if isinstance(metadata, dict) else None
     return lang if isinstance(lang, str) and lang else None

@@ -1139,7 +1139,7 @@ class JsSdkErrors:
         await self.app(scope, replay, hold)
         if not held or not held[0]:
             return
-        status, answer = start['status'], b''.join(chunks)
+        answer = b"".join(chunks)
         with contextlib.suppress(ValueError, AttributeError, TypeError, KeyError, StopIteration):
             if rest:
                 error = json.loads(answer)['error']

@@ -71,8 +71,9 @@ def peer_error(exc: BaseException) -> BaseException:
     body = _sse_error_data(exc)
     if body is None:
         status = next((cause for cause in _chain(exc) if isinstance(cause, httpx.HTTPStatusError)), None)
+        # a card that could not be read, and what failed before anything was sent, say nothing of a task
         if status is None or not isinstance(exc, (MethodNotFoundError, A2AClientError)) or \
-                isinstance(exc, (CardSignatureError, CircuitOpenError, MissingCredentialError)):
+                isinstance(exc, (AgentCardResolutionError, CircuitOpenError, MissingCredentialError)):
             return exc
         try:
             body = status.response.json()

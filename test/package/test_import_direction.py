@@ -60,20 +60,6 @@ def test_nothing_imports_the_command_line():
     importers = {(module, target) for module, targets in GRAPH.items() if not graph_tool.command_line(module)
                  for target in targets if graph_tool.command_line(target)}
     assert importers == set()
-#: bridge room -> the other rooms it may import (a room is a subpackage, or a module directly
-#: under bridge/); "cluster.peers" allows that module of the room only
-BRIDGE_ROOMS = {
-    "__main__": {"process"},
-    "config": set(),
-    "backends": set(),
-    "storage": set(),
-    "cluster": {"storage"},
-    "push": {"storage"},
-    "edge": {"backends"},
-    "turns": {"backends", "storage", "cluster.peers"},
-    "app": {"edge", "turns", "backends", "storage", "push", "cluster"},
-    "process": {"app", "edge", "backends", "storage"},
-}
 
 
 def test_every_room_of_the_bridge_has_a_rule():

@@ -1120,7 +1120,9 @@ class JsSdkErrors:
             sent = True
             return {'type': 'http.request', 'body': body, 'more_body': False}
 
-        streamed = json.loads(body or b'{}').get('method') == 'message/stream' if body[:1] == b'{' else False
+        streamed = False
+        with contextlib.suppress(ValueError, AttributeError):
+            streamed = json.loads(body or b'{}').get('method') == 'message/stream'
         rest = '/rest' in scope['path']
         start, chunks, held = {}, [], []
 

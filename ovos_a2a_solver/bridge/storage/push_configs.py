@@ -74,8 +74,12 @@ class PushConfigStore(PushNotificationConfigStore):
                 except sqlite3.OperationalError as exc:
                     if "duplicate column" not in str(exc):
                         raise
-        else:
-            await self.db.execute(f"ALTER TABLE a2a_bridge_push_configs ADD COLUMN IF NOT EXISTS {LIVE_COLUMN}")
+        else:  # looked up first: an ALTER takes the table's strongest lock, even when there is nothing to add
+            columns = {row["name"] for row in await self.db.fetch(
+                "SELECT column_name AS name FROM information_schema.columns "
+                "WHERE table_name = 'a2a_bridge_push_configs'")}
+            if "live" not in columns:
+                await self.db.execute(f"ALTER TABLE a2a_bridge_push_configs ADD COLUMN IF NOT EXISTS {LIVE_COLUMN}")
 
     async def set_info(self, task_id: str, notification_config: TaskPushNotificationConfig,
                        context: ServerCallContext) -> TaskPushNotificationConfig:

@@ -11,8 +11,8 @@ from ovos_a2a_solver._auth import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
-from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
-                                            positive_setting)
+from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, agent_url_of,
+                                            boolean_setting, positive_setting)
 
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
@@ -58,7 +58,7 @@ class EngineSettings:
         """Validate a persona config block; raise ``ValueError`` naming the bad key."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in (config or {}).items() if k in known}
-        url = values.get("agent_url") or (config or {}).get("url")  # "url" as older docs wrote it
+        url = agent_url_of(config or {})
         if not isinstance(url, str) or "://" not in url or origin_of(url) is None:
             raise ValueError(f"ovos-a2a-solver: 'agent_url' must be the agent's http(s) URL, got {url!r}")
         values["agent_url"] = url.strip()

@@ -7,8 +7,11 @@ part of the package may use it.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+#: the A2A plugin's id: its name in a persona's ``handlers`` and the key of its config block
+PLUGIN_ID = "ovos-a2a-solver"
 #: the words of a yes or no, in a persona's config and in the bridge's settings (any case)
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
@@ -18,7 +21,7 @@ DEFAULT_MAX_CONVERSATIONS = 1000
 DEFAULT_CONVERSATION_TTL = 86400.0
 
 
-def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-solver") -> float:
+def positive_setting(key: str, value: Any, kind: type, plugin: str = PLUGIN_ID) -> float:
     """``value`` as a positive ``kind``; ``ValueError`` naming ``plugin`` and ``key`` otherwise."""
     try:
         number = kind(value)
@@ -29,7 +32,7 @@ def positive_setting(key: str, value: Any, kind: type, plugin: str = "ovos-a2a-s
     return number
 
 
-def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bool:
+def boolean_setting(key: str, value: Any, plugin: str = PLUGIN_ID) -> bool:
     """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
     if isinstance(value, bool):
         return value
@@ -37,3 +40,11 @@ def boolean_setting(key: str, value: Any, plugin: str = "ovos-a2a-solver") -> bo
     if word in TRUE_WORDS or word in FALSE_WORDS:
         return word in TRUE_WORDS
     raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")
+
+
+def agent_url_of(block: Any) -> Any:
+    """The agent URL of the A2A plugin's config ``block``: ``agent_url``, or ``url`` as
+    ovos-persona-server's README and older docs write it (unchecked: see the plugin's settings)."""
+    if not isinstance(block, Mapping):
+        return None
+    return block.get("agent_url") or block.get("url")

@@ -97,7 +97,7 @@ class Bridge:
             sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks,
                                                           forget=self.push_configs.delete_info)
             self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
-            self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease)
+            self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name)
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks,
                                                                 forget=self.push_configs.delete_info)

@@ -19,6 +19,7 @@ import argparse
 import ipaddress
 import logging
 import os
+import re
 import socket
 import sys
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -36,6 +37,8 @@ ENV_PREFIX = "OVOS_A2A_"
 BACKEND_FAILURES_BEFORE_REST = 3
 #: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
 SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
+#: the SQLite task store's file in its ``state_dir``
+STORE_FILE_NAME = "bridge.sqlite3"
 POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
 #: the card's paths, at the root and under the endpoint's path; public, like the key set
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
@@ -79,9 +82,38 @@ def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any 
                  metadata={"spec": Spec(**spec)})
 
 
+#: the persona a bridge serves when no file is given: the embedded offline persona
+DEFAULT_PERSONA_FILE = Path(__file__).resolve().parent.parent / "personas" / "default.json"
+
+
 def default_state_dir() -> Path:
-    """``$XDG_STATE_HOME/ovos_a2a_solver/bridge``."""
+    """``$XDG_STATE_HOME/ovos_a2a_solver/bridge``: each bridge's own store is a directory in it
+    (see :attr:`BridgeSettings.own_state_dir`)."""
     return package_state_dir() / "bridge"
+
+
+def read_persona_file(path: str | os.PathLike | None) -> dict | None:
+    """The persona file's JSON object (the embedded persona's when ``path`` is None), or None
+    when it cannot be read or is no object: loading the persona says why."""
+    import json
+
+    try:
+        config = json.loads(Path(path or DEFAULT_PERSONA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def persona_file_name(path: str | os.PathLike | None) -> str:
+    """The ``name`` a persona file gives its persona (the file's name without ``.json`` when it
+    gives none, or cannot be read)."""
+    name = (read_persona_file(path) or {}).get("name")
+    return name if isinstance(name, str) and name.strip() else Path(path or DEFAULT_PERSONA_FILE).stem
+
+
+def directory_name(text: str) -> str:
+    """``text`` as a portable directory name: lower case letters, digits and dashes."""
+    return "-".join(re.findall(r"[a-z0-9]+", text.lower())) or "persona"
 
 
 @dataclass(frozen=True)
@@ -99,8 +131,9 @@ class BridgeSettings:
     base_url: str | None = setting(None, metavar="URL", shown="http://HOST:PORT/a2a",
                                    help="public URL of the A2A endpoint, written on the card "
                                         "(behind a proxy: https://…)")
-    state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge",
-                                    help="directory of the SQLite task store")
+    state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge/PERSONA-PORT",
+                                    help="directory of the SQLite task store; by default each bridge has its own, "
+                                         "named for its persona and port")
     db: str | None = setting(None, secret=True, metavar="URL",
                              help=f"PostgreSQL database of the task store instead of SQLite, shared by every "
                                   f"replica ({POSTGRES_HINT})")
@@ -234,8 +267,20 @@ class BridgeSettings:
         ``state_dir``, which runs on the stdlib ``sqlite3`` (SQLAlchemy's ``pysqlite``)."""
         if self.db:
             return self.db
-        directory = Path(self.state_dir).expanduser() if self.state_dir else default_state_dir()
-        return f"sqlite+pysqlite:///{directory / 'bridge.sqlite3'}"
+        directory = Path(self.state_dir).expanduser() if self.state_dir else self.own_state_dir
+        return f"sqlite+pysqlite:///{directory / STORE_FILE_NAME}"
+
+    @property
+    def persona_name(self) -> str:
+        """Who answers: ``echo`` or ``scenarios`` for those backends, else the persona's name."""
+        return self.backend if self.backend in ("echo", "scenarios") else persona_file_name(self.persona)
+
+    @property
+    def own_state_dir(self) -> Path:
+        """The default ``state_dir``: this bridge's own under :func:`default_state_dir`, named for
+        its persona and port (``ovos-8337``), so bridges of other personas or ports never share
+        a task store by accident."""
+        return default_state_dir() / f"{directory_name(self.persona_name)}-{self.port}"
 
     @property
     def store(self) -> str:

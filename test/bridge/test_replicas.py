@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from support.bridge_process import BridgeProcess, echo_calls
+from support.bridge_process import BridgeProcess, BridgeStartError, echo_calls
 from support.bridge_rpc import OwnerCalls, Worker, answer, health, message, state, status_text
 from support.waiting import wait_until
 
@@ -215,7 +215,7 @@ def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
             await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
                              context=ServerCallContext())
             ids[label] = task.id
-        group = ReplicaGroup(db, OperationLog(db, "pruner", single_process=False), lease=5)
+        group = ReplicaGroup(db, OperationLog(db, "pruner", single_process=False), lease=5, persona="echo")
         await group.prune_event_log()
         left = {label: (await db.fetch("SELECT count(*) AS n FROM task_events WHERE task_id = :id",
                                        {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
@@ -397,3 +397,16 @@ def test_forged_notifications_on_the_replicas_channel_cancel_nothing(pair):
     later = a.send(message("slow:1"), blocking=False)
     wait_until(lambda: a.get(later["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
     assert state(b.task("CancelTask", {"id": later["id"]})) == "TASK_STATE_CANCELED"
+
+
+def test_a_replica_of_another_persona_is_refused_while_one_is_live(pair):
+    """Replicas share tasks, so they must serve one persona: a bridge of another one started on
+    the same database would continue their tasks with the wrong persona."""
+    with pytest.raises(BridgeStartError) as refused:
+        replica("other", "--backend", "scenarios").stop()
+    line = refused.value.stderr.strip().splitlines()[-1]
+    assert 'the database is in use by a replica of another persona ("echo" on ' in line, line
+    assert "--db URL" in line, line
+    assert refused.value.returncode == 2, refused.value.stderr
+    a = Caller(pair[0])
+    assert answer(a.send(message("still one persona"))) == "echo: still one persona"

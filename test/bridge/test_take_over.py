@@ -75,7 +75,7 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
         lost_boot.append(lost_log.boot)
         await lost_log.claim("owner", Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER,
                                               parts=[Part(text="hello")]), str(uuid.uuid4()))
-        taker = ReplicaGroup(db, log, lease=lease)
+        taker = ReplicaGroup(db, log, lease=lease, persona="echo")
         await taker.start(TurnsOfTheTaker())
         try:
             await db.execute(f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) "

@@ -225,9 +225,11 @@ sys.exit(main(sys.argv[1:]))
 
 def test_a_failure_inside_the_server_start_is_one_line(tmp_path):
     cli = Cli(tmp_path / "state")
-    argv = ["serve", "--backend", "echo", "--port", "0", "--state-dir", str(tmp_path / "bridge")]
-    result = run_side_by_side(cli, {"plain": (argv, {}, [sys.executable, "-c", FAILING_STORE]),
-                                    "debug": ([*argv, "--debug"], {}, [sys.executable, "-c", FAILING_STORE])})
+    argv = ["serve", "--backend", "echo", "--port", "0", "--state-dir"]
+    result = run_side_by_side(cli, {"plain": ([*argv, str(tmp_path / "plain")], {},
+                                              [sys.executable, "-c", FAILING_STORE]),
+                                    "debug": ([*argv, str(tmp_path / "debug"), "--debug"], {},
+                                              [sys.executable, "-c", FAILING_STORE])})
     line = one_line_error(result["plain"], 1)
     assert line == "ovos-a2a: the bridge could not start: RuntimeError: the task store cannot start (test)", line
     assert "Traceback" in result["debug"].stderr, result["debug"].report  # --debug shows where

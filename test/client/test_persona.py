@@ -38,8 +38,8 @@ def test_every_remote_example_is_valid_json_with_the_plugin_configured():
 
 
 def test_the_bridges_embedded_persona_is_the_offline_example():
-    from ovos_a2a_solver.bridge.backends.persona import DEFAULT_PERSONA
-    assert json.loads(DEFAULT_PERSONA.read_text()) == json.loads((EXAMPLES / "offline-rivescript.json").read_text())
+    from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+    assert json.loads(DEFAULT_PERSONA_FILE.read_text()) == json.loads((EXAMPLES / "offline-rivescript.json").read_text())
 
 
 def test_the_persona_speaks_the_agents_answer(agent):

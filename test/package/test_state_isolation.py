@@ -50,5 +50,5 @@ def test_the_default_conversation_store_and_bridge_state_never_reach_the_users_s
 
     written = files_mentioning(PRIVATE_STATE, marker)
     assert "conversations.json" in written, written  # the store's session key
-    assert any(name.startswith("bridge/bridge.sqlite3") for name in written), written  # the bridge's task
+    assert any(name.startswith("bridge/echo-0/bridge.sqlite3") for name in written), written  # the bridge's own store
     assert files_mentioning(USER_STATE, marker) == []

@@ -13,7 +13,7 @@ from ovos_persona import Persona
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AClient, ConversationStore
-from ovos_a2a_solver.bridge.backends.persona import DEFAULT_PERSONA
+from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 from support.agent_process import free_port
@@ -225,7 +225,7 @@ def test_a_brain_of_ones_own_replaces_the_embedded_one(tmp_path):
 
 
 def test_the_embedded_persona_loads_the_engine_through_opm():
-    config = json.loads(DEFAULT_PERSONA.read_text())
+    config = json.loads(DEFAULT_PERSONA_FILE.read_text())
     assert config["handlers"] == ["ovos-a2a-rivescript", "ovos-solver-failure-plugin"]
     persona = Persona(config["name"], config)
     assert isinstance(persona.solvers.loaded_modules["ovos-a2a-rivescript"], RiveScriptChatEngine)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ovos_a2a_solver.bridge.backends.protocols import (Capability, NoAnswerError, Question, RelayingHandler,
                                                        StoppableRelay)
+from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 
-DEFAULT_PERSONA = Path(__file__).resolve().parent.parent.parent / "personas" / "default.json"
 
 
 class PersonaBackend:
@@ -30,7 +30,7 @@ class PersonaBackend:
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "PersonaBackend":
         """Load a persona JSON file (the embedded default persona when ``path`` is None)."""
-        path = Path(path) if path else DEFAULT_PERSONA
+        path = Path(path) if path else DEFAULT_PERSONA_FILE
         try:
             config = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -47,6 +47,8 @@ from collections.abc import AsyncIterator
 from a2a.types import TaskState
 
 from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
+from ovos_a2a_solver.bridge.storage.claim import StoreTaken
+from ovos_a2a_solver.bridge.storage.database import add_column
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 from ovos_a2a_solver.states import TERMINAL
 
@@ -84,7 +86,7 @@ NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in second
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS a2a_bridge_replicas (
         boot VARCHAR(32) PRIMARY KEY, replica VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,
-        expires DOUBLE PRECISION NOT NULL)""",
+        expires DOUBLE PRECISION NOT NULL, persona TEXT)""",
     "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_replicas_state ON a2a_bridge_replicas (state, expires)",
     # cancel requests between runs: ``runner`` is the run doing the task, ``asker`` the run
     # waiting for the answer (until ``expires``, by the database's clock)
@@ -104,10 +106,11 @@ class ReplicaGroup:
     relays_streams = False  # the SDK's shared event log carries every replica's events
     keeps_parked_tasks = True  # the SDK's shared event log keeps a parked task up to date
 
-    def __init__(self, db, operations: OperationLog, lease: float) -> None:
+    def __init__(self, db, operations: OperationLog, lease: float, persona: str) -> None:
         self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
         self.operations = operations
         self.lease = lease
+        self.persona = persona          # whom this replica serves: replicas of another are refused
         self._listener = None           # the SQLAlchemy connection that LISTENs
         self._driver = None             # its asyncpg connection
         self._answers: dict[str, asyncio.Future] = {}
@@ -127,6 +130,8 @@ class ReplicaGroup:
         self._here = here
         for statement in SCHEMA:
             await self.db.execute(statement)
+        await add_column(self.db, "a2a_bridge_replicas", "persona", "TEXT")
+        await self._refuse_another_persona()
         await self._take_lease()
         loop = asyncio.get_running_loop()
         self._reader = loop.create_task(self._answer_the_door())
@@ -149,11 +154,26 @@ class ReplicaGroup:
 
     # ---- leases ----------------------------------------------------------------------------------
 
+    async def _refuse_another_persona(self) -> None:
+        """Raise :class:`StoreTaken` while a live replica serves another persona on this
+        database: its tasks would be continued by the wrong persona. (Leases written before
+        replicas named their persona are taken for this one's.)"""
+        others = await self.db.fetch(
+            f"SELECT replica, persona FROM a2a_bridge_replicas WHERE state = :live AND expires > {NOW} "
+            f"AND persona IS NOT NULL AND persona <> :persona AND boot <> :boot LIMIT 1",
+            {"live": LeaseState.LIVE, "persona": self.persona, "boot": self.boot})
+        if others:
+            raise StoreTaken(f'the database is in use by a replica of another persona ("{others[0]["persona"]}" on '
+                             f'{others[0]["replica"]}): replicas share a database only when they serve one persona; '
+                             f'give this bridge its own database with --db URL (or stop those replicas)')
+
     async def _take_lease(self) -> None:
         await self.db.execute(
-            f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires) VALUES (:boot, :replica, :live, "
-            f"{NOW} + :lease) ON CONFLICT (boot) DO UPDATE SET state = :live, expires = excluded.expires",
-            {"boot": self.boot, "replica": self.operations.replica, "live": LeaseState.LIVE, "lease": self.lease})
+            f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires, persona) VALUES (:boot, :replica, "
+            f":live, {NOW} + :lease, :persona) ON CONFLICT (boot) DO UPDATE SET state = :live, "
+            f"expires = excluded.expires",
+            {"boot": self.boot, "replica": self.operations.replica, "live": LeaseState.LIVE, "lease": self.lease,
+             "persona": self.persona})
 
     async def renew(self) -> None:
         """Renew this run's lease; if another replica declared it lost meanwhile (this

@@ -14,7 +14,8 @@ from typing import Callable
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.process.startup import (SERVER_EXTRA, StartError, check_database, check_file_limit,
-                                                    grpc_port, listen, load_backend, sdk_tracing_off_by_default)
+                                                    check_relay_target, claim_store, grpc_port, listen, load_backend,
+                                                    sdk_tracing_off_by_default, with_own_store)
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -36,21 +37,29 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
 
     settings.check_exposure()
     signing_key = read_card_signing_key(settings)
-    sock = listen(settings.host, settings.port, names_of("port"))
+    settings = with_own_store(settings)
+    store_lock = None  # this bridge's hold on its SQLite store, until it stops
     try:
-        settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
-        check_database(settings.database_url)
-        check_file_limit(settings)
-        LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
-        if settings.workers > 1:
-            from ovos_a2a_solver.bridge.process.workers import supervise
+        sock = listen(settings.host, settings.port, names_of("port"))
+        try:
+            settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
+            check_relay_target(settings)
+            check_database(settings.database_url)
+            store_lock = claim_store(settings)
+            check_file_limit(settings)
+            LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
+            if settings.workers > 1:
+                from ovos_a2a_solver.bridge.process.workers import supervise
 
-            supervise(settings, sock, signing_key, ready, verbose)
-            return
-        from ovos_a2a_solver.bridge.process.server import run_bridge
+                supervise(settings, sock, signing_key, ready, verbose)
+                return
+            from ovos_a2a_solver.bridge.process.server import run_bridge
 
-        bridge = Bridge(settings, load_backend(settings), signing_key)
-    except BaseException:
-        sock.close()
-        raise
-    run_bridge(bridge, sock, ready, verbose)
+            bridge = Bridge(settings, load_backend(settings), signing_key)
+        except BaseException:
+            sock.close()
+            raise
+        run_bridge(bridge, sock, ready, verbose)
+    finally:
+        if store_lock is not None:
+            store_lock.release()

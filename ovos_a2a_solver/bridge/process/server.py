@@ -88,7 +88,19 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
 
     asyncio.run(run())
     if not server.started:
-        raise StartError(f"the bridge could not start: {trap.failure or 'see the log above'}")
+        raise start_failure(trap.failure)
+
+
+def start_failure(line: str | None) -> StartError:
+    """The :class:`StartError` of a start that failed with ``line`` (the last line of its
+    traceback): a refusal written for a person (a store that another bridge holds) is said as
+    it is, with status 2; anything else as what went wrong."""
+    from ovos_a2a_solver.bridge.storage.claim import StoreTaken
+
+    prefix = f"{StoreTaken.__module__}.{StoreTaken.__qualname__}: "
+    if line and line.startswith(prefix):
+        return StartError(line[len(prefix):], 2)
+    return StartError(f"the bridge could not start: {line or 'see the log above'}")
 
 
 def connection_guard(settings: BridgeSettings):

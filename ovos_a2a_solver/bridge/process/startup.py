@@ -10,6 +10,7 @@ status (2: a setting to change, 1: the machine or the network).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import logging
 import os
@@ -17,8 +18,12 @@ import socket
 import sys
 import traceback
 
-from ovos_a2a_solver.bridge.config import (ENV_PREFIX, RESERVED_FILES, BridgeSettings, names_of, open_file_limit,
+from urllib.parse import urlsplit
+
+from ovos_a2a_solver.bridge.config import (ENV_PREFIX, RESERVED_FILES, STORE_FILE_NAME, BridgeSettings,
+                                           default_state_dir, names_of, open_file_limit, read_persona_file,
                                            redact_url, sqlite_path)
+from ovos_a2a_solver.persona_config import PLUGIN_ID, agent_url_of
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -199,6 +204,69 @@ def database_problem(exc: BaseException, timeout: float) -> str:
         return (os.strerror(exc.errno) if exc.errno else exc.strerror).lower()
     cause = getattr(exc, "orig", None) or exc
     return " ".join(str(cause).split()) or type(cause).__name__
+
+
+# ---- whose store, and whom the persona relays to ----------------------------------------------------
+
+def with_own_store(settings: BridgeSettings) -> BridgeSettings:
+    """``settings`` with the task store written out: this bridge's own directory (named for its
+    persona and its port as configured, before a port 0 is resolved) unless ``--state-dir`` or
+    ``--db`` chose one. Says where the tasks of earlier versions are, which all bridges kept in
+    one file, since this bridge does not serve them unless told."""
+    if settings.db or settings.state_dir:
+        return settings
+    own = settings.own_state_dir
+    earlier = default_state_dir() / STORE_FILE_NAME
+    if earlier.exists() and not (own / STORE_FILE_NAME).exists():
+        LOG.warning("an earlier version of the bridge kept its tasks in %s, shared by every bridge; this one keeps its "
+                    "own in %s. To go on serving the earlier tasks, start it with --state-dir %s",
+                    earlier, own, earlier.parent)
+    return dataclasses.replace(settings, state_dir=str(own))
+
+
+def claim_store(settings: BridgeSettings):
+    """Take this bridge's lock on its SQLite store (held until the process ends, by every worker
+    too), or raise a :class:`StartError` naming the live bridge that holds it. None on
+    PostgreSQL, where the replicas check each other (see ``cluster.replicas``)."""
+    from ovos_a2a_solver.bridge.storage.claim import SqliteStoreLock, StoreTaken, this_bridge
+
+    path = sqlite_path(settings.database_url)
+    if path is None:
+        return None
+    try:
+        return SqliteStoreLock(path, this_bridge(settings.persona_name, settings.public_url)).take()
+    except StoreTaken as exc:
+        raise StartError(str(exc), 2) from None
+
+
+def check_relay_target(settings: BridgeSettings) -> None:
+    """Refuse a persona that relays (through the A2A plugin) to this bridge's own address: it
+    would only ask itself, until its breaker gave up."""
+    if settings.backend != "persona":
+        return
+    config = read_persona_file(settings.persona) or {}
+    if PLUGIN_ID not in (config.get("handlers") or config.get("solvers") or []):
+        return
+    url = agent_url_of(config.get(PLUGIN_ID))
+    if isinstance(url, str) and is_own_address(url, settings):
+        raise StartError(f'the persona relays to this bridge\'s own address ({url}), so it would only ask itself: set '
+                         f'"agent_url" in its "{PLUGIN_ID}" block to the agent it should relay to', 2)
+
+
+def is_own_address(url: str, settings: BridgeSettings) -> bool:
+    """Whether ``url`` reaches this bridge: its public URL, or its port on this machine."""
+    own = settings.public_url
+    if url.rstrip("/") == own or url.startswith(own + "/"):
+        return True
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    local = {"127.0.0.1", "localhost", "::1", settings.host, socket.gethostname().lower()}
+    if settings.host in ("0.0.0.0", "::", ""):
+        local |= {"0.0.0.0", "::"}
+    return port == settings.port and (parts.hostname or "").lower() in local
 
 
 # ---- serving -------------------------------------------------------------------------------------

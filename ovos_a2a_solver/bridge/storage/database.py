@@ -54,6 +54,26 @@ class Sql(Protocol):
     FINISHED_TASK_IDS: str
 
 
+async def add_column(db: "Sql", table: str, column: str, definition: str) -> None:
+    """Add ``column`` (``definition``: its type and default) to a ``table`` made before it
+    existed. Several processes may start on one database at once (workers, replicas): one adds
+    it, and the others find it there. On PostgreSQL the column is looked up first: an ``ALTER``
+    takes the table's strongest lock, even when there is nothing to add."""
+    if isinstance(db, SqliteDatabase):
+        columns = {row["name"] for row in await db.fetch(f"SELECT name FROM pragma_table_info('{table}')")}
+        if column not in columns:
+            try:
+                await db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):
+                    raise
+        return
+    columns = {row["name"] for row in await db.fetch(
+        "SELECT column_name AS name FROM information_schema.columns WHERE table_name = :table", {"table": table})}
+    if column not in columns:
+        await db.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {definition}")
+
+
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
 ADVISORY_LOCK_PREFIX = "ovos-a2a-bridge:"  # the bridge's PostgreSQL advisory locks, apart from others'
 

@@ -6,8 +6,6 @@ restart. A config's secrets are written, never read back (:func:`without_secrets
 """
 from __future__ import annotations
 
-import sqlite3
-
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import PushNotificationConfigStore
 from a2a.server.tasks.push_notification_config_store import normalize_push_notification_config
@@ -16,16 +14,16 @@ from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import MessageToJson, Parse
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
-from ovos_a2a_solver.bridge.storage.database import Sql, SqliteDatabase
+from ovos_a2a_solver.bridge.storage.database import Sql, add_column
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 
 #: ``live``: 0 once the config's task is known to be finished (it no longer counts towards
 #: its owner's webhooks); a column added since the table was first made
-LIVE_COLUMN = "live SMALLINT NOT NULL DEFAULT 1"
+LIVE_COLUMN = "SMALLINT NOT NULL DEFAULT 1"
 SCHEMA = (
     f"""CREATE TABLE IF NOT EXISTS a2a_bridge_push_configs (
         task_id VARCHAR(255) NOT NULL, owner VARCHAR(512) NOT NULL, config_id VARCHAR(255) NOT NULL,
-        config TEXT NOT NULL, {LIVE_COLUMN}, PRIMARY KEY (task_id, owner, config_id))""",
+        config TEXT NOT NULL, live {LIVE_COLUMN}, PRIMARY KEY (task_id, owner, config_id))""",
 )
 LIVE_INDEX = "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_push_configs_owner_live ON a2a_bridge_push_configs (owner, live)"
 
@@ -59,27 +57,8 @@ class PushConfigStore(PushNotificationConfigStore):
     async def initialize(self) -> None:
         for statement in SCHEMA:
             await self.db.execute(statement)
-        await self._add_live_column()
+        await add_column(self.db, "a2a_bridge_push_configs", "live", LIVE_COLUMN)
         await self.db.execute(LIVE_INDEX)
-
-    async def _add_live_column(self) -> None:
-        """Add ``live`` to a table made before it existed. Several processes may start on one
-        database at once (workers, replicas): one adds it, and the others find it there."""
-        if isinstance(self.db, SqliteDatabase):
-            columns = {row["name"] for row in await self.db.fetch(
-                "SELECT name FROM pragma_table_info('a2a_bridge_push_configs')")}
-            if "live" not in columns:
-                try:
-                    await self.db.execute(f"ALTER TABLE a2a_bridge_push_configs ADD COLUMN {LIVE_COLUMN}")
-                except sqlite3.OperationalError as exc:
-                    if "duplicate column" not in str(exc):
-                        raise
-        else:  # looked up first: an ALTER takes the table's strongest lock, even when there is nothing to add
-            columns = {row["name"] for row in await self.db.fetch(
-                "SELECT column_name AS name FROM information_schema.columns "
-                "WHERE table_name = 'a2a_bridge_push_configs'")}
-            if "live" not in columns:
-                await self.db.execute(f"ALTER TABLE a2a_bridge_push_configs ADD COLUMN IF NOT EXISTS {LIVE_COLUMN}")
 
     async def set_info(self, task_id: str, notification_config: TaskPushNotificationConfig,
                        context: ServerCallContext) -> TaskPushNotificationConfig:

@@ -24,6 +24,7 @@ import pytest
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of
+from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
 
 
@@ -132,8 +133,8 @@ def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
 def test_ctrl_c_in_a_terminal_stops_the_bridge_like_sigterm(tmp_path):
     state_dir = tmp_path / "state"
     env = {**os.environ, "OVOS_A2A_SHUTDOWN_GRACE": "1"}
-    child = pexpect.spawn(sys.executable, ["-m", "ovos_a2a_solver.bridge", "--port", "0", "--backend", "echo",
-                                           "--state-dir", str(state_dir)], env=env, encoding="utf-8", timeout=30)
+    child = spawn_in_terminal(sys.executable, ["-m", "ovos_a2a_solver.bridge", "--port", "0", "--backend", "echo",
+                                               "--state-dir", str(state_dir)], env=env)
     try:
         child.expect(r'serving "[^"]*" at (?P<url>\S+) \(card')
         url = child.match.group("url").rstrip("/")

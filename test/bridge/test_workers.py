@@ -23,6 +23,7 @@ import pytest
 
 from support.bridge_process import BridgeProcess, echo_calls
 from support.bridge_rpc import Worker as Calls, answer, grpc_client, message, state, status_text
+from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
 
 
@@ -295,9 +296,8 @@ def test_kill_9_of_the_parent_ends_the_workers_and_a_restart_keeps_the_store(tmp
 
 def test_ctrl_c_in_a_terminal_stops_every_worker(tmp_path):
     env = {**os.environ, "OVOS_A2A_SHUTDOWN_GRACE": "1"}
-    child = pexpect.spawn(sys.executable, ["-m", "ovos_a2a_solver.bridge", "--port", "0", "--backend", "echo",
-                                           "--workers", "2", "--state-dir", str(tmp_path / "state")],
-                          env=env, encoding="utf-8", timeout=30)
+    child = spawn_in_terminal(sys.executable, ["-m", "ovos_a2a_solver.bridge", "--port", "0", "--backend", "echo",
+                                               "--workers", "2", "--state-dir", str(tmp_path / "state")], env=env)
     try:
         child.expect(r"2 workers, process ids (\d+) (\d+)")
         pids = [int(child.match.group(1)), int(child.match.group(2))]

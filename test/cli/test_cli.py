@@ -25,6 +25,7 @@ from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, get_task, health, message, rpc, send as rpc_send, state, task_of
 from support.cli_run import COMMAND, Cli
 from support.no_brain import NO_BRAIN_LINES
+from support.terminal import spawn_in_terminal
 
 COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "serve", "demo")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
@@ -389,8 +390,7 @@ def test_chat_new_starts_a_new_conversation(cli, agent):
 
 def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(COMMAND[0], [*COMMAND[1:], "chat", cli_bridge.url], env=cli.env, encoding="utf-8",
-                          timeout=30, dimensions=(40, 120))
+    child = spawn_in_terminal(COMMAND[0], [*COMMAND[1:], "chat", cli_bridge.url], env=cli.env, dimensions=(40, 120))
     try:
         child.expect_exact("you> ")
         child.sendline("slow:1")
@@ -524,9 +524,7 @@ def test_serve_on_a_public_address_without_credentials_refuses_in_one_line(failu
 
 def spawn(cli, *argv, **env):
     """``ovos-a2a ARGV`` in a pseudo-terminal (stdout and stderr are the terminal)."""
-    pexpect = pytest.importorskip("pexpect")
-    return pexpect.spawn(COMMAND[0], [*COMMAND[1:], *argv], env=cli.with_env(**env), encoding="utf-8",
-                         timeout=30, dimensions=(40, 120))
+    return spawn_in_terminal(COMMAND[0], [*COMMAND[1:], *argv], env=cli.with_env(**env), dimensions=(40, 120))
 
 
 def test_every_command_has_a_one_line_summary_and_an_example(cli):

@@ -31,8 +31,9 @@ from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_ar
 from ovos_a2a_solver.cli.agents import agent_url, credentials_for
 from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_discover, cmd_send, cmd_serve,
                                           cmd_status, cmd_tasks)
-from ovos_a2a_solver.cli.failures import missing_credential, one_line, still_working_hint, unauthorized
-from ovos_a2a_solver.cli.output import CommandError, Output
+from ovos_a2a_solver.cli.failures import (missing_credential, one_line, still_working_hint, unauthorized,
+                                          unknown_task, unreachable)
+from ovos_a2a_solver.cli.output import CommandError, NoteHandler, Output
 from ovos_a2a_solver.version import __version__
 
 __all__ = ["main", "build_parser", "agent_url", "credentials_for"]
@@ -147,12 +148,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unknown_command(argv: list[str]) -> str | None:
+    """For a first word that is no command: a line with the nearest one, if any."""
+    import difflib
+
+    word = argv[0] if argv else ""
+    if not word or word.startswith("-") or word in SUMMARIES:
+        return None
+    near = difflib.get_close_matches(word, list(SUMMARIES), n=1)
+    hint = f"; did you mean '{near[0]}'?" if near else ""
+    return f"unknown command '{word}'{hint} ('ovos-a2a --help' lists them)"
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    unknown = unknown_command(argv)
+    if unknown:
+        print(f"ovos-a2a: {unknown}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    if args.command != "serve":  # serve sets up its own logs (bridge/process/server.py)
-        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
-                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command != "serve" and debug:  # serve sets up its own logs (bridge/process/server.py)
+        logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    elif args.command != "serve":  # warnings as notes, never over the wait line
+        logging.basicConfig(level=logging.WARNING, handlers=[NoteHandler()])
     out = Output(as_json=getattr(args, "json", False))
     try:
         try:
@@ -167,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # every failure ends as one readable line (the traceback with --debug)
             if debug:
                 raise
-            message = (unauthorized(exc, args) or missing_credential(exc)
-                       or one_line(exc) + still_working_hint(exc, args))
+            message = (unauthorized(exc, args) or missing_credential(exc) or unreachable(exc, args)
+                       or unknown_task(exc, args) or one_line(exc) + still_working_hint(exc, args))
             print(f"ovos-a2a: {message}", file=sys.stderr)
             return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do

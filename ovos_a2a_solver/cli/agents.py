@@ -89,6 +89,23 @@ def agent_url(raw: str) -> tuple[str, str | None]:
     return url, note
 
 
+def looks_like_url(text: str | None) -> bool:
+    """Whether ``text`` reads as an agent's address (``http://…``, ``host:port…``, a dotted host,
+    ``localhost``) rather than as words to send."""
+    from urllib.parse import urlsplit
+
+    text = (text or "").strip()
+    if not text or any(c.isspace() for c in text):
+        return False
+    if "://" in text:
+        return True
+    try:
+        host = urlsplit("//" + text).hostname or ""
+    except ValueError:
+        return False
+    return ":" in text.split("/", 1)[0] or "." in host.strip(".") or host == "localhost"
+
+
 def open_client(args, out: Output, conversations=None, streaming: bool = False):
     from ovos_a2a_solver.client import A2AClient
 

@@ -4,10 +4,15 @@
 and ``demo``, each ``cmd_NAME(args, out) -> exit status``."""
 from __future__ import annotations
 
+import contextlib
+import shlex
+import signal
 import sys
+import threading
 import uuid
+from collections.abc import Callable
 
-from ovos_a2a_solver.cli.agents import open_client
+from ovos_a2a_solver.cli.agents import looks_like_url, open_client
 from ovos_a2a_solver.cli.failures import one_line
 from ovos_a2a_solver.cli.output import CommandError, Output, Waiting
 
@@ -65,6 +70,8 @@ def message_text(args) -> str:
 def cmd_send(args, out: Output) -> int:
     from ovos_a2a_solver._conversations import ConversationStore
 
+    if args.text not in (None, "-") and looks_like_url(args.text) and not looks_like_url(args.url):
+        raise CommandError(f"the agent's URL comes first: ovos-a2a send {args.text} {shlex.quote(args.url)}", 2)
     text = message_text(args)
     store = ConversationStore.default()
     updates = []
@@ -82,12 +89,14 @@ def cmd_send(args, out: Output) -> int:
             if args.stream and not out.as_json and not waiting.enabled:
                 print(out.dim("… working"), file=sys.stderr, flush=True)
             pieces = []
+            task_id = lambda: next((u.task_id for u in reversed(updates) if u.task_id), "")  # noqa: E731
             try:
-                for piece in client.stream_task(text, session_id=args.session, on_update=on_update):
-                    pieces.append(piece)
-                    if args.stream and not out.as_json:
-                        waiting.stop()
-                        print(piece, end="", flush=True)
+                with saying_cancel(out, waiting, task_id):
+                    for piece in client.stream_task(text, session_id=args.session, on_update=on_update):
+                        pieces.append(piece)
+                        if args.stream and not out.as_json:
+                            waiting.stop()
+                            print(piece, end="", flush=True)
             except KeyboardInterrupt:
                 waiting.stop()
                 if args.stream and pieces:
@@ -117,33 +126,60 @@ def cmd_send(args, out: Output) -> int:
     return 0
 
 
-def _cancel_unless_ended(client, task_id: str):
-    """The task after an interrupted answer: closing the answer's stream already asked the agent
-    to cancel it; if it still runs (the agent ignored that), ask once more."""
-    from ovos_a2a_solver.states import TERMINAL
+@contextlib.contextmanager
+def saying_cancel(out: Output, waiting: Waiting | None, task_id: Callable[[], str]):
+    """While an answer streams: Ctrl-C says at once that the task is being cancelled (the wait
+    line wiped first), then interrupts as usual; a second Ctrl-C interrupts the cancelling."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(_sig, _frame) -> None:
+        signal.signal(signal.SIGINT, previous)
+        if waiting is not None:
+            waiting.stop()
+        known = task_id()
+        out.note(f"cancelling task {known}…" if known else "cancelling…")
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def interrupted_task_outcome(client, task_id: str) -> str:
+    """What became of ``task_id`` after Ctrl-C ended its answer. Ending the stream asked the
+    agent to cancel it (a refusal was said then, once, with the agent's reason); here the task
+    is only read, to say where it stands."""
+    from a2a.types import TaskState
+
+    from ovos_a2a_solver.states import TERMINAL, state_name
 
     task = client.get_task(task_id)
-    return task if task.status.state in TERMINAL else client.cancel_task(task_id)
+    state = state_name(task.status.state)
+    if task.status.state == TaskState.TASK_STATE_CANCELED:
+        return f"the agent canceled task {task_id}"
+    if task.status.state in TERMINAL:
+        return f"task {task_id} is now {state}"
+    return f"task {task_id} goes on at the agent ({state}); see it later: ovos-a2a status {client.base_url} {task_id}"
 
 
 def _cancel_after_interrupt(client, updates, out: Output) -> int:
-    """Ctrl-C during ``send``: cancel the remote task and say what the agent answered."""
+    """Ctrl-C during ``send``: say what became of the remote task."""
     from a2a.utils.errors import A2AError
-    from ovos_a2a_solver.states import state_name
 
     task_id = next((u.task_id for u in reversed(updates) if u.task_id), "")
     if not task_id:
         out.note("interrupted before the agent named a task: nothing to cancel")
         return 130
     try:
-        task = _cancel_unless_ended(client, task_id)
+        out.note(interrupted_task_outcome(client, task_id))
     except A2AError as exc:
-        out.note(f"interrupted; the agent did not cancel task {task_id}: {one_line(exc)}")
-        return 130
+        out.note(f"interrupted; task {task_id} could not be read: {one_line(exc)}")
     except KeyboardInterrupt:
         out.note(f"interrupted; task {task_id} may still run: ovos-a2a cancel {client.base_url} {task_id}")
-        return 130
-    out.note(f"interrupted; the agent canceled task {task_id}: it is now {state_name(task.status.state)}")
     return 130
 
 
@@ -250,19 +286,57 @@ CHAT_HELP = """\
   //text   send text that starts with a slash"""
 
 
+#: lines of ``chat`` input kept between runs (arrow up brings them back)
+CHAT_HISTORY_LINES = 1000
+
+
+@contextlib.contextmanager
+def line_editing():
+    """On a terminal: ``chat``'s input with line editing and a history kept between runs, in
+    ``$XDG_STATE_HOME/ovos_a2a_solver/chat_history`` (the standard library's ``readline``)."""
+    try:
+        if not sys.stdin.isatty():
+            raise ImportError
+        import readline
+    except ImportError:  # a pipe, or a Python without readline: plain input
+        yield
+        return
+    from ovos_a2a_solver.local_state import package_state_dir
+
+    history = package_state_dir() / "chat_history"
+    try:
+        readline.read_history_file(history)
+    except OSError:  # none yet
+        pass
+    readline.set_history_length(CHAT_HISTORY_LINES)
+    try:
+        yield
+    finally:
+        try:
+            history.parent.mkdir(parents=True, exist_ok=True)
+            readline.write_history_file(history)
+        except OSError:
+            pass
+
+
 def cmd_chat(args, out: Output) -> int:
+    with line_editing():
+        return _chat(args, out)
+
+
+def _chat(args, out: Output) -> int:
     from a2a.utils.errors import A2AError
 
-    from ovos_a2a_solver.states import state_name
-
     session = "chat-" + uuid.uuid4().hex[:8]
+    # readline counts the prompt's width without its colour codes when they are marked (\001 … \002)
+    prompt = out.bold("you> ").replace("\033[1m", "\001\033[1m\002").replace("\033[0m", "\001\033[0m\002")
     with open_client(args, out, streaming=True) as client:
         card = client.fetch_agent_card()
         print(out.dim(f"talking to {card.name}; /help for commands, /quit or Ctrl-D ends, "
                       f"Ctrl-C cancels the answer in progress"))
         while True:
             try:
-                text = input(out.bold("you> "))
+                text = input(prompt)
             except EOFError:
                 print()
                 return 0
@@ -289,18 +363,18 @@ def cmd_chat(args, out: Output) -> int:
             current = {}
             print(out.bold(f"{card.name}> "), end="", flush=True)
             try:
-                for piece in client.stream_task(text, session_id=session,
-                                                on_update=lambda u: current.update(task=u.task_id)):
-                    print(piece, end="", flush=True)
+                with saying_cancel(out, None, lambda: current.get("task", "")):
+                    for piece in client.stream_task(text, session_id=session,
+                                                    on_update=lambda u: current.update(task=u.task_id)):
+                        print(piece, end="", flush=True)
                 print()
             except KeyboardInterrupt:
                 print()
                 if current.get("task"):
                     try:
-                        task = _cancel_unless_ended(client, current["task"])
-                        print(out.dim(f"(task {task.id} on the agent: {state_name(task.status.state)})"))
+                        print(out.dim(f"({interrupted_task_outcome(client, current['task'])})"))
                     except A2AError as exc:
-                        print(out.dim(f"(the agent did not cancel: {exc})"))
+                        print(out.dim(f"(task {current['task']} could not be read: {exc})"))
             except A2AError as exc:
                 print()
                 out.note(f"{type(exc).__name__}: {exc}")

@@ -47,6 +47,49 @@ def missing_credential(exc: BaseException) -> str | None:
             f"OAuth2 client credentials (--oauth2-token-origin for a token endpoint on another origin)")
 
 
+def _causes(exc: BaseException):
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def unreachable(exc: BaseException, args) -> str | None:
+    """For an agent that cannot be reached: what to check, in words, instead of the
+    network library's ("All connection attempts failed", "[SSL: WRONG_VERSION_NUMBER]")."""
+    import ssl
+    import socket
+    from urllib.parse import urlsplit
+
+    url = getattr(args, "url", "") or ""
+    parts = urlsplit(url)
+    for cause in _causes(exc):
+        text = str(cause)
+        if isinstance(cause, ssl.SSLError) or "WRONG_VERSION_NUMBER" in text or "wrong version number" in text:
+            if parts.scheme == "https" and ("WRONG_VERSION_NUMBER" in text or "wrong version number" in text):
+                return f"{parts.netloc} answers without TLS: try http://{url.split('://', 1)[1]}"
+            return f"the TLS connection to {parts.netloc} failed: {' '.join(text.split())}"
+        if isinstance(cause, socket.gaierror) or "Name or service not known" in text \
+                or "nodename nor servname" in text:
+            return f"cannot find the host {parts.hostname!r} of {url}: check the URL"
+        if isinstance(cause, ConnectionRefusedError) or "All connection attempts failed" in text \
+                or "Connection refused" in text:
+            return f"nothing answers at {url}: is the agent running there?"
+    return None
+
+
+def unknown_task(exc: BaseException, args) -> str | None:
+    """For a task the agent does not know (``status``, ``cancel``): one wording for both."""
+    from a2a.utils.errors import TaskNotFoundError
+
+    task_id = getattr(args, "task_id", None)
+    if not isinstance(exc, TaskNotFoundError) or not task_id:
+        return None
+    return f"{args.url} knows no task {task_id} (of yours): ovos-a2a tasks {args.url} lists them"
+
+
 def one_line(exc: BaseException) -> str:
     message = " ".join(str(exc).split()) or type(exc).__name__
     name = type(exc).__name__

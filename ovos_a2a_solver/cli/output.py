@@ -5,6 +5,7 @@ terminal, JSON with ``--json``), and the one-line error a command ends with."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import sys
@@ -52,6 +53,21 @@ class Output:
     def note(self, text: str) -> None:
         print(self.style(f"ovos-a2a: {text}", "2;33") if sys.stderr.isatty() else f"ovos-a2a: {text}",
               file=sys.stderr)
+
+
+class NoteHandler(logging.Handler):
+    """The package's log records as notes (``ovos-a2a: ...``), each on a line of its own:
+    on a terminal the wait line is wiped first, so a record never runs over it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = f"ovos-a2a: {' '.join(record.getMessage().split())}"
+            if sys.stderr.isatty():
+                text = "\r\033[K" + (f"\033[2;33m{text}\033[0m" if not os.environ.get("NO_COLOR") else text)
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+        except Exception:  # a note that cannot be written must not end the command
+            self.handleError(record)
 
 
 class Waiting:

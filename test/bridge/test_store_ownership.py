@@ -1,7 +1,6 @@
 """Two bridges never share tasks: each has its own default store, a store held by a live
 bridge is refused to a second one, and a persona never relays to the bridge that serves it."""
 import json
-import os
 import socket
 from pathlib import Path
 

@@ -243,6 +243,12 @@ def failures(agent, finished_task, tmp_path_factory):
         "fail": ["send", agent.agent("fail"), "hi"],
         "stall": ["send", agent.agent("stall"), "hi", "--timeout", "1"],
         "status-unknown": ["status", agent.agent("echo"), "no-such-task"],
+        "cancel-unknown": ["cancel", agent.agent("echo"), "no-such-task"],
+        "https-to-http": ["send", agent.agent("echo").replace("http://", "https://"), "hi"],
+        "unknown-host": ["send", "https://no-such-host.invalid/a2a", "hi"],
+        "swapped": ["send", "hi", agent.agent("echo")],
+        "mistyped": ["snd", agent.agent("echo"), "hi"],
+        "unknown-command": ["frobnicate"],
         "cancel-completed": ["cancel", agent.agent("echo"), finished_task["task_id"]],
         "tasks-v03": ["tasks", agent.agent("v03")],
         "serve-public": ["serve", "--host", "0.0.0.0", "--port", "0", "--backend", "echo",
@@ -255,7 +261,7 @@ def failures(agent, finished_task, tmp_path_factory):
 def test_send_to_a_port_with_nothing_listening_fails_in_one_line(failures):
     plain, debug = failures["nowhere"], failures["nowhere-debug"]
     line = one_line_error(plain)
-    assert urlsplit(plain.argv[1]).netloc in line, plain.report  # it says where it could not connect
+    assert line == f"ovos-a2a: nothing answers at {plain.argv[1]}: is the agent running there?", plain.report
     assert plain.stdout == "", plain.report
     assert debug.returncode != 0, debug.report
     assert "Traceback (most recent call last)" in debug.stderr, debug.report
@@ -289,9 +295,37 @@ def test_cancel_of_a_completed_task_fails_in_one_line(failures):
     assert result.stdout == "", result.report
 
 
-def test_an_unknown_task_fails_in_one_line(failures):
-    result = failures["status-unknown"]
-    assert "not found" in one_line_error(result).lower(), result.report
+@pytest.mark.parametrize("command", ["status", "cancel"])
+def test_an_unknown_task_is_worded_alike_by_status_and_cancel(failures, agent, command):
+    result = failures[f"{command}-unknown"]
+    url = agent.agent("echo")
+    assert one_line_error(result) == (f"ovos-a2a: {url} knows no task no-such-task (of yours): "
+                                      f"ovos-a2a tasks {url} lists them"), result.report
+
+
+def test_https_to_a_plain_http_agent_suggests_http(failures, agent):
+    line = one_line_error(failures["https-to-http"])
+    assert line.endswith(f"answers without TLS: try {agent.agent('echo')}"), failures["https-to-http"].report
+
+
+def test_an_unknown_host_is_named(failures):
+    line = one_line_error(failures["unknown-host"])
+    assert "cannot find the host 'no-such-host.invalid'" in line and "check the URL" in line, line
+
+
+def test_arguments_in_the_wrong_order_are_named_not_tried(failures, agent):
+    result = failures["swapped"]
+    assert one_line_error(result) == f"ovos-a2a: the agent's URL comes first: ovos-a2a send {agent.agent('echo')} hi"
+    assert result.returncode == 2, result.report
+    assert "https://hi" not in result.stderr, result.report  # no attempt to reach a host "hi"
+
+
+def test_a_mistyped_command_gets_a_suggestion(failures):
+    assert one_line_error(failures["mistyped"]) == ("ovos-a2a: unknown command 'snd'; did you mean 'send'? "
+                                                    "('ovos-a2a --help' lists them)")
+    assert one_line_error(failures["unknown-command"]) == ("ovos-a2a: unknown command 'frobnicate' "
+                                                           "('ovos-a2a --help' lists them)")
+    assert failures["mistyped"].returncode == failures["unknown-command"].returncode == 2
 
 
 @pytest.mark.parametrize("command", ["status", "cancel"])
@@ -396,7 +430,7 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
         child.sendline("slow:1")
         child.expect_exact("Sentence 1.")  # the answer is streaming
         child.sendintr()
-        child.expect(r"\(task (\S+) on the agent: canceled\)")
+        child.expect(r"\(the agent canceled task (\S+)\)")
         task_id = child.match.group(1)
         child.expect_exact("you> ")  # the chat goes on
         child.sendline("/quit")
@@ -604,15 +638,37 @@ def test_send_ctrl_c_cancels_the_task_on_the_agent(cli, cli_bridge):
         child.expect(r"task (\S+) · ")  # the agent named its task: cancel it now
         task_id = child.match.group(1)
         child.sendintr()
-        child.expect(rf"interrupted; the agent canceled task {re.escape(task_id)}: it is now (\S+)")
-        said = child.match.group(1)
+        child.expect_exact(f"cancelling task {task_id}…")  # at once, before the agent answers the cancel
+        child.expect_exact(f"the agent canceled task {task_id}")
         child.expect(pexpect.EOF)
     finally:
         child.close(force=True)
-    assert child.exitstatus == 130 and said == "canceled"
+    assert child.exitstatus == 130
     after = task_of(get_task(cli_bridge.url, task_id))
     assert state(after) == "TASK_STATE_CANCELED" and answer(after) != WHOLE_SLOW_ANSWER, after
     assert health(cli_bridge)["running"] == 0
+
+
+def test_send_ctrl_c_on_work_the_agent_cannot_stop_says_so_once_without_log_lines(cli, agent):
+    """The agent refuses the cancel: "cancelling…" at once, the agent's refusal once, in the
+    command's own words, and no log line written over the wait line."""
+    pexpect = pytest.importorskip("pexpect")
+    child = spawn(cli, "send", agent.agent("stubborn"), "hi")
+    try:
+        child.expect(r"task (\S+) · ")
+        task_id = child.match.group(1)
+        child.sendintr()
+        child.expect_exact(f"cancelling task {task_id}…")
+        child.expect(pexpect.EOF)
+        after = child.before
+    finally:
+        child.close(force=True)
+    assert child.exitstatus == 130, after
+    assert after.count("this work cannot be stopped halfway") == 1, after  # the agent's reason, once
+    assert not re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (ERROR|WARNING)", after), after  # no raw log line
+    lines = [line for line in re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", after).replace("\r", "\n").splitlines() if line]
+    assert all(line.startswith(("ovos-a2a: ", "waiting ")) for line in lines), lines
+    assert re.search(rf"ovos-a2a: task {re.escape(task_id)} (goes on at the agent|is now) ", after), after
 
 
 def timestamps(result) -> list[str]:

@@ -267,10 +267,12 @@ def test_start_is_quiet_says_where_it_serves_and_ctrl_c_twice_stops_it(tmp_path)
         assert bridge.card_url == f"{bridge.url}/.well-known/agent-card.json"
         assert "  Ctrl-C to stop" in lines, lines
         status = stop_with(bridge, signal.SIGINT, times=2)
-        printed = bridge.stdout_text() + bridge.stderr_text()
+        stdout = bridge.stdout_text()
+        printed = stdout + bridge.stderr_text()
     finally:
         bridge.stop()
     assert status == 0 and "Traceback" not in printed, printed
+    assert stdout.splitlines()[-1] == "ovos-a2a: stopped", printed  # it says so
     assert not OVOS_LOG_LINE.search(printed) and not any(w in printed for w in PERSONA_WARNINGS), printed
 
 

@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         log_messages(settings.log_messages)
         serve(settings, ready=lambda s, name, workers: print("\n".join(banner(s, name, workers)), flush=True),
               verbose=args.debug)
+        print("ovos-a2a: stopped", flush=True)
     except (StartError, SettingsError) as exc:
         if args.debug:
             raise

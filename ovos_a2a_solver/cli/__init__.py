@@ -9,6 +9,7 @@
     ovos-a2a cancel URL TASK_ID      ask the agent to cancel a task
     ovos-a2a tasks URL               the caller's tasks, newest first (--context, --state, pages)
     ovos-a2a chat URL                a conversation in the terminal
+    ovos-a2a health URL              exit status 0 when the agent (or bridge) serves, 1 when not
     ovos-a2a serve                   the bridge: publish an OVOS persona as an A2A agent
     ovos-a2a demo                    all of it, end to end, on this machine
 
@@ -29,8 +30,8 @@ import sys
 from ovos_a2a_solver._defaults import DEFAULT_TIMEOUT
 from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_arguments
 from ovos_a2a_solver.cli.agents import agent_url, credentials_for
-from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_discover, cmd_send, cmd_serve,
-                                          cmd_status, cmd_tasks)
+from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_discover, cmd_health, cmd_send,
+                                          cmd_serve, cmd_status, cmd_tasks)
 from ovos_a2a_solver.cli.failures import (missing_credential, one_line, still_working_hint, unauthorized,
                                           unknown_task, unreachable)
 from ovos_a2a_solver.cli.output import CommandError, NoteHandler, Output
@@ -68,6 +69,7 @@ EXAMPLES = {
     "tasks": "ovos-a2a tasks localhost:8337/a2a --state active\n"
              "  ovos-a2a tasks localhost:8337/a2a --state input-required --all --json",
     "chat": "ovos-a2a chat localhost:8337/a2a      # then /help, /new, /quit; Ctrl-C cancels an answer",
+    "health": "ovos-a2a health localhost:8337/a2a || systemctl restart ovos-a2a",
     "serve": "ovos-a2a serve                                  # the embedded persona on 127.0.0.1:8337\n"
              "  ovos-a2a serve --persona ~/.config/ovos_persona/my-persona.json",
     "demo": "ovos-a2a demo",
@@ -82,6 +84,7 @@ SUMMARIES = {
     "cancel": "ask the agent to cancel a task",
     "tasks": "list your tasks on an agent, newest first (A2A 1.0)",
     "chat": "talk to an agent in the terminal",
+    "health": "check that an agent or bridge serves (exit status 0, else 1)",
     "serve": "publish an OVOS persona as an A2A agent (the bridge)",
     "demo": "bridge + persona + plugin, end to end on this machine",
 }
@@ -134,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(commands, "chat")
     _client_options(p)
     p.set_defaults(run=cmd_chat)
+
+    p = _command(commands, "health")
+    _client_options(p)
+    p.set_defaults(run=cmd_health)
 
     p = _command(commands, "serve")
     add_serve_arguments(p)  # sets its own description and epilog (the environment settings)

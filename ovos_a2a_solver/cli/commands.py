@@ -380,6 +380,49 @@ def _chat(args, out: Output) -> int:
                 out.note(f"{type(exc).__name__}: {exc}")
 
 
+def cmd_health(args, out: Output) -> int:
+    """0 when the agent serves: a bridge's ``/health`` says ok, or another agent's card can be
+    read; 1 otherwise (for scripts, service managers and container health checks)."""
+    import httpx
+    from urllib.parse import urlsplit
+
+    from ovos_a2a_solver.cli.agents import agent_url
+
+    args.url, note = agent_url(args.url)
+    args.url_checked = True
+    if note and not out.as_json:
+        out.note(note)
+    parts = urlsplit(args.url)
+    with httpx.Client(timeout=args.timeout) as http:
+        response = http.get(f"{parts.scheme}://{parts.netloc}/health")
+    report = _json_object(response)
+    if response.status_code in (200, 503) and "ok" in report:
+        if out.as_json:
+            out.json(report)
+        else:
+            verdict = "healthy" if report.get("ok") else "unhealthy"
+            backend = (report.get("backend") or {}).get("state", "?")
+            print(f"{verdict}: persona {report.get('persona', '?')}, store {report.get('store', '?')}, "
+                  f"{report.get('running', 0)} running, {'accepting' if report.get('accepting') else 'not accepting'}"
+                  f" messages, backend {backend}")
+        return 0 if report.get("ok") and response.status_code == 200 else 1
+    with open_client(args, out) as client:  # not a bridge: an agent that serves its card is up
+        card = client.fetch_agent_card()
+    if out.as_json:
+        out.json({"ok": True, "agent": card.name, "health": "no /health endpoint; the card was read"})
+    else:
+        print(f"healthy: {card.name} serves its card (it has no /health endpoint)")
+    return 0
+
+
+def _json_object(response) -> dict:
+    try:
+        value = response.json()
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def cmd_demo(args, out: Output) -> int:
     from ovos_a2a_solver.demo import run_demo
     return run_demo(out, timeout=args.timeout, quiet=not args.debug)

@@ -27,7 +27,7 @@ from support.cli_run import COMMAND, Cli
 from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
 
-COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "serve", "demo")
+COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "demo")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 
 #: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
@@ -444,6 +444,18 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
     assert re.search(r"^state\s+canceled$", status.stdout, re.M), status.report
     assert "Sentence 1." in status.stdout and "Sentence 5." not in status.stdout, status.report
     assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+
+
+# ---- health --------------------------------------------------------------------------------
+
+def test_health_of_a_bridge_a_plain_agent_and_nothing(cli, cli_bridge, agent):
+    bridge, plain, nothing = cli.run_all(["health", cli_bridge.url], ["health", agent.agent("echo")],
+                                         ["health", f"http://127.0.0.1:{free_port()}/a2a"])
+    assert bridge.returncode == 0, bridge.report
+    assert bridge.stdout.startswith("healthy: persona echo, store ok, "), bridge.report
+    assert plain.returncode == 0, plain.report
+    assert plain.stdout.strip() == "healthy: echo serves its card (it has no /health endpoint)", plain.report
+    assert one_line_error(nothing).endswith("is the agent running there?") and nothing.returncode == 1
 
 
 # ---- 7. demo -------------------------------------------------------------------------------

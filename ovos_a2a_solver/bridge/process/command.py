@@ -41,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = BridgeSettings.load(vars(args))
         log_messages(settings.log_messages)
-        serve(settings, ready=lambda s, name, workers: print("\n".join(banner(s, name, workers)), flush=True),
-              verbose=args.debug)
+        serve(settings, ready=lambda s, name, workers: announce(banner(s, name, workers)), verbose=args.debug)
         print("ovos-a2a: stopped", flush=True)
     except (StartError, SettingsError) as exc:
         if args.debug:
@@ -52,6 +51,14 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def announce(lines: list[str]) -> None:
+    """The bridge serves: say so to the person (the banner) and to a service manager."""
+    from ovos_a2a_solver.bridge.process.service_manager import notify
+
+    print("\n".join(lines), flush=True)
+    notify(f"READY=1\nSTATUS={lines[0].removeprefix('ovos-a2a: ')}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,7 @@ import threading
 from typing import Callable
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
+from ovos_a2a_solver.bridge.process.service_manager import notify
 from ovos_a2a_solver.bridge.process.startup import LISTEN_QUEUE, StartError, StartupTrap
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -48,6 +49,8 @@ def _uvicorn_server(config, bridge):
                     signal.signal(sig, handler)
 
         def _stop(self, sig: int, frame) -> None:
+            if not self.should_exit:
+                notify("STOPPING=1")
             self.should_exit = True
             if bridge.draining is None:
                 loop = asyncio.get_event_loop()

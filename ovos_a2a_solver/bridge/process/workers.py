@@ -38,6 +38,7 @@ from collections.abc import Callable
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, sqlite_path
 from ovos_a2a_solver.bridge.process.server import run_bridge
+from ovos_a2a_solver.bridge.process.service_manager import forget_service_manager, notify
 from ovos_a2a_solver.bridge.process.startup import StartError, listen, load_backend
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -135,6 +136,7 @@ class _Workers:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         os.close(self._reports)
+        forget_service_manager()
         for n, other in enumerate(self.sockets, 1):
             if n != number:
                 other.close()
@@ -210,6 +212,8 @@ class _Workers:
         return ended
 
     def _on_signal(self, _sig: int, _frame) -> None:
+        if not self.stopping:
+            notify("STOPPING=1")
         self.stopping = True
 
     # ---- stop ----------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from ovos_a2a_solver.bridge.cluster.peers import Peers
 from ovos_a2a_solver.bridge.cluster.replicas import ReplicaGroup
 from ovos_a2a_solver.bridge.cluster.siblings import Siblings
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
+from ovos_a2a_solver.bridge.edge.access_log import AccessLog
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
@@ -130,7 +131,7 @@ class Bridge:
         return urlsplit(self.settings.public_url).path.rstrip("/")
 
     def _middleware(self, app):
-        """Outermost first: the size of the body, who calls, what of their credentials
+        """Outermost first: the access log (when on), the size of the body, who calls, what of their credentials
         travels on, whether the request is well-formed, and which A2A version it speaks."""
         rest_prefix = self._path + "/rest"
         rpc_paths = {self._path or "/", self._path + "/"}
@@ -140,7 +141,8 @@ class Bridge:
         app = ScrubCredentials(app)
         app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings),
                                        on_error=unauthenticated(rest_prefix))
-        return BodyLimit(app, max_body=self.settings.max_body, rest_prefix=rest_prefix)
+        app = BodyLimit(app, max_body=self.settings.max_body, rest_prefix=rest_prefix)
+        return AccessLog(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix) if self.settings.access_log else app
 
     def _routes(self) -> list:
         path = self._path
@@ -214,12 +216,13 @@ class Bridge:
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, grpc_limits
+        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcAccessLog, grpc_limits
 
         handler = GrpcHandler(self.handler)
         rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
                                self.settings.max_values)
-        server = grpc.aio.server(interceptors=[rules], options=grpc_limits(self.settings),
+        interceptors = [GrpcAccessLog(), rules] if self.settings.access_log else [rules]
+        server = grpc.aio.server(interceptors=interceptors, options=grpc_limits(self.settings),
                                  maximum_concurrent_rpcs=self.settings.connection_limit)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(handler, server)
         server.add_insecure_port(f"{self.settings.host}:{self.settings.grpc_port}")

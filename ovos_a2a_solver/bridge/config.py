@@ -231,6 +231,9 @@ class BridgeSettings:
                                    help="with the echo backend: append a line per call to this file (tests)")
     log_messages: bool = setting(False, kind=bool,
                                  help="log every A2A request and response, message text included")
+    access_log: bool = setting(False, kind=bool,
+                               help="log one line per request: method, binding, status, duration, owner (never "
+                                    "message text)")
 
     def __post_init__(self) -> None:
         if self.base_url is not None:

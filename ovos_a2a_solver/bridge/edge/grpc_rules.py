@@ -19,6 +19,7 @@ carries the same ``google.rpc.Status`` details as the SDK's errors.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import grpc
@@ -28,6 +29,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.edge.access_log import log_grpc_call
 from ovos_a2a_solver.bridge.edge.versions import HEADER, negotiate
 
 VERSION_KEY = HEADER.lower()
@@ -100,6 +102,48 @@ class A2AStatusRules(grpc.aio.ServerInterceptor):
 
             return grpc.unary_stream_rpc_method_handler(streaming, **kwargs)
         return method_handler  # A2A has no client-streaming methods
+
+
+class GrpcAccessLog(grpc.aio.ServerInterceptor):
+    """The access log's line for each gRPC call (see ``access_log``), once it ended."""
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method.rsplit("/", 1)[-1]
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request, context):
+                started = time.perf_counter()
+                try:
+                    return await inner(request, context)
+                finally:
+                    log_grpc_call(method, code_name(context), started)
+
+            return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
+                                                       handler.response_serializer)
+        if handler.unary_stream is not None:
+            inner_stream = handler.unary_stream
+
+            async def streaming(request, context):
+                started = time.perf_counter()
+                try:
+                    async for item in inner_stream(request, context):
+                        yield item
+                finally:
+                    log_grpc_call(method, code_name(context), started)
+
+            return grpc.unary_stream_rpc_method_handler(streaming, handler.request_deserializer,
+                                                        handler.response_serializer)
+        return handler
+
+
+def code_name(context) -> str:
+    """The call's status code by name (``OK`` when none was set)."""
+    code = context.code()
+    return code.name if isinstance(code, grpc.StatusCode) else ("OK" if code in (None, 0) else str(code))
 
 
 def count_values(message: Message, most: int) -> int:

@@ -98,6 +98,6 @@ class ScrubCredentials:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             headers = [(k, v) for k, v in scope["headers"] if not CREDENTIAL_HEADER.search(k.decode("latin-1"))]
-            if len(headers) != len(scope["headers"]):
-                scope = dict(scope, headers=headers)
+            if len(headers) != len(scope["headers"]):  # in place: what the layers inside note stays visible
+                scope["headers"] = headers
         await self.app(scope, receive, send)

@@ -70,8 +70,8 @@ class WireCheck:
                     call = await asyncio.to_thread(self.check_body, body, path, rest)
                 else:
                     call = self.check_body(body, path, rest)
-                if call is not None:
-                    scope = {**scope, JSONRPC_CALL: call}
+                if call is not None:  # in place: the access log, outside, names the method too
+                    scope[JSONRPC_CALL] = call
             elif method == "GET" and rest and path.endswith("/tasks"):
                 check_query(scope.get("query_string", b""), ListTasksRequest.DESCRIPTOR)
         except Refusal as refusal:

@@ -35,12 +35,14 @@ def run(args: argparse.Namespace) -> int:
     exit status."""
     from ovos_a2a_solver.bridge.config import BridgeSettings
     from ovos_a2a_solver.bridge.process.serve import serve
-    from ovos_a2a_solver.bridge.process.startup import StartError, banner, configure_logging, log_messages
+    from ovos_a2a_solver.bridge.process.startup import (StartError, banner, configure_logging, log_access,
+                                                        log_messages)
 
     configure_logging(args.debug)
     try:
         settings = BridgeSettings.load(vars(args))
         log_messages(settings.log_messages)
+        log_access(settings.access_log)
         serve(settings, ready=lambda s, name, workers: announce(banner(s, name, workers)), verbose=args.debug)
         print("ovos-a2a: stopped", flush=True)
     except (StartError, SettingsError) as exc:

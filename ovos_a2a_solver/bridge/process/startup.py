@@ -30,6 +30,8 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the a2a-sdk logs request and response bodies (message text) at DEBUG under this logger
 MESSAGE_LOGGER = "a2a"
+#: the access log's logger (``edge.access_log``)
+ACCESS_LOGGER = "ovos_a2a_solver.bridge.access"
 DATABASE_PROBE_TIMEOUT = 10.0
 SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
 #: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)
@@ -64,6 +66,12 @@ def configure_logging(debug: bool = False) -> None:
     if not debug and not os.environ.get("OVOS_DEFAULT_LOG_LEVEL"):
         from ovos_utils.log import LOG as OVOS_LOG
         OVOS_LOG.set_level("ERROR")
+
+
+def log_access(enabled: bool) -> None:
+    """Turn on the access log (see ``edge.access_log``): a line per request, at INFO."""
+    if enabled:
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
 
 
 def log_messages(enabled: bool) -> None:

@@ -64,10 +64,15 @@ def test_an_npm_project_is_skipped_only_when_the_registry_is_unreachable(monkeyp
 
 # the JS SDK's server asked by this plugin's client
 
-@pytest.fixture(scope="module", params=[JS_SDK_1, JS_SDK_03], ids=["js-1.3.0", "js-0.3.14"])
+JS_SERVERS = [(JS_SDK_1, "esm", False), (JS_SDK_1, "esm", True), (JS_SDK_03, "esm", False)]
+JS_SERVER_IDS = ["js-1.3.0", "js-1.3.0-as-0.3", "js-0.3.14"]
+
+
+@pytest.fixture(scope="module", params=JS_SERVERS, ids=JS_SERVER_IDS)
 def js(request):
-    """The JS SDK's server, one per version for the module."""
-    with JsAgentProcess(request.param) as process:
+    """The JS SDK's server for the module: 1.3 (A2A 1.0, and A2A 0.3 through its compat layer)
+    and 0.3.14, each served by its ES modules."""
+    with JsAgentProcess(*request.param) as process:
         yield process
 
 
@@ -77,7 +82,7 @@ def test_each_js_agent_card_names_its_binding_and_version(js, binding):
         card = client.fetch_agent_card()
     assert card.streaming
     assert {i.binding for i in card.interfaces} == {CARD_BINDING[binding]}
-    assert all(i.protocol_version.startswith(js.project.protocol_version) for i in card.interfaces)  # 0.3: "0.3.0"
+    assert all(i.protocol_version.startswith(js.protocol_version) for i in card.interfaces)  # 0.3.14: "0.3.0"
 
 
 @BINDINGS
@@ -134,11 +139,11 @@ def forgotten_task_error(sdk, module_format, binding, streaming):
     return TaskNotFoundError, "Task not found: "
 
 
-@pytest.fixture(scope="module", params=[(JS_SDK_1, "esm"), (JS_SDK_03, "esm"), (JS_SDK_03, "cjs")],
-                ids=["js-1.3.0", "js-0.3.14", "js-0.3.14-cjs"])
+@pytest.fixture(scope="module", params=[*JS_SERVERS, (JS_SDK_03, "cjs", False)],
+                ids=[*JS_SERVER_IDS, "js-0.3.14-cjs"])
 def restartable_js(request):
-    """The JS SDK's server for the tests that restart it, served by the SDK's ES modules, or
-    by the CommonJS build of 0.3.x (see test/support/peers/js/sdk.cjs)."""
+    """The JS SDK's server for the tests that restart it: those of :func:`js`, and 0.3.14
+    served by its CommonJS build (see test/support/peers/js/sdk.cjs)."""
     with JsAgentProcess(*request.param) as process:
         yield process
 
@@ -162,7 +167,7 @@ def test_a_task_the_restarted_js_agent_forgot_fails_once_then_a_new_task_starts(
         assert client.send_task("hello", session_id="s") == f"echo[{ctx}]: hello"
 
 
-@pytest.mark.parametrize("js", [JS_SDK_1], ids=["js-1.3.0"], indirect=True)
+@pytest.mark.parametrize("js", JS_SERVERS[:1], ids=JS_SERVER_IDS[:1], indirect=True)
 def test_the_command_line_asks_a_js_agent(js, tmp_path):
     cli = Cli(tmp_path / "state")
     asked = cli.run("send", js.agent("jsonrpc"), "ask", "--session", "s")

@@ -174,15 +174,23 @@ class JsAgentProcess(PeerAgentProcess):
     One agent per binding (``jsonrpc``, ``rest``, ``grpc``), each with a card naming only that
     binding; the script's header says what they answer. ``module_format`` is the SDK build that
     serves: ``"esm"`` (its ES modules, what ``import`` gets) or ``"cjs"`` (its CommonJS build;
-    see ``peers/js/sdk.cjs`` for how they differ). Start-up to the ready line takes about 0.2 s.
+    see ``peers/js/sdk.cjs`` for how they differ). ``legacy``: the 1.x SDK speaks A2A 0.3
+    through its compat layer. Start-up to the ready line takes about 0.2 s.
     """
 
-    def __init__(self, project: NpmProject, module_format: str = "esm", port: int = 0, grpc_port: int = 0,
+    def __init__(self, project: NpmProject, module_format: str = "esm", legacy: bool = False,
                  startup_timeout: float = 30.0) -> None:
-        super().__init__("--port", str(port), "--grpc-port", str(grpc_port), startup_timeout=startup_timeout)
+        super().__init__(*self._options(legacy), startup_timeout=startup_timeout)
         self.project = project
         self.module_format = module_format
+        self.legacy = legacy
+        #: the A2A version its cards name
+        self.protocol_version = "0.3" if legacy else project.protocol_version
         self.script = JS_DIR / project.agent_script
+
+    @staticmethod
+    def _options(legacy: bool, port: str = "0", grpc_port: str = "0") -> Tuple[str, ...]:
+        return ("--port", port, "--grpc-port", grpc_port, *(["--legacy"] if legacy else []))
 
     def command(self) -> Tuple[List[str], Dict[str, str]]:
         return ([_tool("node"), str(self.script), *self.args],
@@ -199,7 +207,7 @@ class JsAgentProcess(PeerAgentProcess):
         port = self.url.rsplit(":", 1)[1]
         grpc_port = self.ready["grpc"].rsplit(":", 1)[1]
         self.stop()
-        self.args = ("--port", port, "--grpc-port", grpc_port)
+        self.args = self._options(self.legacy, port, grpc_port)
         return self.start()
 
 

@@ -1,6 +1,6 @@
 // A scripted agent served by @a2a-js/sdk 1.x (A2A 1.0): the JS peer in interop tests.
 //
-//   node agent_v1.cjs [--port N] [--grpc-port N]
+//   node agent_v1.cjs [--port N] [--grpc-port N] [--legacy]
 //
 // Binds 127.0.0.1 (port 0 picks a free port), prints one JSON line
 // {"url": "http://127.0.0.1:PORT", "grpc": "127.0.0.1:GPORT"} when it serves, stops on SIGTERM.
@@ -8,14 +8,15 @@
 //   {url}/jsonrpc   JSON-RPC       card {url}/jsonrpc/.well-known/agent-card.json
 //   {url}/rest      HTTP+JSON      card {url}/rest/.well-known/agent-card.json
 //   {url}/grpc      gRPC at GPORT  card {url}/grpc/.well-known/agent-card.json
-// They share one in-memory task store; what they say is in behaviour.cjs. The SDK's ES modules
-// serve, or its CommonJS build with A2A_JS_MODULE_FORMAT=cjs (see sdk.cjs).
+// With --legacy they speak A2A 0.3 through the SDK's compat layer, their cards naming 0.3
+// interfaces. They share one in-memory task store; what they say is in behaviour.cjs. The
+// SDK's ES modules serve, or its CommonJS build with A2A_JS_MODULE_FORMAT=cjs (see sdk.cjs).
 'use strict';
 
 const { randomUUID } = require('node:crypto');
 const { play } = require('./behaviour.cjs');
 const { loadSdk } = require('./sdk.cjs');
-const { ENTRY_POINTS, serveAgents } = require('./serve.cjs');
+const { ENTRY_POINTS, LEGACY_ENTRY_POINTS, serveAgents } = require('./serve.cjs');
 
 let Role, TaskState, AgentEvent;  // set once the SDK is loaded (see main)
 
@@ -70,9 +71,10 @@ function card(binding, url, version) {
   };
 }
 
-loadSdk(...ENTRY_POINTS).then((sdk) => {
+const legacy = process.argv.includes('--legacy');
+loadSdk(...ENTRY_POINTS, ...(legacy ? LEGACY_ENTRY_POINTS : [])).then((sdk) => {
   ({ Role, TaskState } = sdk['.']);
   ({ AgentEvent } = sdk['./server']);
-  const version = sdk['.'].A2A_PROTOCOL_VERSION;
+  const version = legacy ? sdk['./compat/v0_3'].A2A_LEGACY_PROTOCOL_VERSION : sdk['.'].A2A_PROTOCOL_VERSION;
   serveAgents(process.argv.slice(2), sdk, (binding, url) => card(binding, url, version), new ScriptedExecutor());
 }).catch((err) => { process.stderr.write(`${err.stack || err}\n`); process.exit(1); });

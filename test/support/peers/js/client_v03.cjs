@@ -40,5 +40,6 @@ converse(async (cardUrl, transport) => {
     return { contextId: task.contextId, taskId: task.id, state: task.status.state, answer, chunks };
   }
 
-  return { protocolVersion: '0.3', send };
+  // a 0.3 transport does not name itself: the one offered (the factory fails without it)
+  return { transport, protocolVersion: '0.3', send };
 });

@@ -47,5 +47,5 @@ converse(async (cardUrl, transport) => {
     return { contextId: task.contextId, taskId: task.id, state: stateName(task.status.state), answer, chunks };
   }
 
-  return { protocolVersion: client.protocolVersion, send };
+  return { transport: client.transport.protocolName, protocolVersion: client.protocolVersion, send };
 });

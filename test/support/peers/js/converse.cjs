@@ -9,8 +9,9 @@
 // process with status 1.
 'use strict';
 
-// ``open(cardUrl, transport)`` resolves to {protocolVersion, send(text, ids, stream)}, where
-// ``send`` resolves to the turn's {contextId, taskId, state, answer, chunks}.
+// ``open(cardUrl, transport)`` resolves to {transport, protocolVersion, send(text, ids, stream)}
+// (the transport and A2A version the client uses), where ``send`` resolves to the turn's
+// {contextId, taskId, state, answer, chunks}.
 function converse(open) {
   const [cardUrl, transport, ...rest] = process.argv.slice(2);
   const stream = rest[0] === '--stream';
@@ -20,7 +21,7 @@ function converse(open) {
     for (const text of stream ? rest.slice(1) : rest) {
       const turn = await peer.send(text, ids, stream);
       ids = { contextId: turn.contextId, taskId: turn.state === 'input-required' ? turn.taskId : undefined };
-      process.stdout.write(JSON.stringify({ transport, protocolVersion: peer.protocolVersion, ...turn,
+      process.stdout.write(JSON.stringify({ transport: peer.transport, protocolVersion: peer.protocolVersion, ...turn,
         taskId: ids.taskId ?? '' }) + '\n');
     }
   };

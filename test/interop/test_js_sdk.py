@@ -173,7 +173,8 @@ def test_the_command_line_asks_a_js_agent(js, tmp_path):
     asked = cli.run("send", js.agent("jsonrpc"), "ask", "--session", "s")
     assert asked.returncode == 0 and asked.stdout.strip() == "which city?", asked
     answered = cli.run("send", js.agent("jsonrpc"), "lisbon", "--session", "s")
-    assert answered.returncode == 0 and answered.stdout.strip().endswith("]: lisbon"), answered
+    assert answered.returncode == 0 and answered.stdout.strip().startswith("continued["), answered
+    assert answered.stdout.strip().endswith("]: lisbon"), answered
 
 
 # the JS SDK's client asking the bridge
@@ -198,6 +199,7 @@ def test_the_js_client_asks_the_bridge(bridge, sdk, transport):
                                             "echo: lisbon"]
     assert [t["state"] for t in turns] == ["completed", "completed", "input-required", "completed"]
     assert {t["contextId"] for t in turns} == {turns[0]["contextId"]}
+    assert turns[3]["taskId"] == turns[2]["taskId"]  # the question's task, continued
     assert {(t["transport"], t["protocolVersion"]) for t in turns} == {(transport, sdk.protocol_version)}
 
 
@@ -209,3 +211,4 @@ def test_the_js_client_streams_from_the_bridge(bridge, sdk, transport):
     assert [t["answer"] for t in turns[1:]] == ["which city?", "echo: lisbon"]
     assert [t["state"] for t in turns] == ["completed", "input-required", "completed"]
     assert {t["contextId"] for t in turns} == {turns[0]["contextId"]}
+    assert turns[2]["taskId"] == turns[1]["taskId"]

@@ -4,8 +4,8 @@
 //
 // Sends each TEXT in turn in one conversation: the contextId of the first reply, and the taskId
 // while the agent waits for input. Prints one JSON line per TEXT: {"transport",
-// "protocolVersion", "contextId", "taskId", "state", "answer", "chunks"} (chunks: the text of
-// each artifact update, in order, when streaming). An error is printed to stderr and ends the
+// "protocolVersion", "contextId", "taskId" (of the task that answered), "state", "answer",
+// "chunks"} (chunks: the text of each artifact update, in order, when streaming). An error is printed to stderr and ends the
 // process with status 1.
 'use strict';
 
@@ -21,8 +21,8 @@ function converse(open) {
     for (const text of stream ? rest.slice(1) : rest) {
       const turn = await peer.send(text, ids, stream);
       ids = { contextId: turn.contextId, taskId: turn.state === 'input-required' ? turn.taskId : undefined };
-      process.stdout.write(JSON.stringify({ transport: peer.transport, protocolVersion: peer.protocolVersion, ...turn,
-        taskId: ids.taskId ?? '' }) + '\n');
+      process.stdout.write(JSON.stringify({ transport: peer.transport, protocolVersion: peer.protocolVersion, ...turn })
+        + '\n');
     }
   };
   run().catch((err) => { process.stderr.write(`${err.stack || err}\n`); process.exit(1); });

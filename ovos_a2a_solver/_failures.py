@@ -17,7 +17,7 @@ import httpx
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.client.errors import AgentCardResolutionError
 from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError, MethodNotFoundError,
-                              VersionNotSupportedError)
+                              TaskNotFoundError, VersionNotSupportedError)
 
 from ovos_a2a_solver._errors import CardSignatureError, CircuitOpenError, MissingCredentialError
 from ovos_a2a_solver.resilience import Breaker, full_jitter
@@ -66,8 +66,18 @@ def peer_error(exc: BaseException) -> BaseException:
     HTTP+JSON agent answers ``404 {"code": -32001, "message": ...}`` (the SDK's 0.3 REST
     transport reads only a ``type`` field, and takes the 404 for a method not found); a 0.3
     JSON-RPC stream ends with an SSE ``event: error`` whose data is a JSON-RPC error (no
-    handler there: a generic error). Read the JSON-RPC ``code``, or a ``google.rpc`` reason
-    (``TASK_NOT_FOUND``), wherever the body or the event carries it."""
+    handler there: a generic error); a 0.3 gRPC agent answers a task it does not have with
+    status ``NOT_FOUND`` and its own wording (the SDK's 0.3 gRPC transport reads only details
+    worded ``"TaskNotFoundError: ..."``, as the a2a-sdk's own server words them). Read the
+    JSON-RPC ``code``, or a ``google.rpc`` reason (``TASK_NOT_FOUND``), wherever the body or
+    the event carries it, and a gRPC ``NOT_FOUND`` (A2A's status for a task not found: a method
+    that is not there is ``UNIMPLEMENTED`` on gRPC)."""
+    if isinstance(exc, A2AClientError):
+        not_found = next((cause for cause in _chain(exc) if _grpc_status(cause) == "NOT_FOUND"), None)
+        if not_found is not None:
+            meant = TaskNotFoundError(message=not_found.details() or None)
+            meant.__cause__ = exc
+            return meant
     body = _sse_error_data(exc)
     if body is None:
         status = next((cause for cause in _chain(exc) if isinstance(cause, httpx.HTTPStatusError)), None)

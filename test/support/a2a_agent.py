@@ -65,8 +65,8 @@ Card / transport variants (echo behaviour):
   hybrid (JSONRPC 1.0 + 0.3 on one URL), old (card only at .well-known/agent.json),
   memory-rest, memory-v03-rest (memory behaviour over 1.0 / 0.3 HTTP+JSON only), memory-v03-rest-js and
   memory-v03-js (memory behaviour over 0.3 HTTP+JSON / 0.3 JSON-RPC, their errors worded as the
-  A2A JS SDK words them: an HTTP+JSON error as {"code", "message"}, a streaming request's
-  error as an SSE "event: error"),
+  A2A JS SDK 0.3 words them: an HTTP+JSON error as {"code", "message"}, a streaming request's
+  error as an SSE "event: error"; the real one is in test/interop/test_js_sdk.py),
   cached (Cache-Control: max-age=1),
   upgradable, movable (card and bindings switched in place by /_admin/upgrade),
   huge-card (a 50 MB card, streamed without Content-Length),

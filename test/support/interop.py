@@ -276,7 +276,8 @@ class PeerAgentProcess:
     """Run a peer agent script under the interpreter of its :class:`PeerVenv`.
 
     The script binds port 0 and prints one JSON line ``{"url": "http://127.0.0.1:PORT"}`` on
-    stdout when it serves; :attr:`url` is that URL. Subclasses name the script and the venv.
+    stdout when it serves; :attr:`url` is that URL (:attr:`ready` the whole line). Subclasses
+    name the script and the venv (or another :meth:`command`).
     The script finds the peers' shared start-up (``port0_server``) on its PYTHONPATH.
     """
 
@@ -289,6 +290,7 @@ class PeerAgentProcess:
         self.startup_timeout = startup_timeout
         self.proc: Optional[subprocess.Popen] = None
         self.url: Optional[str] = None
+        self.ready: Dict[str, str] = {}  # the ready line
         self.startup_seconds: Optional[float] = None
         self._stderr: Optional[_OutputPump] = None
         self._stdout: Optional[_OutputPump] = None
@@ -300,13 +302,12 @@ class PeerAgentProcess:
     def start(self):
         if self.proc is not None:
             raise RuntimeError(f"{type(self).__name__} already started")
-        python = self._python or peer_python(self.venv)
+        command, env = self.command()
         ready: "queue.Queue[Optional[str]]" = queue.Queue()
         t0 = time.monotonic()
         self.proc = subprocess.Popen(
-            [python, str(self.script), *self.args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1, env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(PEERS_DIR)},
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1, env=env,
         )
         self._stderr = _OutputPump(self.proc.stderr)
         self._stdout = _OutputPump(self.proc.stdout, on_line=ready.put)
@@ -329,7 +330,8 @@ class PeerAgentProcess:
                         f"{self.script.name} exited with {self.proc.returncode} before it was ready;"
                         f" stderr:\n{self.stderr}")
                 try:
-                    self.url = json.loads(line)["url"]
+                    self.ready = json.loads(line)
+                    self.url = self.ready["url"]
                     break
                 except (ValueError, KeyError, TypeError):
                     continue  # not the ready line
@@ -338,6 +340,12 @@ class PeerAgentProcess:
             raise
         self.startup_seconds = time.monotonic() - t0
         return self
+
+    def command(self) -> Tuple[List[str], Dict[str, str]]:
+        """The command that runs the script, and its environment."""
+        python = self._python or peer_python(self.venv)
+        return ([python, str(self.script), *self.args],
+                {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(PEERS_DIR)})
 
     def stop(self) -> None:
         """SIGTERM, wait up to 10 s, then SIGKILL. Idempotent."""

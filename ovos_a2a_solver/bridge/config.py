@@ -124,6 +124,9 @@ class BridgeSettings:
     :class:`SettingsError`; :meth:`load` also converts and bounds raw values.
     """
 
+    config: str | None = setting(None, metavar="FILE.json",
+                                 help="a JSON object of settings named as here, e.g. {\"port\": 8338, \"max_concurrent\": "
+                                      "4}; flags and the environment win over it")
     persona: str | None = setting(None, help="the persona JSON file", metavar="FILE.json",
                                   shown="the embedded offline persona")
     host: str = setting("127.0.0.1", help="address to listen on")
@@ -305,13 +308,19 @@ class BridgeSettings:
     @classmethod
     def load(cls, values: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> "BridgeSettings":
         """Settings from explicit ``values`` (flags; ``None`` means not given), then the
-        environment (``OVOS_A2A_<NAME>``), then defaults. Raises :class:`SettingsError`."""
+        environment (``OVOS_A2A_<NAME>``), then the settings file (``config``), then
+        defaults. The file's values are checked as the environment's are (a number out of
+        range is clamped, with a warning naming the file). Raises :class:`SettingsError`."""
         env = os.environ if env is None else env
+        path = (values or {}).get("config") or env.get(ENV_PREFIX + "CONFIG") or None
+        from_file = read_settings_file(path) if path else {}
         clean: dict[str, Any] = {}
         for f in fields(cls):
             raw, source = (values or {}).get(f.name), flag_name(f)
             if raw is None:
                 raw, source = env.get(env_name(f)), env_name(f)
+            if raw is None or raw == "":
+                raw, source = from_file.get(f.name), f"{path}: {f.name}"
             if raw is not None and raw != "":
                 clean[f.name] = _convert(f, raw, source)
         return cls(**clean)
@@ -346,6 +355,33 @@ def connections_allowed(file_limit: int, endpoints: int = 1) -> int:
     shared by the ``endpoints`` (HTTP, and gRPC) and as many again for the connections the
     event loop has accepted but not yet closed when many arrive at once (at least 1)."""
     return max(1, (file_limit - RESERVED_FILES) // (endpoints + 1))
+
+
+def read_settings_file(path: str) -> dict[str, Any]:
+    """The settings of a JSON file, by field name (``max_concurrent`` or ``max-concurrent``);
+    a :class:`SettingsError` for a file that cannot be read, is no JSON object, or names a
+    setting that does not exist (a typo must not be ignored)."""
+    import difflib
+    import json
+
+    try:
+        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SettingsError(f"{names_of('config')}: cannot read {path}: {(exc.strerror or str(exc)).lower()}") from None
+    except ValueError as exc:
+        raise SettingsError(f"{names_of('config')}: {path} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"{names_of('config')}: {path} must hold a JSON object of settings")
+    known = {f.name for f in fields(BridgeSettings)} - {"config"}
+    settings = {}
+    for key, value in data.items():
+        name = str(key).replace("-", "_")
+        if name not in known:
+            near = difflib.get_close_matches(name, sorted(known), n=1)
+            raise SettingsError(f"{names_of('config')}: {path} names no setting {key!r}"
+                                + (f"; did you mean {near[0]!r}?" if near else ""))
+        settings[name] = value
+    return settings
 
 
 def spec_of(f: Field) -> Spec:

@@ -376,3 +376,33 @@ def test_the_sdks_tracing_is_off_unless_the_operator_turns_it_on(operator_says, 
     installed, enabled = out.split()
     assert installed == "True", "opentelemetry-api is not installed: this test proves nothing"
     assert enabled == str(traced)
+
+
+# ---- a settings file ------------------------------------------------------------------------
+
+def test_a_settings_file_is_read_and_flags_and_the_environment_win_over_it(tmp_path):
+    import json
+
+    config = tmp_path / "bridge.json"
+    ports = [free_port() for _ in range(3)]
+    config.write_text(json.dumps({"port": ports[0], "max-concurrent": 3, "heartbeat": 0, "name": "from the file"}))
+    with BridgeProcess("--config", str(config), port=None) as bridge:
+        assert bridge.port == ports[0] and bridge.name == "from the file"
+        assert "heartbeat=0 is out of range [1, 300]; using 1" in bridge.stderr_text()  # checked as the environment is
+    with BridgeProcess("--config", str(config), port=ports[1], env={"OVOS_A2A_NAME": "from the environment"}) as bridge:
+        assert bridge.port == ports[1] and bridge.name == "from the environment"
+    with BridgeProcess(port=None, env={"OVOS_A2A_CONFIG": str(config), "OVOS_A2A_PORT": str(ports[2])}) as bridge:
+        assert bridge.port == ports[2] and bridge.name == "from the file"
+
+
+@pytest.mark.parametrize("content, said", [
+    ('{"prot": 8337}', "names no setting 'prot'; did you mean 'port'?"),
+    ("[1, 2]", "must hold a JSON object of settings"),
+    ("{port: 1}", "is not JSON"),
+])
+def test_a_settings_file_that_cannot_be_used_is_one_line(tmp_path, content, said):
+    config = tmp_path / "bridge.json"
+    config.write_text(content)
+    result = Cli(tmp_path / "state").run("serve", "--config", str(config), "--backend", "echo")
+    line = one_line_error(result, 2)
+    assert line.startswith(f"ovos-a2a: --config (OVOS_A2A_CONFIG): {config}") and said in line, line

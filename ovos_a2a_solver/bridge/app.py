@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -125,6 +126,11 @@ class Bridge:
                                             self.new_tasks, self.peers)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
+
+    @property
+    def served(self) -> tuple[tuple[str, BridgeSettings], ...]:
+        """(the agent's name, its settings) of each persona this serves: one."""
+        return ((self.card.name, self.settings),)
 
     @property
     def _path(self) -> str:
@@ -248,3 +254,48 @@ class Bridge:
                              "backend": self.executor.breaker.report(),
                              **({"worker": self.worker} if self.worker is not None else {})},
                             status_code=200 if ok else 503)
+
+
+class PersonaBridges:
+    """Several personas in one process (``--personas-dir``), as ovos-persona-server serves a
+    directory of them: each a :class:`Bridge` of its own (its card, persona, memory, task
+    store and middleware) at ``BASE_URL/NAME``. A request goes to the bridge whose path it
+    is under; ``GET /health`` answers for all of them (ok when every one is)."""
+
+    def __init__(self, settings: BridgeSettings, bridges: list[Bridge]) -> None:
+        self.settings = settings
+        self.bridges = bridges
+        self.draining: asyncio.Future | None = None
+        # the longest path first, so that /a2a/bob-2 is not taken for /a2a/bob
+        self._by_path = sorted(((bridge._path, bridge) for bridge in bridges), key=lambda item: -len(item[0]))
+        self._rest = Starlette(routes=[Route("/health", self._health, methods=["GET"])], lifespan=self._lifespan)
+
+    @property
+    def served(self) -> tuple[tuple[str, BridgeSettings], ...]:
+        return tuple(item for bridge in self.bridges for item in bridge.served)
+
+    async def app(self, scope, receive, send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            path = scope["path"]
+            for prefix, bridge in self._by_path:
+                if path == prefix or path.startswith(prefix + "/"):
+                    return await bridge.app(scope, receive, send)
+        await self._rest(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, _app):
+        async with contextlib.AsyncExitStack() as stack:
+            for bridge in self.bridges:
+                await stack.enter_async_context(bridge._lifespan(None))
+            yield
+
+    async def drain(self) -> None:
+        if self.draining is None:
+            self.draining = asyncio.ensure_future(asyncio.gather(*(bridge.drain() for bridge in self.bridges)))
+        await asyncio.shield(self.draining)
+
+    async def _health(self, request):
+        reports = [(await bridge._health(request)) for bridge in self.bridges]
+        personas = [json.loads(report.body) for report in reports]
+        ok = all(report.status_code == 200 for report in reports)
+        return JSONResponse({"ok": ok, "version": __version__, "personas": personas}, status_code=200 if ok else 503)

@@ -16,6 +16,7 @@ database, listening beyond loopback without credentials) raises :class:`Settings
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ipaddress
 import logging
 import os
@@ -129,6 +130,9 @@ class BridgeSettings:
                                       "4}; flags and the environment win over it")
     persona: str | None = setting(None, help="the persona JSON file", metavar="FILE.json",
                                   shown="the embedded offline persona")
+    personas_dir: str | None = setting(None, metavar="DIR",
+                                       help="serve every persona file (*.json) in DIR, each at BASE_URL/NAME with "
+                                            "its own card, memory and tasks (instead of --persona)")
     host: str = setting("127.0.0.1", help="address to listen on")
     port: int = setting(8337, kind=int, bounds=(0, 65535), help="port to listen on (0: any free port)")
     base_url: str | None = setting(None, metavar="URL", shown="http://HOST:PORT/a2a",
@@ -243,10 +247,51 @@ class BridgeSettings:
             check_base_url(self.base_url)
         if self.db is not None:
             check_database_url(self.db)
+        if self.personas_dir is not None:
+            self._check_personas_dir()
         if self.workers > 1 and not self.db and not sys.platform.startswith("linux"):
             raise SettingsError(f"{names_of('workers')} {self.workers} on SQLite needs Linux (the workers reach "
                                 f"each other on abstract Unix sockets); use PostgreSQL ({names_of('db')}) or "
                                 f"one worker")
+
+    def _check_personas_dir(self) -> None:
+        """What a directory of personas cannot be combined with, in one line each."""
+        if self.persona is not None:
+            raise SettingsError(f"give {names_of('personas_dir')} or {names_of('persona')}, not both")
+        if self.backend != "persona":
+            raise SettingsError(f"{names_of('personas_dir')} serves personas: it takes no --backend {self.backend}")
+        others = [names_of(name) for name, on in (("db", self.db), ("grpc_port", self.grpc_port is not None),
+                                                   ("workers", self.workers > 1), ("name", self.name),
+                                                   ("description", self.description)) if on]
+        if others:
+            raise SettingsError(f"{names_of('personas_dir')} serves each persona on its own; it cannot be combined "
+                                f"with {', '.join(others)} yet (serve a persona that needs it with --persona)")
+
+    def persona_files(self) -> list[Path]:
+        """The persona files of ``personas_dir``, by name; a :class:`SettingsError` when there
+        is none, or two personas would have one path."""
+        directory = Path(self.personas_dir).expanduser()
+        if not directory.is_dir():
+            raise SettingsError(f"{names_of('personas_dir')}: {directory} is not a directory")
+        files = sorted(directory.glob("*.json"))
+        if not files:
+            raise SettingsError(f"{names_of('personas_dir')}: {directory} holds no persona file (*.json)")
+        paths: dict[str, Path] = {}
+        for file in files:
+            path = directory_name(persona_file_name(file))
+            if path in paths:
+                raise SettingsError(f"{names_of('personas_dir')}: {paths[path].name} and {file.name} both name a "
+                                    f"persona served at .../{path}: rename one")
+            paths[path] = file
+        return files
+
+    def for_persona(self, file: Path) -> "BridgeSettings":
+        """The settings of one persona of ``personas_dir``: served at ``PUBLIC_URL/NAME``, its
+        tasks in ``state_dir/NAME`` (or its own default directory)."""
+        path = directory_name(persona_file_name(file))
+        state_dir = str(Path(self.state_dir).expanduser() / path) if self.state_dir else None
+        return dataclasses.replace(self, persona=str(file), personas_dir=None, base_url=f"{self.public_url}/{path}",
+                                   state_dir=state_dir)
 
     @property
     def public_url(self) -> str:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         settings = BridgeSettings.load(vars(args))
         log_messages(settings.log_messages)
         log_access(settings.access_log)
-        serve(settings, ready=lambda s, name, workers: announce(banner(s, name, workers)), verbose=args.debug)
+        serve(settings, ready=lambda s, served, workers: announce(banner(s, served, workers)), verbose=args.debug)
         print("ovos-a2a: stopped", flush=True)
     except (StartError, SettingsError) as exc:
         if args.debug:

@@ -21,9 +21,10 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 
 def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool = False) -> None:
-    """Serve until SIGINT/SIGTERM. ``ready(settings, name, workers)`` is called once the
+    """Serve until SIGINT/SIGTERM. ``ready(settings, served, workers)`` is called once the
     port accepts (with ``--workers``: once every worker does), with the ports really bound,
-    the agent's name and the workers' process ids (none when alone). Raises :class:`StartError` or
+    (the agent's name, its settings) of each persona served and the workers' process ids
+    (none when alone). Raises :class:`StartError` or
     :class:`~ovos_a2a_solver.bridge.config.SettingsError` if it cannot start; ``verbose``
     lets uvicorn's own report of a failed start through (a traceback)."""
     sdk_tracing_off_by_default()
@@ -31,23 +32,29 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         import uvicorn  # noqa: F401
 
         from ovos_a2a_solver.bridge.edge.card import read_card_signing_key
-        from ovos_a2a_solver.bridge.app import Bridge
+        from ovos_a2a_solver.bridge.app import Bridge, PersonaBridges
     except ModuleNotFoundError as exc:
         raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
 
     settings.check_exposure()
     signing_key = read_card_signing_key(settings)
-    settings = with_own_store(settings)
-    store_lock = None  # this bridge's hold on its SQLite store, until it stops
+    files = settings.persona_files() if settings.personas_dir else []
+    configured_port = settings.port  # a default store is named for it, also when it is 0
+    if not files:
+        settings = with_own_store(settings)
+    store_locks = []  # this bridge's hold on its SQLite stores, until it stops
     try:
         sock = listen(settings.host, settings.port, names_of("port"))
         try:
             settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
-            check_relay_target(settings)
+            personas = [with_own_store(settings.for_persona(file), configured_port) for file in files] or [settings]
+            for each in personas:
+                check_relay_target(each, whole_port=not files)
             check_database(settings.database_url)
-            store_lock = claim_store(settings)
+            for each in personas:
+                store_locks.append(claim_store(each))
             check_file_limit(settings)
-            LOG.debug("settings: %r; tasks kept in %s", settings, settings.store)
+            LOG.debug("settings: %r; tasks kept in %s", settings, ", ".join(each.store for each in personas))
             if settings.workers > 1:
                 from ovos_a2a_solver.bridge.process.workers import supervise
 
@@ -55,11 +62,15 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
                 return
             from ovos_a2a_solver.bridge.process.server import run_bridge
 
-            bridge = Bridge(settings, load_backend(settings), signing_key)
+            if files:
+                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key) for each in personas])
+            else:
+                bridge = Bridge(settings, load_backend(settings), signing_key)
         except BaseException:
             sock.close()
             raise
         run_bridge(bridge, sock, ready, verbose)
     finally:
-        if store_lock is not None:
-            store_lock.release()
+        for lock in store_locks:
+            if lock is not None:
+                lock.release()

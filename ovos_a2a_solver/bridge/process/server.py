@@ -86,7 +86,7 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
             sock.listen(LISTEN_QUEUE)  # the event loop listened with its batch (uvicorn's backlog)
             _keep_out_of_garbage_collection()
         if server.started and ready is not None:
-            ready(settings, bridge.card.name, ())
+            ready(settings, bridge.served, ())
         await serving
 
     asyncio.run(run())

@@ -216,14 +216,16 @@ def database_problem(exc: BaseException, timeout: float) -> str:
 
 # ---- whose store, and whom the persona relays to ----------------------------------------------------
 
-def with_own_store(settings: BridgeSettings) -> BridgeSettings:
+def with_own_store(settings: BridgeSettings, configured_port: int | None = None) -> BridgeSettings:
     """``settings`` with the task store written out: this bridge's own directory (named for its
-    persona and its port as configured, before a port 0 is resolved) unless ``--state-dir`` or
-    ``--db`` chose one. Says where the tasks of earlier versions are, which all bridges kept in
-    one file, since this bridge does not serve them unless told."""
+    persona and its port as configured (``configured_port``, else ``settings.port``), before a
+    port 0 is resolved) unless ``--state-dir`` or ``--db`` chose one. Says where the tasks of
+    earlier versions are, which all bridges kept in one file, since this bridge does not serve
+    them unless told."""
     if settings.db or settings.state_dir:
         return settings
-    own = settings.own_state_dir
+    port = settings.port if configured_port is None else configured_port
+    own = dataclasses.replace(settings, port=port).own_state_dir
     earlier = default_state_dir() / STORE_FILE_NAME
     if earlier.exists() and not (own / STORE_FILE_NAME).exists():
         LOG.warning("an earlier version of the bridge kept its tasks in %s, shared by every bridge; this one keeps its "
@@ -247,22 +249,24 @@ def claim_store(settings: BridgeSettings):
         raise StartError(str(exc), 2) from None
 
 
-def check_relay_target(settings: BridgeSettings) -> None:
+def check_relay_target(settings: BridgeSettings, whole_port: bool = True) -> None:
     """Refuse a persona that relays (through the A2A plugin) to this bridge's own address: it
-    would only ask itself, until its breaker gave up."""
+    would only ask itself, until its breaker gave up. ``whole_port``: every path of the port
+    reaches this persona (it is served alone), not only those under its URL."""
     if settings.backend != "persona":
         return
     config = read_persona_file(settings.persona) or {}
     if PLUGIN_ID not in (config.get("handlers") or config.get("solvers") or []):
         return
     url = agent_url_of(config.get(PLUGIN_ID))
-    if isinstance(url, str) and is_own_address(url, settings):
+    if isinstance(url, str) and is_own_address(url, settings, whole_port):
         raise StartError(f'the persona relays to this bridge\'s own address ({url}), so it would only ask itself: set '
                          f'"agent_url" in its "{PLUGIN_ID}" block to the agent it should relay to', 2)
 
 
-def is_own_address(url: str, settings: BridgeSettings) -> bool:
-    """Whether ``url`` reaches this bridge: its public URL, or its port on this machine."""
+def is_own_address(url: str, settings: BridgeSettings, whole_port: bool = True) -> bool:
+    """Whether ``url`` reaches this bridge: its public URL, or its port on this machine (with
+    ``whole_port`` any path there, else only its own path)."""
     own = settings.public_url
     if url.rstrip("/") == own or url.startswith(own + "/"):
         return True
@@ -274,7 +278,10 @@ def is_own_address(url: str, settings: BridgeSettings) -> bool:
     local = {"127.0.0.1", "localhost", "::1", settings.host, socket.gethostname().lower()}
     if settings.host in ("0.0.0.0", "::", ""):
         local |= {"0.0.0.0", "::"}
-    return port == settings.port and (parts.hostname or "").lower() in local
+    if port != settings.port or (parts.hostname or "").lower() not in local:
+        return False
+    own_path = urlsplit(own).path.rstrip("/")
+    return whole_port or parts.path.rstrip("/") == own_path or parts.path.startswith(own_path + "/")
 
 
 # ---- serving -------------------------------------------------------------------------------------
@@ -297,18 +304,23 @@ OPEN_WARNING = (f"  open: no credentials asked, so whoever can connect (every us
                 f"every task and webhook; set {ENV_PREFIX}TOKENS or {ENV_PREFIX}PASSWORD to close it")
 
 
-def banner(settings: BridgeSettings, name: str, workers: tuple[int, ...] = ()) -> list[str]:
-    """What the command prints once it serves (``workers``: their process ids, in order).
-    The first line is parsed by tools (tests, the demo) and keeps its form:
-    ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``."""
+def banner(settings: BridgeSettings, served, workers: tuple[int, ...] = ()) -> list[str]:
+    """What the command prints once it serves: ``served`` is (agent name, its settings) of each
+    persona, ``workers`` the workers' process ids, in order. The first line is parsed by tools
+    (tests, the demo) and keeps its form: ``ovos-a2a: serving "NAME" at URL (card CARD_URL)``
+    (one such line per persona)."""
     grpc = f", gRPC on port {settings.grpc_port}" if settings.grpc_port is not None else ""
-    lines = [f'ovos-a2a: serving "{name}" at {settings.public_url} (card {settings.card_url})',
-             f"  listening on {settings.host} port {settings.port}{grpc}"]
+    lines = [f'ovos-a2a: serving "{name}" at {each.public_url} (card {each.card_url})' for name, each in served]
+    lines.append(f"  listening on {settings.host} port {settings.port}{grpc}")
     if workers:
         lines.append(f"  {len(workers)} workers, process ids {' '.join(map(str, workers))}")
     if not settings.requires_auth:
         lines.append(OPEN_WARNING)
-    return lines + [f"  tasks kept in {settings.store}", "  Ctrl-C to stop"]
+    if len(served) == 1:
+        lines.append(f"  tasks kept in {served[0][1].store}")
+    else:
+        lines += [f'  tasks of "{name}" kept in {each.store}' for name, each in served]
+    return lines + ["  Ctrl-C to stop"]
 
 
 def sdk_tracing_off_by_default() -> None:

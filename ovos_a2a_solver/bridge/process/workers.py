@@ -52,7 +52,7 @@ PR_SET_PDEATHSIG = 1
 def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready: Callable | None,
               verbose: bool) -> None:
     """Start ``settings.workers`` workers on ``settings.port`` (``sock`` is bound to it,
-    alone: the proof that it is free), call ``ready(settings, name, pids)``
+    alone: the proof that it is free), call ``ready(settings, ((name, settings),), pids)``
     once all serve, keep them running until SIGINT/SIGTERM, then stop them. Raises
     ``StartError`` when a worker cannot start, or keeps dying."""
     if sqlite_path(settings.database_url) is not None:
@@ -72,7 +72,7 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
         try:
             name = group.start()
             if ready is not None:
-                ready(settings, name, group.process_ids())
+                ready(settings, ((name, settings),), group.process_ids())
             failure = group.watch()
         finally:
             group.stop()
@@ -147,8 +147,8 @@ class _Workers:
 
             bridge = Bridge(settings, load_backend(settings), self.signing_key, worker=number)
 
-            def ready(_settings, name, _workers) -> None:
-                self._report({"kind": "ready", "worker": number, "name": name})
+            def ready(_settings, served, _workers) -> None:
+                self._report({"kind": "ready", "worker": number, "name": served[0][0]})
 
             run_bridge(bridge, self.sockets[number - 1], ready, self.verbose)
         except Exception as exc:  # one line, as the command reports a failed start (a traceback with --debug)

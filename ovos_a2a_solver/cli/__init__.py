@@ -12,6 +12,7 @@
     ovos-a2a health URL              exit status 0 when the agent (or bridge) serves, 1 when not
     ovos-a2a serve                   the bridge: publish an OVOS persona as an A2A agent
     ovos-a2a demo                    all of it, end to end, on this machine
+    ovos-a2a completion bash|zsh     a shell completion script
 
 URL is ``http(s)://host:port/path`` or ``host:port/path`` (http on loopback, https elsewhere).
 On a terminal ``send`` shows its wait on stderr, in place; on a pipe it prints only the answer.
@@ -73,6 +74,7 @@ EXAMPLES = {
     "serve": "ovos-a2a serve                                  # the embedded persona on 127.0.0.1:8337\n"
              "  ovos-a2a serve --persona ~/.config/ovos_persona/my-persona.json",
     "demo": "ovos-a2a demo",
+    "completion": 'eval "$(ovos-a2a completion bash)"      # in ~/.bashrc (zsh: completion zsh, in ~/.zshrc)',
 }
 
 
@@ -87,6 +89,7 @@ SUMMARIES = {
     "health": "check that an agent or bridge serves (exit status 0, else 1)",
     "serve": "publish an OVOS persona as an A2A agent (the bridge)",
     "demo": "bridge + persona + plugin, end to end on this machine",
+    "completion": "print a completion script for bash or zsh",
 }
 
 
@@ -152,7 +155,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seconds per turn (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     p.set_defaults(run=cmd_demo, json=False)
+
+    p = _command(commands, "completion")
+    p.add_argument("shell", choices=("bash", "zsh"), help="the shell to complete in")
+    p.set_defaults(run=_completion, json=False)
     return parser
+
+
+def _completion(args, out: Output) -> int:
+    from ovos_a2a_solver.cli.completion import script
+
+    print(script(build_parser(), args.shell), end="")
+    return 0
 
 
 def unknown_command(argv: list[str]) -> str | None:

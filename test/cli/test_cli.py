@@ -27,7 +27,7 @@ from support.cli_run import COMMAND, Cli
 from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
 
-COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "demo")
+COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "demo", "completion")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 
 #: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
@@ -818,3 +818,28 @@ def test_the_readme_installs_this_checkout_and_names_one_repository():
         if re.search(r'pip install --pre "?ovos-a2a-solver-plugin', paragraph):
             assert "0.0.4a1" in paragraph and "release" in paragraph, paragraph
     assert "/_admin/finish" in readme
+
+
+# ---- shell completion ----------------------------------------------------------------------
+
+def complete(script: str, *words: str) -> list[str]:
+    """What bash offers for the last of ``words`` (the command line so far), with ``script`` loaded."""
+    line = " ".join(f"'{w}'" for w in ("ovos-a2a", *words))
+    probe = f'{script}\nCOMP_WORDS=({line}); COMP_CWORD={len(words)}; _ovos_a2a; printf "%s\\n" "${{COMPREPLY[@]}}"'
+    result = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return [w for w in result.stdout.splitlines() if w]
+
+
+def test_bash_completion_offers_commands_flags_and_choices(cli):
+    result = cli.run("completion", "bash")
+    assert result.returncode == 0, result.report
+    script = result.stdout
+    assert complete(script, "se") == ["send", "serve"]
+    assert complete(script, "send", "--st") == ["--stream"]
+    assert "--personas-dir" in complete(script, "serve", "--pe")
+    assert complete(script, "serve", "--backend", "") == ["persona", "echo", "scenarios"]
+    assert complete(script, "completion", "") == ["bash", "zsh"]
+    assert complete(script, "send", "http://localhost:8337/a2a", "") == []  # words: the shell's own completion
+    zsh = cli.run("completion", "zsh").stdout
+    assert zsh.startswith("#compdef ovos-a2a") and script in zsh

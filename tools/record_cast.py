@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,9 +31,17 @@ from pathlib import Path
 import pexpect
 
 ROOT = Path(__file__).resolve().parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 WIDTH, HEIGHT = 100, 28
 PROMPT = "\x1b[1;32m$\x1b[0m "
 CHAT_TURNS = ("/help", "hello", "my name is Ada", "what is my name?", "/new", "what is my name?", "/quit")
+#: how a person reads what appears: seconds per word, and the least and most a piece of output is left alone
+READING_SECONDS_PER_WORD = 0.3
+READING_PAUSE = (0.6, 4.0)
+#: the longest wait of the recording kept as it was (a slower step is shortened to this)
+LONGEST_WAIT = 1.5
+#: seconds the last screen stays before a viewer loops the recording
+HOLD_LAST = 8.0
 
 
 class Cast:
@@ -65,9 +74,32 @@ class Cast:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(json.dumps(header) + "\n")
-            for at, text in self.events:
+            for at, text in paced(self.events):
                 f.write(json.dumps([at, "o", text], ensure_ascii=False) + "\n")
         return path
+
+
+def reading_time(text: str) -> float:
+    """How long a person takes to read ``text`` as it appears (a typed character: no time)."""
+    words = len(ANSI.sub("", text).split())
+    if words <= 1 and len(text.strip()) <= 1:
+        return 0.0
+    low, high = READING_PAUSE
+    return min(max(words * READING_SECONDS_PER_WORD, low), high)
+
+
+def paced(events: list[tuple[float, str]]) -> list[tuple[float, str]]:
+    """``events`` re-timed as a person would watch them: each piece of output stays at least as
+    long as it takes to read, a slow step waits at most :data:`LONGEST_WAIT`, and the last
+    screen stays :data:`HOLD_LAST` seconds (an SGR reset, which draws nothing, marks the end)."""
+    out: list[tuple[float, str]] = []
+    now = 0.0
+    for (at, text), following in zip(events, [*events[1:], None]):
+        out.append((round(now, 3), text))
+        recorded = (following[0] - at) if following else 0.0
+        now += max(min(recorded, LONGEST_WAIT), reading_time(text))
+    out.append((round(now + HOLD_LAST, 3), "\x1b[0m"))
+    return out
 
 
 def spawn(argv: list[str], cast: Cast, env: dict[str, str], timeout: float) -> pexpect.spawn:

@@ -16,7 +16,7 @@ from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentProvid
 from a2a.utils.constants import TransportProtocol
 
 from ovos_a2a_solver.bridge.backends.protocols import Backend
-from ovos_a2a_solver.bridge.config import BridgeSettings, SettingsError, names_of
+from ovos_a2a_solver.bridge.config import INPUT_MODES, BridgeSettings, SettingsError, names_of
 from ovos_a2a_solver.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,7 +64,7 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
-        default_input_modes=["text/plain"],
+        default_input_modes=list(INPUT_MODES),
         default_output_modes=["text/plain"],
         skills=skills,
     )

@@ -19,11 +19,11 @@ import uuid
 import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
 from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, Task,
                        TaskState)
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import InternalError, TaskNotFoundError
+from a2a.utils.errors import TaskNotFoundError
 
 from ovos_a2a_solver.version import __version__
 
@@ -576,9 +576,10 @@ def test_busy_bridge_refuses_at_once_and_finishes_the_first():
     with BridgeProcess("--max-concurrent", "1") as narrow:
         first = Background(lambda: _ask_async(narrow.url, "sleep:3"))
         wait_until(lambda: health(narrow), "the first message to be running", until=lambda h: h["running"] >= 1)
-        with pytest.raises(InternalError) as refused:
+        with pytest.raises(A2AClientError, match="HTTP Error 429") as refused:  # the a2a-sdk client surfaces it
             ask(narrow.url, "second")
-        assert "the bridge is busy" in str(refused.value).lower()
+        assert refused.value.__cause__.response.headers["retry-after"] == "1"
+        assert "the bridge is busy" in refused.value.__cause__.response.json()["error"]["message"].lower()
         task = first.result()
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
         assert artifact_text(task) == "echo: sleep:3"

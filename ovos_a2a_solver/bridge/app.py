@@ -7,7 +7,7 @@ Routes (``/a2a`` is the path of ``base_url``):
 * ``/.well-known/agent-card.json``, ``/.well-known/agent.json`` and the same under ``/a2a``
 * with a signing key, ``/.well-known/jwks.json`` (and under ``/a2a``): the card's public key
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
-* ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
+* ``/a2a/rest/...``: HTTP+JSON, A2A 1.0, and ``/a2a/rest/v1/...``: HTTP+JSON, A2A 0.3
 * ``GET /health``: ``{"ok": true, ...}``
 
 With SQLite the bridge is one process, or several workers of one command (``--workers``)
@@ -41,6 +41,7 @@ from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.busy import BusyAnswers, BusyContextBuilder, answer_busy
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.edge.rest_v03 import v03_rest_routes
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
 from ovos_a2a_solver.bridge.edge.versions import served_versions
@@ -166,9 +167,11 @@ class Bridge:
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
                                             context_builder=BusyContextBuilder(), shutdown_grace_period=streams_grace)
         # HTTP+JSON under /a2a/rest, and per tenant under /a2a/rest/{tenant} (A2A: the tenant follows the
-        # interface URL; the SDK's own prefix would put it before the whole path)
-        routes.append(Mount(path + "/rest", routes=create_rest_routes(
-            self.handler, context_builder=BusyContextBuilder(), shutdown_grace_period=streams_grace)))
+        # interface URL; the SDK's own prefix would put it before the whole path); A2A 0.3's under /a2a/rest/v1
+        contexts = BusyContextBuilder()
+        routes.append(Mount(path + "/rest", routes=[
+            *v03_rest_routes(self.handler, contexts, streams_grace),
+            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)]))
         return routes
 
     @contextlib.asynccontextmanager

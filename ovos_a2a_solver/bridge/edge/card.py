@@ -62,6 +62,8 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="1.0"),
             AgentInterface(url=url + "/rest", protocol_binding=TransportProtocol.HTTP_JSON, protocol_version="1.0"),
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="0.3"),
+            # a 0.3 card's additionalInterfaces (its url and preferredTransport are the first 0.3 interface's)
+            AgentInterface(url=url + "/rest", protocol_binding=TransportProtocol.HTTP_JSON, protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=list(INPUT_MODES),

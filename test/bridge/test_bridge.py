@@ -769,7 +769,8 @@ def test_genuine_v03_sdk_client(echo_bridge):
 
 @pytest.mark.parametrize("binding, version", [pytest.param(JSONRPC, "1.0", id="jsonrpc-1.0"),
                                               pytest.param(REST, "1.0", id="http+json-1.0"),
-                                              pytest.param(JSONRPC, "0.3", id="jsonrpc-0.3-compat")])
+                                              pytest.param(JSONRPC, "0.3", id="jsonrpc-0.3-compat"),
+                                              pytest.param(REST, "0.3", id="http+json-0.3-compat")])
 def test_v1_sdk_client_blocking_and_streaming_per_interface(echo_bridge, binding, version):
     async def go():
         async with sdk_client(echo_bridge.url, binding=binding, version=version) as blocking:

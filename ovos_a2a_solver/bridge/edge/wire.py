@@ -8,9 +8,9 @@ invalid UTF-8 or JSON (-32700), JSON nested deeper than ``MAX_DEPTH``, holding m
 ``max_values`` JSON values, or with a number too long to read (-32600), a lone UTF-16
 surrogate (``"\\ud800"`` escaped alone) in the ``id`` (-32600) or a parameter (-32602), and,
 for the A2A operations, any value of the wrong JSON type for its field, an unknown enum name
-or number, or a message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400; A2A 0.3 HTTP+JSON
-bodies by their own model): the rules of :mod:`.json_rules`. Unknown fields are ignored, as A2A asks. A large body is parsed
-on a worker thread, and a body of too many values is read only until it passes the limit
+or number, or a message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400; A2A 0.3
+HTTP+JSON bodies by their own model): the rules of :mod:`.json_rules`. Unknown fields are
+ignored, as A2A asks. A large body is parsed on a worker thread, and a body of too many values is read only until it passes the limit
 (the SDK walks every value on the event loop, ~20 µs apiece), so one request never stalls
 the loop. A JSON-RPC request whose ``Content-Type`` is not JSON is refused with -32005
 (ContentTypeNotSupported); an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is

@@ -194,7 +194,7 @@ def secure_bridge():
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a/.well-known/agent-card.json")
 
 
-LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport"}
+LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport", "additionalInterfaces"}
 
 
 def test_card_served_at_every_well_known_path(echo_bridge):
@@ -262,10 +262,12 @@ def test_card_interfaces_jsonrpc_rest_and_legacy(echo_bridge):
     interfaces = [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]]
     assert interfaces == [("JSONRPC", "1.0", echo_bridge.url + "/"),
                           ("HTTP+JSON", "1.0", echo_bridge.url + "/rest"),
-                          ("JSONRPC", "0.3", echo_bridge.url + "/")]
+                          ("JSONRPC", "0.3", echo_bridge.url + "/"),
+                          ("HTTP+JSON", "0.3", echo_bridge.url + "/rest")]
     assert card["capabilities"]["streaming"] is True
     # the 0.3 fields a 0.3 client reads
     assert card["protocolVersion"] == "0.3" and card["url"] == echo_bridge.url + "/"
+    assert card["additionalInterfaces"] == [{"transport": "HTTP+JSON", "url": echo_bridge.url + "/rest"}]
 
 
 def test_card_name_and_description_overrides():

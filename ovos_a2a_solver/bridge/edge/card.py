@@ -183,7 +183,8 @@ class CardEndpoint:
       validates against the A2A 1.0 JSON schema.
     * To a request without a version (A2A 1.0: "0.3 will be assumed for empty header"): the
       same card plus the 0.3 top-level fields the a2a-sdk adds (``url``, ``protocolVersion``,
-      ``preferredTransport``), which a genuine 0.3 client needs to find the 0.3 endpoint; a
+      ``preferredTransport``, ``additionalInterfaces``), which a genuine 0.3 client needs to
+      find the 0.3 endpoints; a
       1.0 client that sends no version reads it too (it ignores unknown fields).
 
     With ``signing`` (the key and the URL of its key set), each form carries the card's

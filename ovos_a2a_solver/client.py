@@ -146,8 +146,10 @@ class _BaseClient:
         card_jwks_url: the URL of the JWK Set that may sign the card (implies ``require_signed_card``).
         signature_verifier: instead of those three, your own check: called with each fetched card
             (a2a-sdk protobuf); raise to reject it.
-        max_retries: resends of a message after a transient failure (connection, HTTP 429,
-            502, 503, 504), with the same messageId and before any answer arrived; GetTask too.
+        max_retries: resends of a message after a transient failure (connection, HTTP 502,
+            503, 504), with the same messageId and before any answer arrived; GetTask too. An
+            agent that says it is busy (HTTP 429, gRPC RESOURCE_EXHAUSTED) is asked again until
+            the deadline.
         retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
             a ``Retry-After`` is honoured).
         breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at

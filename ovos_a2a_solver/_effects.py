@@ -87,7 +87,8 @@ def outcome_of(state: int | None, message_reply: bool) -> Outcome:
     return Outcome.INCOMPLETE
 
 
-def effect_of_error(exc: BaseException, named_task: bool, named_context: bool, refused: bool = False) -> Effect:
+def effect_of_error(exc: BaseException, named_task: bool, named_context: bool, refused: bool = False,
+                    failed_before: bool = False) -> Effect:
     """The conversation effect of an error raised by a send.
 
     The errors of :data:`ERROR_EFFECTS` say what the agent no longer has. Beyond them, a
@@ -96,11 +97,35 @@ def effect_of_error(exc: BaseException, named_task: bool, named_context: bool, r
     the session's next utterance starts a new task in the same context instead of failing
     the same way until the conversation expires. Timeouts, lost connections and transient
     statuses keep the conversation: the agent may still hold it, and the user's next
-    utterance should continue there.
+    utterance should continue there; but a continuation of a task whose continuation
+    ``failed_before`` (the last turn, see :class:`FailedContinuations`) lets go of it,
+    whatever the failure.
     """
     if not (named_task or named_context):
         return Effect.KEEP
     for errors, with_task, with_context in ERROR_EFFECTS:
         if isinstance(exc, errors):
             return with_task if named_task else with_context
-    return Effect.FORGET_TASK if named_task and refused else Effect.KEEP
+    return Effect.FORGET_TASK if named_task and (refused or failed_before) else Effect.KEEP
+
+
+class FailedContinuations:
+    """Per session, the open task whose continuation failed in the session's last turn.
+
+    The safety net for a peer that cannot say it forgot a task: its stream is cut mid-body,
+    or it answers 503 (or 500) to every continuation. A failure that keeps the task is
+    given one more try; the second failure in a row of a continuation of the same task
+    lets go of it, and the next utterance starts a new task in the same context."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, str] = {}
+
+    def failed(self, session_id: str, task_id: str) -> bool:
+        """Note that the continuation of ``task_id`` failed; whether the last turn's did too."""
+        again = self._last.get(session_id) == task_id
+        self._last[session_id] = task_id
+        return again
+
+    def ended(self, session_id: str) -> None:
+        """The session's turn came to an outcome: the failures in a row start again."""
+        self._last.pop(session_id, None)

@@ -157,6 +157,17 @@ def interface_gone(exc: BaseException) -> bool:
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
 
+def busy(exc: BaseException) -> bool:
+    """Whether the agent said it did not take the request now (HTTP 429, gRPC
+    RESOURCE_EXHAUSTED): it is asked again until the turn's deadline, not a set number of times."""
+    for cause in _chain(exc):
+        if isinstance(cause, httpx.HTTPStatusError):
+            return cause.response.status_code == 429
+        if _grpc_status(cause):
+            return _grpc_status(cause) == "RESOURCE_EXHAUSTED"
+    return False
+
+
 def transient(exc: BaseException) -> tuple[bool, float | None]:
     """Whether a failed request is worth sending again (a connection failure, or HTTP 429,
     502, 503, 504), and the server's ``Retry-After`` in seconds, if it gave one."""
@@ -260,7 +271,8 @@ class Attempts:
     up: at once, and once, when the agent's interface is gone (it moved or was upgraded in
     place; the card is resolved again first); with backoff on a transient failure (a refused
     connection, HTTP 429, 502, 503, 504, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED; at least its
-    ``Retry-After``), up to ``max_retries`` times, never past ``deadline`` (the loop's time)."""
+    ``Retry-After``), up to ``max_retries`` times, or, when the agent is
+    :func:`busy`, as often as it takes; never past ``deadline`` (the loop's time)."""
 
     def __init__(self, connection, deadline: float, max_retries: int, base_delay: float, agent: str) -> None:
         self.connection, self.deadline, self.agent = connection, deadline, agent
@@ -285,7 +297,7 @@ class Attempts:
         if not transient_again:
             return None
         worth, retry_after = transient(exc)
-        if not worth or self.retries >= self.max_retries:
+        if not worth or (self.retries >= self.max_retries and not busy(exc)):
             return None
         delay = backoff_delay(self.retries, self.base_delay)
         if retry_after is not None:

@@ -44,7 +44,8 @@ from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_TIMEOUT)
-from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, KEPT, Effect, Kept, Outcome, effect_of_error, outcome_of
+from ovos_a2a_solver._effects import (ENDED_WITHOUT_ANSWER, KEPT, Effect, FailedContinuations, Kept, Outcome,
+                                      effect_of_error, outcome_of)
 from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError,
                                      MissingCredentialError, StillWorkingError)
 from ovos_a2a_solver._failures import (Attempts, CircuitBreaker, agent_answered, connection_lost, peer_error,
@@ -145,8 +146,10 @@ class _BaseClient:
         card_jwks_url: the URL of the JWK Set that may sign the card (implies ``require_signed_card``).
         signature_verifier: instead of those three, your own check: called with each fetched card
             (a2a-sdk protobuf); raise to reject it.
-        max_retries: resends of a message after a transient failure (connection, HTTP 429,
-            502, 503, 504), with the same messageId and before any answer arrived; GetTask too.
+        max_retries: resends of a message after a transient failure (connection, HTTP 502,
+            503, 504), with the same messageId and before any answer arrived; GetTask too. An
+            agent that says it is busy (HTTP 429, gRPC RESOURCE_EXHAUSTED) is asked again until
+            the deadline.
         retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
             a ``Retry-After`` is honoured).
         breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
@@ -197,6 +200,7 @@ class _BaseClient:
                                                 public_key_file=card_public_key, jwks_url=card_jwks_url,
                                                 verifier=signature_verifier)
         self._connection: AgentConnection | None = None
+        self._failed_continuations = FailedContinuations()
         self._lock = threading.Lock()
         self._closed = False
         self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
@@ -532,8 +536,9 @@ class _BaseClient:
     def _after_error(self, exc: BaseException, session_id: str | None, conv: Conversation | None) -> None:
         if session_id is None or conv is None:
             return
+        failed_before = bool(conv.task_id) and self._failed_continuations.failed(session_id, conv.task_id)
         effect = effect_of_error(exc, named_task=bool(conv.task_id), named_context=bool(conv.context_id),
-                                 refused=refused_for_good(exc))
+                                 refused=refused_for_good(exc), failed_before=failed_before)
         if effect is Effect.FORGET_TASK:
             self.conversations.forget_task(self.conversation_key, session_id)
         elif effect is Effect.NEW_CONVERSATION:
@@ -555,6 +560,7 @@ class _BaseClient:
         """Keep of the session's conversation what ``outcome`` leaves of it (``_effects.KEPT``)."""
         if session_id is None:
             return
+        self._failed_continuations.ended(session_id)
         kept, key = KEPT[outcome], self.conversation_key
         if kept is Kept.PENDING_TASK:
             self.conversations.set_pending(key, session_id, context_id, task_id)

@@ -7,7 +7,7 @@ Routes (``/a2a`` is the path of ``base_url``):
 * ``/.well-known/agent-card.json``, ``/.well-known/agent.json`` and the same under ``/a2a``
 * with a signing key, ``/.well-known/jwks.json`` (and under ``/a2a``): the card's public key
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
-* ``/a2a/rest/...``: HTTP+JSON, A2A 1.0
+* ``/a2a/rest/...``: HTTP+JSON, A2A 1.0, and ``/a2a/rest/v1/...``: HTTP+JSON, A2A 0.3
 * ``GET /health``: ``{"ok": true, ...}``
 
 With SQLite the bridge is one process, or several workers of one command (``--workers``)
@@ -41,7 +41,9 @@ from ovos_a2a_solver.bridge.cluster.siblings import Siblings
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.edge.access_log import AccessLog
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
+from ovos_a2a_solver.bridge.edge.busy import BusyAnswers, BusyContextBuilder, answer_busy
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.edge.rest_v03 import v03_rest_routes
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
 from ovos_a2a_solver.bridge.edge.versions import served_versions
@@ -52,7 +54,7 @@ from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_sto
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
-from ovos_a2a_solver.bridge.turns.admission import OperationTracker
+from ovos_a2a_solver.bridge.turns.admission import BusyError, OperationTracker
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
@@ -64,6 +66,11 @@ if TYPE_CHECKING:  # pragma: no cover
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
+
+
+async def _say_busy(context, busy: BusyError) -> None:
+    """A message refused for now: the binding says "retry later" (``edge.busy``)."""
+    await answer_busy(context, busy.message, busy.retry_after, busy.shutting_down)
 
 
 class Bridge:
@@ -123,7 +130,7 @@ class Bridge:
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
-                                            self.new_tasks, self.peers)
+                                            self.new_tasks, self.peers, on_busy=_say_busy)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 
@@ -137,10 +144,12 @@ class Bridge:
         return urlsplit(self.settings.public_url).path.rstrip("/")
 
     def _middleware(self, app):
-        """Outermost first: the access log (when on), the size of the body, who calls, what of their credentials
-        travels on, whether the request is well-formed, and which A2A version it speaks."""
+        """Outermost first: the access log (when on), the size of the body, who calls, what of
+        their credentials travels on, whether the request is well-formed, which A2A version it
+        speaks, and the status of an answer that says "busy"."""
         rest_prefix = self._path + "/rest"
         rpc_paths = {self._path or "/", self._path + "/"}
+        app = BusyAnswers(app, rest_prefix=rest_prefix)
         app = VersionCheck(app, rest_prefix=rest_prefix, served=served_versions(self.card.supported_interfaces))
         app = WireCheck(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix, max_parts=self.settings.max_parts,
                         max_values=self.settings.max_values)
@@ -164,11 +173,13 @@ class Bridge:
         streams_grace = self.settings.shutdown_grace + 1  # open streams get to carry the last events
         for rpc_url in dict.fromkeys([path or "/", path + "/"]):
             routes += create_jsonrpc_routes(self.handler, rpc_url=rpc_url, enable_v0_3_compat=True,
-                                            shutdown_grace_period=streams_grace)
+                                            context_builder=BusyContextBuilder(), shutdown_grace_period=streams_grace)
         # HTTP+JSON under /a2a/rest, and per tenant under /a2a/rest/{tenant} (A2A: the tenant follows the
-        # interface URL; the SDK's own prefix would put it before the whole path)
-        routes.append(Mount(path + "/rest", routes=create_rest_routes(self.handler,
-                                                                      shutdown_grace_period=streams_grace)))
+        # interface URL; the SDK's own prefix would put it before the whole path); A2A 0.3's under /a2a/rest/v1
+        contexts = BusyContextBuilder()
+        routes.append(Mount(path + "/rest", routes=[
+            *v03_rest_routes(self.handler, contexts, streams_grace),
+            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)]))
         return routes
 
     @contextlib.asynccontextmanager

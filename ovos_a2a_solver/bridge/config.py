@@ -45,6 +45,8 @@ POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 #: the public keys of the card's signature (a JWK Set), next to the card
 JWKS_PATH = "/.well-known/jwks.json"
+#: the media types a message's parts may have (the card's ``defaultInputModes``): a persona is asked in words
+INPUT_MODES = ("text/plain",)
 #: open files a bridge process keeps for other things than its callers' connections: the
 #: database, the persona, logs, outgoing webhooks (default of ``max_connections``)
 RESERVED_FILES = 64

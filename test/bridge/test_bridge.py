@@ -19,11 +19,11 @@ import uuid
 import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
 from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Part, Role, SendMessageRequest, Task,
                        TaskState)
 from a2a.utils.constants import TransportProtocol
-from a2a.utils.errors import InternalError, TaskNotFoundError
+from a2a.utils.errors import TaskNotFoundError
 
 from ovos_a2a_solver.version import __version__
 
@@ -194,7 +194,7 @@ def secure_bridge():
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json", "/a2a/.well-known/agent-card.json")
 
 
-LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport"}
+LEGACY_FIELDS = {"url", "protocolVersion", "preferredTransport", "additionalInterfaces"}
 
 
 def test_card_served_at_every_well_known_path(echo_bridge):
@@ -262,10 +262,12 @@ def test_card_interfaces_jsonrpc_rest_and_legacy(echo_bridge):
     interfaces = [(i["protocolBinding"], i["protocolVersion"], i["url"]) for i in card["supportedInterfaces"]]
     assert interfaces == [("JSONRPC", "1.0", echo_bridge.url + "/"),
                           ("HTTP+JSON", "1.0", echo_bridge.url + "/rest"),
-                          ("JSONRPC", "0.3", echo_bridge.url + "/")]
+                          ("JSONRPC", "0.3", echo_bridge.url + "/"),
+                          ("HTTP+JSON", "0.3", echo_bridge.url + "/rest")]
     assert card["capabilities"]["streaming"] is True
     # the 0.3 fields a 0.3 client reads
     assert card["protocolVersion"] == "0.3" and card["url"] == echo_bridge.url + "/"
+    assert card["additionalInterfaces"] == [{"transport": "HTTP+JSON", "url": echo_bridge.url + "/rest"}]
 
 
 def test_card_name_and_description_overrides():
@@ -576,9 +578,10 @@ def test_busy_bridge_refuses_at_once_and_finishes_the_first():
     with BridgeProcess("--max-concurrent", "1") as narrow:
         first = Background(lambda: _ask_async(narrow.url, "sleep:3"))
         wait_until(lambda: health(narrow), "the first message to be running", until=lambda h: h["running"] >= 1)
-        with pytest.raises(InternalError) as refused:
+        with pytest.raises(A2AClientError, match="HTTP Error 429") as refused:  # the a2a-sdk client surfaces it
             ask(narrow.url, "second")
-        assert "the bridge is busy" in str(refused.value).lower()
+        assert refused.value.__cause__.response.headers["retry-after"] == "1"
+        assert "the bridge is busy" in refused.value.__cause__.response.json()["error"]["message"].lower()
         task = first.result()
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
         assert artifact_text(task) == "echo: sleep:3"
@@ -768,7 +771,8 @@ def test_genuine_v03_sdk_client(echo_bridge):
 
 @pytest.mark.parametrize("binding, version", [pytest.param(JSONRPC, "1.0", id="jsonrpc-1.0"),
                                               pytest.param(REST, "1.0", id="http+json-1.0"),
-                                              pytest.param(JSONRPC, "0.3", id="jsonrpc-0.3-compat")])
+                                              pytest.param(JSONRPC, "0.3", id="jsonrpc-0.3-compat"),
+                                              pytest.param(REST, "0.3", id="http+json-0.3-compat")])
 def test_v1_sdk_client_blocking_and_streaming_per_interface(echo_bridge, binding, version):
     async def go():
         async with sdk_client(echo_bridge.url, binding=binding, version=version) as blocking:

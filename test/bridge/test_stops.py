@@ -126,6 +126,10 @@ def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
             health = wait_until(lambda: client.get(bridge.root + "/health"), "/health to report draining",
                                 until=lambda r: r.status_code == 503)
             assert health.json()["accepting"] is False
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("late")}}
+            refused = client.post(bridge.url + "/", json=body, headers={"A2A-Version": "1.0"})
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text  # retry later
+            assert "shutting down" in refused.json()["error"]["message"], refused.text
     finally:
         bridge.stop()
 

@@ -3,7 +3,7 @@
 Major.Minor counts, a patch number does not; no version (or an empty one) is 0.3; a version
 a binding does not serve is VersionNotSupported: JSON-RPC -32009, HTTP+JSON 400 and gRPC
 FAILED_PRECONDITION, each with the ErrorInfo reason VERSION_NOT_SUPPORTED. The bridge
-serves 1.0 on every binding and 0.3 on JSON-RPC, as its card says. One real bridge process
+serves 1.0 on every binding and 0.3 on JSON-RPC and HTTP+JSON, as its card says. One real bridge process
 with gRPC on; a request the version lets through asks for a task that does not exist, so
 "served" is TaskNotFound.
 """
@@ -40,7 +40,8 @@ def test_the_version_is_major_minor_and_none_is_0_3(value, version):
 
 
 def test_the_card_offers_what_the_bindings_serve(grpc_bridge):
-    assert sorted(grpc_bridge.interfaces) == [("GRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3"), ("JSONRPC", "1.0")]
+    assert sorted(grpc_bridge.interfaces) == [("GRPC", "1.0"), ("HTTP+JSON", "0.3"), ("HTTP+JSON", "1.0"),
+                                              ("JSONRPC", "0.3"), ("JSONRPC", "1.0")]
 
 
 def jsonrpc(grpc_bridge, method: str, headers: dict, query: str = "", request_id="v-1") -> dict:
@@ -90,22 +91,28 @@ def test_a_0_3_method_with_a_null_id_is_an_invalid_request(grpc_bridge):
     assert response["error"]["code"] == -32600 and "needs an id" in response["error"]["message"], response
 
 
+V1_PATH, V03_PATH = "/tasks/no-such-task", "/v1/tasks/no-such-task"  # A2A 0.3's paths begin with /v1
 REST_CASES = [
-    ({"A2A-Version": "1.0"}, "", SERVED),
-    ({"A2A-Version": "1.0.7"}, "", SERVED),
-    ({}, "?A2A-Version=1.0", SERVED),
-    ({"A2A-Version": "1.0"}, "?A2A-Version=2.0", SERVED),  # the header wins
-    ({}, "", REFUSED),
-    ({"A2A-Version": "0.3"}, "", REFUSED),  # no 0.3 over HTTP+JSON: the card offers none
-    ({"A2A-Version": "0.9"}, "", REFUSED),
-    ({"A2A-Version": "2.0"}, "", REFUSED),
-    ({}, "?A2A-Version=2.0", REFUSED),
+    (V1_PATH, {"A2A-Version": "1.0"}, "", SERVED),
+    (V1_PATH, {"A2A-Version": "1.0.7"}, "", SERVED),
+    (V1_PATH, {}, "?A2A-Version=1.0", SERVED),
+    (V1_PATH, {"A2A-Version": "1.0"}, "?A2A-Version=2.0", SERVED),  # the header wins
+    (V1_PATH, {}, "", REFUSED),
+    (V1_PATH, {"A2A-Version": "0.3"}, "", REFUSED),  # a 1.0 path
+    (V1_PATH, {"A2A-Version": "0.9"}, "", REFUSED),
+    (V1_PATH, {"A2A-Version": "2.0"}, "", REFUSED),
+    (V1_PATH, {}, "?A2A-Version=2.0", REFUSED),
+    (V03_PATH, {}, "", SERVED),
+    (V03_PATH, {"A2A-Version": "0.3"}, "", SERVED),
+    (V03_PATH, {}, "?A2A-Version=0.3", SERVED),
+    (V03_PATH, {"A2A-Version": "1.0"}, "", REFUSED),  # a 0.3 path
+    (V03_PATH, {"A2A-Version": "2.0"}, "", REFUSED),
 ]
 
 
-@pytest.mark.parametrize("headers, query, expected", REST_CASES)
-def test_http_json_version(grpc_bridge, headers, query, expected):
-    response = httpx.get(f"{grpc_bridge.url}/rest/tasks/no-such-task{query}", headers=headers, timeout=WAIT)
+@pytest.mark.parametrize("path, headers, query, expected", REST_CASES)
+def test_http_json_version(grpc_bridge, path, headers, query, expected):
+    response = httpx.get(f"{grpc_bridge.url}/rest{path}{query}", headers=headers, timeout=WAIT)
     if expected == SERVED:
         assert response.status_code == 404, response.text
     else:

@@ -174,6 +174,27 @@ def test_a_continuation_that_failed_for_now_keeps_the_task(agent):
         assert client.conversation("s").task_id == task_id
 
 
+@pytest.mark.parametrize("status", [503, 500])
+def test_a_continuation_that_failed_twice_lets_go_of_the_task(agent, status):
+    """A peer that fails every continuation of a task it cannot say it forgot (503, or 500,
+    each time): the second failure in a row lets go of the task at the latest, and the next
+    utterance starts a new task in the same context."""
+    with A2AClient(agent.agent("memory"), max_retries=0) as client:
+        assert client.send_task("remember zinc", session_id="s") == "ok, I will remember zinc"
+        assert client.send_task("login", session_id="s") == "password?"
+        ctx, task_id = client.conversation("s").context_id, client.conversation("s").task_id
+        agent.flaky(1, status=status, agent="memory")
+        with pytest.raises(A2AError):
+            client.send_task("hunter2", session_id="s")
+        if status == 503:  # for now: the agent may still hold the task
+            assert client.conversation("s").task_id == task_id
+        agent.flaky(1, status=status, agent="memory")
+        with pytest.raises(A2AError):
+            client.send_task("hunter2", session_id="s")
+        assert client.conversation("s").context_id == ctx and client.conversation("s").task_id is None
+        assert client.send_task("recall", session_id="s") == "you told me zinc"
+
+
 def test_a_refused_conversation_raises_once_and_is_never_sent_again(agent, tmp_path):
     store = ConversationStore(tmp_path / "c.json")
     with A2AClient(agent.agent("refuse"), conversations=store) as client:

@@ -2,7 +2,9 @@
 ovos-persona-server republishing a persona whose handler is this plugin."""
 import json
 
+import httpx
 import pytest
+from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver import A2AClient
 
@@ -40,6 +42,28 @@ def test_a_genuine_0_3_agent_input_required_is_continued(legacy, streaming):
         assert client.send_task("book a trip", session_id="s") == "which city?"
         ctx = client.conversation("s").context_id
         assert client.send_task("lisbon", session_id="s") == f"continued03[{ctx}]: lisbon"
+
+
+@LEGACY_TIMEOUT
+@pytest.mark.parametrize("agent_name, streaming", [("ask", True), ("ask-rest", False), ("ask-rest", True)],
+                         ids=["jsonrpc-streaming", "http+json-blocking", "http+json-streaming"])
+def test_a_genuine_0_3_agent_that_forgot_the_task_is_let_go_of(legacy, agent_name, streaming):
+    """The agent forgot its task between the question and the reply (a restart). However it
+    fails the reply (its HTTP+JSON stream is cut mid-body), the session does not stay stuck on
+    the task: at the latest the second failed reply lets go of it, and the next utterance
+    starts a new task in the same context."""
+    with A2AClient(legacy.agent(agent_name), streaming=streaming, max_retries=0) as client:
+        assert client.send_task("book a trip", session_id="s") == "which city?"
+        ctx = client.conversation("s").context_id
+        httpx.post(legacy.url + "/_admin/forget", timeout=10).raise_for_status()
+        for _ in range(2):
+            if client.conversation("s").task_id is None:
+                break
+            with pytest.raises(A2AError):
+                client.send_task("lisbon", session_id="s")
+        assert client.conversation("s").task_id is None and client.conversation("s").context_id == ctx
+        assert client.send_task("book again", session_id="s") == "which city?"  # a new task, in the context
+        assert client.conversation("s").context_id == ctx
 
 
 @pytest.mark.timeout(180)

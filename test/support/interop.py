@@ -369,8 +369,10 @@ class LegacyAgentProcess(PeerAgentProcess):
             legacy.url            # http://127.0.0.1:PORT
             legacy.agent("echo")  # http://127.0.0.1:PORT/echo  (card: + /.well-known/agent-card.json)
 
-    Agents: ``echo`` (completes with artifact ``echo03[{contextId}]: {text}``) and ``ask``
-    (input-required "which city?", then ``continued03[{contextId}]: {text}``).  Cards are 0.3
+    Agents: ``echo`` (completes with artifact ``echo03[{contextId}]: {text}``), ``ask``
+    (input-required "which city?", then ``continued03[{contextId}]: {text}``) and ``ask-rest``
+    (``ask`` over the 0.3 server's HTTP+JSON; its card prefers ``HTTP+JSON``); ``POST
+    {url}/_admin/forget`` makes them forget their tasks, as a restart would.  Cards are 0.3
     cards (``url`` = ``{agent}/``, ``preferredTransport: JSONRPC``, ``protocolVersion: 0.3.0``,
     ``capabilities.streaming: true``), so an a2a-sdk 1.x client uses its Compat JSON-RPC transport.
 

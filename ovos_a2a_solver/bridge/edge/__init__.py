@@ -4,7 +4,8 @@
 how long a request may take (:mod:`.connections`), its size (:mod:`.body_limit`), its shape
 (:mod:`.wire`, by the rules of :mod:`.json_rules`), the A2A version it speaks
 (:mod:`.version_check`, by the rule of :mod:`.versions`), who may call (:mod:`.security`),
-errors in each binding's shape (:mod:`.errors`), the agent card (:mod:`.card`) and the gRPC
+errors in each binding's shape (:mod:`.errors`), "busy" in the
+status its clients retry (:mod:`.busy`), the agent card (:mod:`.card`) and the gRPC
 statuses A2A asks for (:mod:`.grpc_rules`).
 
 It imports only the bridge's settings and the backends' description (for the card).

@@ -16,7 +16,7 @@ from a2a.types import (AgentCapabilities, AgentCard, AgentInterface, AgentProvid
 from a2a.utils.constants import TransportProtocol
 
 from ovos_a2a_solver.bridge.backends.protocols import Backend
-from ovos_a2a_solver.bridge.config import BridgeSettings, SettingsError, names_of
+from ovos_a2a_solver.bridge.config import INPUT_MODES, BridgeSettings, SettingsError, names_of
 from ovos_a2a_solver.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,9 +62,11 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="1.0"),
             AgentInterface(url=url + "/rest", protocol_binding=TransportProtocol.HTTP_JSON, protocol_version="1.0"),
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="0.3"),
+            # a 0.3 card's additionalInterfaces (its url and preferredTransport are the first 0.3 interface's)
+            AgentInterface(url=url + "/rest", protocol_binding=TransportProtocol.HTTP_JSON, protocol_version="0.3"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
-        default_input_modes=["text/plain"],
+        default_input_modes=list(INPUT_MODES),
         default_output_modes=["text/plain"],
         skills=skills,
     )
@@ -181,7 +183,8 @@ class CardEndpoint:
       validates against the A2A 1.0 JSON schema.
     * To a request without a version (A2A 1.0: "0.3 will be assumed for empty header"): the
       same card plus the 0.3 top-level fields the a2a-sdk adds (``url``, ``protocolVersion``,
-      ``preferredTransport``), which a genuine 0.3 client needs to find the 0.3 endpoint; a
+      ``preferredTransport``, ``additionalInterfaces``), which a genuine 0.3 client needs to
+      find the 0.3 endpoints; a
       1.0 client that sends no version reads it too (it ignores unknown fields).
 
     With ``signing`` (the key and the URL of its key set), each form carries the card's

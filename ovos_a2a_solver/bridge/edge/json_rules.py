@@ -188,9 +188,11 @@ def lone_surrogate_message(where: str) -> str:
     return f"{where} holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not a character"
 
 
-def check_parts(message: Any, max_parts: int, request_id) -> None:
-    if isinstance(message, dict) and isinstance(message.get("parts"), list) and len(message["parts"]) > max_parts:
-        raise Refusal(InvalidParamsError(message=f"message has {len(message['parts'])} parts; at most {max_parts} "
+def check_parts(message: Any, max_parts: int, request_id, key: str = "parts") -> None:
+    """:class:`Refusal` for a message with more than ``max_parts`` parts (under ``key``:
+    A2A 0.3 HTTP+JSON names them ``content``)."""
+    if isinstance(message, dict) and isinstance(message.get(key), list) and len(message[key]) > max_parts:
+        raise Refusal(InvalidParamsError(message=f"message has {len(message[key])} parts; at most {max_parts} "
                                                  f"are accepted"), request_id)
 
 
@@ -227,7 +229,8 @@ def check_fields(value: Any, descriptor: Descriptor, path: str) -> None:
         raise InvalidParamsError(message=f"{path or 'the body'} must be an object")
     chosen: dict[str, str] = {}
     for key, item in value.items():
-        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key)
+        field = descriptor.fields_by_camelcase_name.get(key) or descriptor.fields_by_name.get(key) or \
+            next((f for f in descriptor.fields if f.json_name == key), None)  # a json_name of its own
         if field is None or item is None:
             continue  # unknown fields are ignored; null means unset
         where = f"{path}.{key}" if path else key

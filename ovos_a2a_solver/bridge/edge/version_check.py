@@ -12,6 +12,7 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.utils.errors import VersionNotSupportedError
 
 from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, rest_error_body, send_json
+from ovos_a2a_solver.bridge.edge.rest_v03 import is_v03_rest
 from ovos_a2a_solver.bridge.edge.versions import HEADER as VERSION_HEADER
 from ovos_a2a_solver.bridge.edge.versions import negotiate
 
@@ -31,7 +32,8 @@ class VersionCheck:
     The version comes from the ``A2A-Version`` header, else the ``A2A-Version`` query
     parameter. One the binding does not serve (``served``, from the card), or over
     JSON-RPC one that is not the version of the method (from :class:`WireCheck`), is
-    refused with VersionNotSupported (-32009; HTTP+JSON: 400). A request that passes goes
+    refused with VersionNotSupported (-32009; HTTP+JSON: 400); so is, over HTTP+JSON, one whose
+    version is not its path's (A2A 0.3's paths begin with ``/v1``). A request that passes goes
     on with the header ``A2A-Version: Major.Minor`` alone, so the a2a-sdk reads the version
     decided here (it would not read the query, and counts any 1.x as 1.0)."""
 
@@ -48,7 +50,9 @@ class VersionCheck:
         value = requested_value(scope)
         try:
             if rest:
-                version = negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")
+                negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")
+                path_version = "0.3" if is_v03_rest(scope["path"], self.rest_prefix) else "1.0"
+                version = negotiate(value, (path_version,), f"at {scope['path'][:80]} (an A2A {path_version} path)")
             else:
                 method, request_id = call
                 if method not in METHOD_VERSIONS:  # the SDK answers -32601

@@ -11,9 +11,10 @@ a version at all, is VersionNotSupported: JSON-RPC -32009, HTTP 400 and gRPC
 ``VERSION_NOT_SUPPORTED``.
 
 What each binding serves is what the agent card offers (:func:`served_versions`): the
-bridge serves 1.0 on every binding and 0.3 on JSON-RPC only. Over JSON-RPC the method
-names a version too (``SendMessage`` is 1.0, ``message/send`` 0.3): a request whose
-version is not its method's is VersionNotSupported as well.
+bridge serves 1.0 on every binding and 0.3 on JSON-RPC and HTTP+JSON. Over JSON-RPC the
+method names a version too (``SendMessage`` is 1.0, ``message/send`` 0.3), over HTTP+JSON
+the path (0.3's begin with ``/v1``): a request whose version is not its method's or path's
+is VersionNotSupported as well.
 """
 from __future__ import annotations
 

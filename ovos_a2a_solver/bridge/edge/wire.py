@@ -8,9 +8,9 @@ invalid UTF-8 or JSON (-32700), JSON nested deeper than ``MAX_DEPTH``, holding m
 ``max_values`` JSON values, or with a number too long to read (-32600), a lone UTF-16
 surrogate (``"\\ud800"`` escaped alone) in the ``id`` (-32600) or a parameter (-32602), and,
 for the A2A operations, any value of the wrong JSON type for its field, an unknown enum name
-or number, or a message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400): the
-rules of :mod:`.json_rules`. Unknown fields are ignored, as A2A asks. A large body is parsed
-on a worker thread, and a body of too many values is read only until it passes the limit
+or number, or a message with more than ``max_parts`` parts (-32602; HTTP+JSON: 400; A2A 0.3
+HTTP+JSON bodies by their own model): the rules of :mod:`.json_rules`. Unknown fields are
+ignored, as A2A asks. A large body is parsed on a worker thread, and a body of too many values is read only until it passes the limit
 (the SDK walks every value on the event loop, ~20 µs apiece), so one request never stalls
 the loop. A JSON-RPC request whose ``Content-Type`` is not JSON is refused with -32005
 (ContentTypeNotSupported); an HTTP+JSON POST without a body (``:cancel``, ``:subscribe``) is
@@ -35,6 +35,7 @@ from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, rest
 from ovos_a2a_solver.bridge.edge.json_rules import (Refusal, check_parts, check_envelope, check_fields, check_query,
                                                     check_v03_params, load_json, lone_surrogate_at,
                                                     lone_surrogate_message)
+from ovos_a2a_solver.bridge.edge.rest_v03 import V03_BODIES, is_v03_rest
 from ovos_a2a_solver.bridge.edge.version_check import JSONRPC_CALL
 
 
@@ -87,7 +88,9 @@ class WireCheck:
         """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``;
         return a JSON-RPC request's (method, id)."""
         if rest:
-            model = next((m for suffix, m in REST_BODIES.items() if path.endswith(suffix)), None)
+            v03 = is_v03_rest(path, self.rest_prefix)
+            bodies = V03_BODIES if v03 else REST_BODIES
+            model = next((m for suffix, m in bodies.items() if path.endswith(suffix)), None)
             if model is None and not body.strip():  # :cancel and :subscribe need no body
                 return None
             value = load_json(body, self.max_values)
@@ -99,7 +102,7 @@ class WireCheck:
                     check_fields(value, model.DESCRIPTOR, "")
                 except InvalidParamsError as error:
                     raise Refusal(error) from None
-                check_parts(value.get("message"), self.max_parts, None)
+                check_parts(value.get("message"), self.max_parts, None, "content" if v03 else "parts")
             return None
         value = load_json(body, self.max_values)
         request_id = check_envelope(value)

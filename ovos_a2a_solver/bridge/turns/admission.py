@@ -76,8 +76,18 @@ class Admission:
         context.state[ADMISSION] = self
 
 
+#: the seconds a caller refused for now is asked to wait (a slot frees as soon as a turn ends)
+RETRY_AFTER = 1
+
+
 class BusyError(InternalError):
-    """Every slot is taken; the caller should retry later (A2A has no code of its own for this)."""
+    """Every slot is taken (or the bridge shuts down): the caller should try again in
+    ``retry_after`` seconds. A2A has no code of its own for this; the bindings say it with
+    their statuses (see ``edge.busy``)."""
+
+    def __init__(self, message: str, *, shutting_down: bool = False, retry_after: int = RETRY_AFTER) -> None:
+        super().__init__(message=message)
+        self.shutting_down, self.retry_after = shutting_down, retry_after
 
 
 class OperationTracker:
@@ -113,8 +123,8 @@ class OperationTracker:
         if not self.accepting or self.running >= self.max_concurrent:
             await self.log.release(operation.key)
             if not self.accepting:
-                raise BusyError(message="The bridge is shutting down; retry on another replica or later.")
-            raise BusyError(message=f"The bridge is busy ({self.running} messages in progress); retry later.")
+                raise BusyError("The bridge is shutting down; retry on another replica or later.", shutting_down=True)
+            raise BusyError(f"The bridge is busy ({self.running} messages in progress); retry later.")
         admission = Admission(operation, mode)
         self._live[operation.key] = admission
         return admission

@@ -43,6 +43,7 @@ from ovos_a2a_solver.bridge.storage.tasks import owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
+from ovos_a2a_solver.bridge.turns.validation import user_text
 from ovos_a2a_solver.states import state_name
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -93,7 +94,7 @@ class PersonaExecutor(AgentExecutor):
         try:
             if admission is not None:
                 await self.tracker.executor_started(admission)
-            text = context.get_user_input()
+            text = user_text(context.message)
             lang = _lang_of(context)
             owner = owner_scope(context.call_context)
             task = context.current_task

@@ -12,7 +12,7 @@ continued the task with a later message, or canceled it, the same message again 
 work (``_answer_seen``). A message naming a task that is still
 working is refused (only a task waiting for input takes a follow-up), so a late result
 can never overwrite a newer one. Past ``max_concurrent`` admitted messages the answer is
-"busy", at once.
+"busy", at once (``on_busy`` says so in the binding's words, before the error is raised).
 
 A cancel is honest: the persona turn is stopped first, and only once it stopped does the
 SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.cluster import VersionedTaskStore
@@ -51,7 +51,7 @@ from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLIC
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
 from ovos_a2a_solver.bridge.storage.tasks import NewTasks, call_context_for, owner_scope, read_task
-from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.turns.admission import Admission, BusyError, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -87,7 +87,8 @@ class BridgeRequestHandler(RequestHandler):
 
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
                  task_store: VersionedTaskStore, settings: BridgeSettings, new_tasks: NewTasks,
-                 peers: Peers | None = None) -> None:
+                 peers: Peers | None = None,
+                 on_busy: Callable[[ServerCallContext, BusyError], Awaitable[None]] | None = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
@@ -97,6 +98,7 @@ class BridgeRequestHandler(RequestHandler):
         # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
         # file); None when alone
         self.peers = peers
+        self.on_busy = on_busy  # tells the binding a message was refused for now
 
     # ---- messages ----------------------------------------------------------------------
 
@@ -140,6 +142,11 @@ class BridgeRequestHandler(RequestHandler):
         new_task = None if message.task_id else self.new_tasks.make()
         try:
             admitted = await self.tracker.admit(owner, message, message.task_id or new_task, mode, answer_seen)
+        except BusyError as busy:
+            self.new_tasks.discard(new_task)
+            if self.on_busy is not None:
+                await self.on_busy(context, busy)
+            raise
         except BaseException:
             self.new_tasks.discard(new_task)
             raise

@@ -15,22 +15,28 @@ its own prefix, and JSON-RPC at ``{url}/{name}/``):
 * ``/echo``: completes at once with a text artifact ``echo03[{contextId}]: {text}``.
 * ``/ask``: first message -> ``input-required`` with the question "which city?"; the follow-up
   (same taskId + contextId) completes with an artifact ``continued03[{contextId}]: {text}``.
+* ``/ask-rest``: ``ask`` over the a2a-sdk 0.3's own HTTP+JSON server (``A2ARESTFastAPIApplication``,
+  ``{url}/ask-rest/v1/message:send``); its card's ``preferredTransport`` is ``HTTP+JSON``.
 
-Both advertise ``capabilities.streaming: true``, ``preferredTransport: JSONRPC`` and
-``protocolVersion: 0.3.0``.
+All advertise ``capabilities.streaming: true`` and ``protocolVersion: 0.3.0``; the first two
+``preferredTransport: JSONRPC``.
+
+``POST /_admin/forget`` makes every agent forget its tasks, as a restart would (a continuation
+of a forgotten task then fails the way this server fails it).
 """
 from __future__ import annotations
 
 import argparse
 
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.responses import JSONResponse
+from starlette.routing import Mount, Route
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.apps import A2AStarletteApplication
+from a2a.server.apps import A2ARESTFastAPIApplication, A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import InMemoryTaskStore, TaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -94,19 +100,39 @@ class AskExecutor(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-AGENTS = {
-    "echo": (EchoExecutor, "Echoes the text back, tagged with the contextId (a2a-sdk 0.3)."),
-    "ask": (AskExecutor, "Asks 'which city?' (input-required), then completes (a2a-sdk 0.3)."),
+class ForgettingTaskStore(TaskStore):
+    """An in-memory task store that :meth:`forget` empties, as a restart would."""
+
+    def __init__(self) -> None:
+        self.inner = InMemoryTaskStore()
+
+    def forget(self) -> None:
+        self.inner = InMemoryTaskStore()
+
+    async def save(self, task, context=None) -> None:
+        await self.inner.save(task, context)
+
+    async def get(self, task_id, context=None):
+        return await self.inner.get(task_id, context)
+
+    async def delete(self, task_id, context=None) -> None:
+        await self.inner.delete(task_id, context)
+
+
+AGENTS = {  # name -> (executor, description, transport)
+    "echo": (EchoExecutor, "Echoes the text back, tagged with the contextId (a2a-sdk 0.3).", "JSONRPC"),
+    "ask": (AskExecutor, "Asks 'which city?' (input-required), then completes (a2a-sdk 0.3).", "JSONRPC"),
+    "ask-rest": (AskExecutor, "Asks 'which city?', then completes, over HTTP+JSON (a2a-sdk 0.3).", "HTTP+JSON"),
 }
 
 
-def build_card(name: str, description: str, base_url: str) -> AgentCard:
+def build_card(name: str, description: str, base_url: str, transport: str = "JSONRPC") -> AgentCard:
     return AgentCard(
         name=f"{name}03",
         description=description,
-        url=f"{base_url}/{name}/",
+        url=f"{base_url}/{name}/" if transport == "JSONRPC" else f"{base_url}/{name}",
         version="0.3.26-test",
-        preferred_transport="JSONRPC",
+        preferred_transport=transport,
         protocol_version="0.3.0",
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain"],
@@ -116,16 +142,23 @@ def build_card(name: str, description: str, base_url: str) -> AgentCard:
 
 
 def build_app(base_url: str) -> Starlette:
-    mounts = []
-    for name, (executor_cls, description) in AGENTS.items():
-        handler = DefaultRequestHandler(agent_executor=executor_cls(),
-                                        task_store=InMemoryTaskStore())
-        app = A2AStarletteApplication(agent_card=build_card(name, description, base_url),
-                                      http_handler=handler)
-        # build() with the default paths: '/' for JSON-RPC, '/.well-known/agent-card.json'
-        # and the 0.2-era '/.well-known/agent.json'; Mount prefixes them with '/{name}'.
-        mounts.append(Mount(f"/{name}", app=app.build()))
-    return Starlette(routes=mounts)
+    mounts, stores = [], []
+    for name, (executor_cls, description, transport) in AGENTS.items():
+        stores.append(ForgettingTaskStore())
+        handler = DefaultRequestHandler(agent_executor=executor_cls(), task_store=stores[-1])
+        card = build_card(name, description, base_url, transport)
+        server = A2AStarletteApplication if transport == "JSONRPC" else A2ARESTFastAPIApplication
+        # build() with the default paths: '/' for JSON-RPC ('/v1/...' for HTTP+JSON),
+        # '/.well-known/agent-card.json' (and the 0.2-era '/.well-known/agent.json' for JSON-RPC);
+        # Mount prefixes them with '/{name}'.
+        mounts.append(Mount(f"/{name}", app=server(agent_card=card, http_handler=handler).build()))
+
+    async def forget(_request):
+        for store in stores:
+            store.forget()
+        return JSONResponse({"forgotten": len(stores)})
+
+    return Starlette(routes=[Route("/_admin/forget", forget, methods=["POST"]), *mounts])
 
 
 def main() -> None:

@@ -40,8 +40,12 @@ def _artifact_text(task: Task | None) -> str:
     return "".join(p.root.text for a in (task.artifacts or []) for p in a.parts if isinstance(p.root, TextPart))
 
 
-async def _via_factory(card, hc: httpx.AsyncClient, text: str, streaming: bool) -> dict:
-    client = ClientFactory(ClientConfig(streaming=streaming, httpx_client=hc)).create(card)
+async def _via_factory(card, hc: httpx.AsyncClient, text: str, streaming: bool, transports=None) -> dict:
+    """``text`` sent by a ``ClientFactory`` client (speaking only ``transports``, if given)."""
+    config = ClientConfig(streaming=streaming, httpx_client=hc)
+    if transports:
+        config.supported_transports = list(transports)
+    client = ClientFactory(config).create(card)
     events: list[str] = []
     chunks: list[str] = []
     last_task: Task | None = None
@@ -62,6 +66,7 @@ async def _via_factory(card, hc: httpx.AsyncClient, text: str, streaming: bool) 
     return {"state": last_task.status.state.value if last_task else None,
             "text": "".join(chunks) if streaming else _artifact_text(last_task),
             "task_text": _artifact_text(last_task),
+            "task_id": last_task.id if last_task else None,
             "events": events}
 
 

@@ -339,20 +339,41 @@ class _BaseClient:
     async def _exchange(self, connection: AgentConnection, message: Message, running: "_Running", streaming: bool,
                         conv: Conversation | None) -> AsyncIterator[Revision]:
         """Send ``message`` and read its answer, within the tries of :class:`Attempts` (the same
-        message again is still one turn, while nothing came back). A stream that breaks once
-        the agent named its task is followed instead (:meth:`_follow`)."""
+        message again is still one turn, while nothing came back). A reply that ends, or a
+        stream that breaks, before the task the agent named settled is followed instead
+        (:meth:`_follow`): a blocking send answered "submitted" is too.
+
+        A stream of which nothing could be read (no A2A event of any version) is not asked
+        for again from this agent until its card changes: the message goes again, blocking,
+        unless the agent named its task (then that is followed)."""
         answer, attempts = running.answer, self._attempts(connection)
         while True:
             try:
+                streaming = streaming and connection.streams_readable
                 client = await connection.client(streaming)
                 running.sent = True  # from here on the agent may be working on the message
+                unreadable = 0
                 async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
                     async for event in events:
+                        if not event.WhichOneof("payload"):
+                            unreadable += 1
                         for revision in answer.feed(event):
                             yield revision
                         if answer.cut:
                             break  # the rest is not read: leaving closes the stream
-                return
+                if answer.cut or answer.message_reply or answer.state in SETTLED:
+                    return
+                if streaming and (unreadable or not answer.events):
+                    LOG.warning("%s: the stream of a message could not be read; asking without streams until "
+                                "its card changes", self.base_url)
+                    connection.streams_unreadable()
+                if answer.task_id:
+                    async for revision in self._follow(answer):
+                        yield revision
+                    return
+                if not streaming or connection.streams_readable:
+                    return
+                continue  # the message again, blocking: the stream named no task to follow
             except A2AError as caught:
                 exc = peer_error(caught)
                 if _task_goes_on(answer) and connection_lost(exc):
@@ -406,9 +427,12 @@ class _BaseClient:
         first event is the task as it stands), or, where that is not possible, read with
         GetTask until it settles. Bounded by the turn's deadline, like the stream was."""
         task_id, delay = answer.task_id, FOLLOW_POLL_MIN
+        connection = self._get_connection()
         while True:
             try:
-                client = await self._get_connection().client(True)
+                if not connection.streams_readable:
+                    raise NotImplementedError("this agent's streams cannot be read")
+                client = await connection.client(True)
                 async with aclosing(client.subscribe(SubscribeToTaskRequest(id=task_id))) as events:
                     async for event in events:
                         for revision in answer.feed(event):
@@ -492,26 +516,27 @@ class _BaseClient:
 
     async def _answer_revisions(self, text: str, session_id: str | None,
                                 on_update: Callable[[TaskUpdate], None] | None,
-                                lang: str | None) -> AsyncIterator[Revision]:
+                                lang: str | None, blocking: bool = False) -> AsyncIterator[Revision]:
         """The revisions of an earlier answer that is now ready (see
         :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`), then of this message's
-        answer, streamed whenever the card offers streaming. When the earlier task asks a
-        question, only that: the user answers it next."""
+        answer, streamed whenever the card offers streaming (unless ``blocking``). When the
+        earlier task asks a question, only that: the user answers it next."""
         earlier = await self._outliving.earlier_answer(session_id)
         if earlier is not None:
             for revision in earlier.revisions:
                 yield revision
             if earlier.waiting:
                 return
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, not blocking,
+                                            lang)) as revisions:
             async for revision in revisions:
                 yield revision
 
     async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
-                      lang: str | None = None) -> AsyncIterator[str]:
-        """The answer's text as it arrives (streamed whenever the card offers streaming)."""
+                      lang: str | None = None, blocking: bool = False) -> AsyncIterator[str]:
+        """The answer's text as it arrives (streamed whenever the card offers streaming, unless ``blocking``)."""
         pieces = TextPieces()
-        async with aclosing(self._answer_revisions(text, session_id, on_update, lang)) as revisions:
+        async with aclosing(self._answer_revisions(text, session_id, on_update, lang, blocking)) as revisions:
             async for revision in revisions:
                 for piece in pieces.add(revision):
                     yield piece
@@ -591,9 +616,9 @@ class AsyncA2AClient(_BaseClient):
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None,
-                    lang: str | None = None) -> AsyncIterator[str]:
+                    lang: str | None = None, blocking: bool = False) -> AsyncIterator[str]:
         """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
-        return self._pieces(self._checked_text(text), session_id, on_update, lang)
+        return self._pieces(self._checked_text(text), session_id, on_update, lang, blocking)
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
                          on_update: Callable[[TaskUpdate], None] | None = None,
@@ -662,7 +687,7 @@ class A2AClient(_BaseClient):
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None,
-                    lang: str | None = None) -> Iterator[str]:
+                    lang: str | None = None, blocking: bool = False) -> Iterator[str]:
         """Send ``text``; yield the answer's text as it arrives.
 
         The answer is streamed whenever the agent's card offers streaming, whatever
@@ -672,10 +697,11 @@ class A2AClient(_BaseClient):
 
         ``on_update``, if given, sees every event's :class:`TaskUpdate` (task id, state,
         progress message), e.g. to show progress or to cancel the task. Closing the
-        iterator early ends the exchange and releases its connection.
+        iterator early ends the exchange and releases its connection. ``blocking`` asks with
+        one blocking SendMessage instead, even where the card offers streaming.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang))
+        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang, blocking))
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
                          on_update: Callable[[TaskUpdate], None] | None = None,

@@ -127,9 +127,8 @@ class ReadableTransport(httpx.AsyncBaseTransport):
             stream = _ReadableBody(response.stream)
         else:
             return response
-        headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-length"]
-        return httpx.Response(response.status_code, headers=headers, stream=stream,
-                              extensions=response.extensions)
+        response.stream = stream  # as httpx's own client wraps it (its Content-Length was checked below)
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -348,32 +348,18 @@ class _BaseClient:
         unless the agent named its task (then that is followed)."""
         answer, attempts = running.answer, self._attempts(connection)
         while True:
+            streaming = streaming and connection.streams_readable
+            unreadable = 0  # events of no A2A shape
             try:
-                streaming = streaming and connection.streams_readable
                 client = await connection.client(streaming)
                 running.sent = True  # from here on the agent may be working on the message
-                unreadable = 0
                 async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
                     async for event in events:
-                        if not event.WhichOneof("payload"):
-                            unreadable += 1
+                        unreadable += not event.WhichOneof("payload")
                         for revision in answer.feed(event):
                             yield revision
                         if answer.cut:
                             break  # the rest is not read: leaving closes the stream
-                if answer.cut or answer.message_reply or answer.state in SETTLED:
-                    return
-                if streaming and (unreadable or not answer.events):
-                    LOG.warning("%s: the stream of a message could not be read; asking without streams until "
-                                "its card changes", self.base_url)
-                    connection.streams_unreadable()
-                if answer.task_id:
-                    async for revision in self._follow(answer):
-                        yield revision
-                    return
-                if not streaming or connection.streams_readable:
-                    return
-                continue  # the message again, blocking: the stream named no task to follow
             except A2AError as caught:
                 exc = peer_error(caught)
                 if _task_goes_on(answer) and connection_lost(exc):
@@ -389,6 +375,22 @@ class _BaseClient:
                         raise
                     raise exc from caught
                 await asyncio.sleep(wait)
+                continue
+            if answer.cut or answer.message_reply or answer.state in SETTLED:
+                return
+            if streaming and (unreadable or not answer.events):
+                LOG.warning("the stream from %s could not be read; asking it without streams until its card "
+                            "changes", self.base_url)
+                connection.streams_unreadable()
+            if answer.task_id:
+                LOG.info("the reply of %s ended while task %s was %s; following the task", self.base_url,
+                         answer.task_id, state_name(answer.state) if answer.state else "unknown")
+                async for revision in self._follow(answer):
+                    yield revision
+                return
+            if connection.streams_readable or not streaming:
+                return
+            # the message again, blocking: the stream named no task to follow
 
     def _deadline_passed(self, running: "_Running", conv: Conversation | None, message: Message) -> Exception:
         """What a turn whose deadline passed raises: :class:`StillWorkingError` while the agent

@@ -213,7 +213,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 from urllib.parse import parse_qs, unquote
 
-from bent_wire import Fasta2aLike, LangGraphShapes
+from bent_wire import Fasta2aLike, LangGraphShapes, replaying, request_body
 
 
 STEP = 0.03  # pause between streamed events
@@ -1216,29 +1216,17 @@ class CutStream:
     async def __call__(self, scope, receive, send):
         if scope['type'] != 'http' or scope['method'] != 'POST' or not scope['path'].startswith('/cut'):
             return await self.app(scope, receive, send)
-        body, more = b'', True
-        while more:
-            message = await receive()
-            body += message.get('body', b'')
-            more = message.get('more_body', False)
+        body = await request_body(receive)
         streaming = False
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
             streaming = json.loads(body)['method'] == 'SendStreamingMessage'
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {'type': 'http.request', 'body': body, 'more_body': False}
-            return await receive()
 
         async def cutting(message):
             await send(message)
             if streaming and message['type'] == 'http.response.body' and b'First part' in message.get('body', b''):
                 raise ConnectionAbortedError('the stream is cut here (test agent)')
 
-        await self.app(scope, replay, cutting)
+        await self.app(scope, replaying(body, receive), cutting)
 
 
 def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:

@@ -33,7 +33,8 @@ FASTA2A_PREFIX = '/fasta2a'
 _ZONED = re.compile(rb'("timestamp"\s*:\s*"[0-9T:.-]+)(?:Z|[+-]00:00)"')
 
 
-async def _body(receive) -> bytes:
+async def request_body(receive) -> bytes:
+    """The whole request body (read from ``receive``; give it again with :func:`replaying`)."""
     body, more = b'', True
     while more:
         message = await receive()
@@ -42,7 +43,7 @@ async def _body(receive) -> bytes:
     return body
 
 
-def _replaying(body: bytes, receive):
+def replaying(body: bytes, receive):
     """A ``receive`` that gives ``body`` once, then what ``receive`` gives (a disconnect)."""
     given = False
 
@@ -83,7 +84,7 @@ class _Bend:
             return await JSONResponse(self.calls)(scope, receive, send)
         if not self.applies(scope['path']) or scope['method'] != 'POST' and '/tasks' not in scope['path']:
             return await self.app(scope, receive, send)
-        body = await _body(receive)
+        body = await request_body(receive)
         method = _method(body)
         agent = scope['path'].split('/')[1]
         if '.well-known' not in scope['path']:
@@ -113,7 +114,7 @@ class _Bend:
                         'headers': [*kept, (b'content-length', str(len(answer)).encode())]})
             await send({'type': 'http.response.body', 'body': answer})
 
-        await self.app(scope, _replaying(body, receive), bending)
+        await self.app(scope, replaying(body, receive), bending)
 
     def bend_request(self, scope, method: str, body: bytes) -> bytes:
         return body

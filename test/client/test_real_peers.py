@@ -78,7 +78,7 @@ def test_a_question_carried_only_as_data_is_asked_as_the_question(agent, tmp_pat
 
 # ---- timestamps without a zone; a blocking send answered while submitted (fasta2a) --------------
 
-FASTA2A = ["fasta2a", "fasta2a-rest", "fasta2a-stream", "fasta2a-stream-rest"]
+FASTA2A = ["fasta2a", "fasta2a-rest", "fasta2a-v03", "fasta2a-stream", "fasta2a-stream-rest", "fasta2a-stream-v03"]
 
 
 @pytest.mark.parametrize("name", FASTA2A)
@@ -88,12 +88,12 @@ def test_timestamps_without_a_zone_and_an_early_blocking_answer_still_give_the_a
     with A2AClient(agent.agent(name), streaming=streaming) as client:
         answer = client.send_task("hi", session_id="s")
         assert answer == f"echo[{client.conversation('s').context_id}]: hi"
-    sent = [c for c in calls.new() if c in ("SendMessage", "SendStreamingMessage") or c.endswith("message:send")
-            or c.endswith("message:stream")]
+    sent = [c for c in calls.new() if c in ("SendMessage", "SendStreamingMessage", "message/send", "message/stream")
+            or c.endswith(("message:send", "message:stream"))]
     assert len(sent) == 1, sent  # the task was followed, the message never sent again
 
 
-@pytest.mark.parametrize("name", ["fasta2a-stream", "fasta2a-stream-rest"])
+@pytest.mark.parametrize("name", ["fasta2a-stream", "fasta2a-stream-rest", "fasta2a-stream-v03"])
 def test_streamed_events_with_timestamps_without_a_zone_are_spoken(agent, tmp_path, name):
     engine = engine_of(agent.agent(name), tmp_path)
     said = list(engine.stream_sentences(user("hi"), session_id="s"))

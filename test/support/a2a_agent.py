@@ -57,11 +57,11 @@ Streaming shapes (about 30 ms between events):
   data-question    INPUT_REQUIRED with no status message, its question "which city?" only in an
                    "Interrupt" artifact of data {"id", "value"} (as LangGraph sends an interrupt);
                    follow-up -> "continued[ctx]: TEXT"
-  fasta2a, fasta2a-rest, fasta2a-stream, fasta2a-stream-rest
+  fasta2a, fasta2a-rest, fasta2a-v03, fasta2a-stream, fasta2a-stream-rest, fasta2a-stream-v03
                    echo after 0.2 s submitted and 0.2 s working, as pydantic-ai's fasta2a answers (see
                    bent_wire.Fasta2aLike): status timestamps without a zone, and SendMessage answered at
-                   once with the submitted task whatever its blocking; over JSON-RPC / HTTP+JSON 1.0, the
-                   card offering no streaming (-stream: offering it)
+                   once with the submitted task whatever its blocking; over JSON-RPC / HTTP+JSON 1.0 /
+                   JSON-RPC 0.3, the card offering no streaming (-stream: offering it)
   flaky            echo over JSON-RPC; POST /_admin/flaky?count=N&status=S&retry_after=R refuses the
                    next N POSTs with HTTP S (503) and Retry-After R
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
@@ -760,6 +760,7 @@ class ObservedHandler(RequestHandler):
 
 JSONRPC_1, JSONRPC_03, REST, REST_03, GRPC = 'jsonrpc', 'jsonrpc-0.3', 'rest', 'rest-0.3', 'grpc'
 DEFAULT_BINDINGS = (JSONRPC_1, REST)
+FASTA2A_BINDINGS = {'': JSONRPC_1, '-rest': REST, '-v03': JSONRPC_03}  # name suffix: binding
 
 
 @dataclass
@@ -820,9 +821,9 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
                   stream_chunks, bindings=(JSONRPC_1,)),
         AgentSpec('data-question', 'Asks which city only in an Interrupt data artifact.', data_question,
                   bindings=(JSONRPC_1,)),
-        *(AgentSpec(f'fasta2a{kind}{rest}', 'Echo with timestamps without a zone; ignores blocking.', slow_echo,
-                    bindings=(REST,) if rest else (JSONRPC_1,), streaming=bool(kind))
-          for kind in ('', '-stream') for rest in ('', '-rest')),
+        *(AgentSpec(f'fasta2a{kind}{binding}', 'Echo with timestamps without a zone; ignores blocking.', slow_echo,
+                    bindings=(FASTA2A_BINDINGS[binding],), streaming=bool(kind))
+          for kind in ('', '-stream') for binding in FASTA2A_BINDINGS),
         AgentSpec('flaky', 'Echo over JSON-RPC; /_admin/flaky makes its next requests fail.', echo,
                   bindings=(JSONRPC_1,)),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),

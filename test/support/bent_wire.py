@@ -164,12 +164,15 @@ class Fasta2aLike(_Bend):
 
     def bend_request(self, scope, method: str, body: bytes) -> bytes:
         rest_send = scope['path'].endswith('/message:send')
-        if method != 'SendMessage' and not rest_send:
+        if method not in ('SendMessage', 'message/send') and not rest_send:
             return body
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
             request = json.loads(body)
-            params = request if rest_send else request['params']
-            params.setdefault('configuration', {})['returnImmediately'] = True
+            configuration = (request if rest_send else request['params']).setdefault('configuration', {})
+            if method == 'message/send':  # A2A 0.3
+                configuration['blocking'] = False
+            else:
+                configuration['returnImmediately'] = True
             return json.dumps(request).encode()
         return body
 

@@ -352,6 +352,7 @@ class _BaseClient:
             unreadable = 0  # events of no A2A shape
             try:
                 client = await connection.client(streaming)
+                streamed = streaming and (await connection.card()).capabilities.streaming
                 running.sent = True  # from here on the agent may be working on the message
                 async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
                     async for event in events:
@@ -378,7 +379,7 @@ class _BaseClient:
                 continue
             if answer.cut or answer.message_reply or answer.state in SETTLED:
                 return
-            if streaming and (unreadable or not answer.events):
+            if streamed and (unreadable or not answer.events):
                 LOG.warning("the stream from %s could not be read; asking it without streams until its card "
                             "changes", self.base_url)
                 connection.streams_unreadable()
@@ -388,7 +389,7 @@ class _BaseClient:
                 async for revision in self._follow(answer):
                     yield revision
                 return
-            if connection.streams_readable or not streaming:
+            if connection.streams_readable or not streamed:
                 return
             # the message again, blocking: the stream named no task to follow
 

@@ -9,7 +9,7 @@ scripted test agent (test/support/bent_wire.py), and the client reads it there.
 import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient
+from ovos_a2a_solver import A2AChatEngine, A2AClient, StillWorkingError
 
 CHUNKS = ["Hello there. ", "How are ", "you today? ", "Fine."]
 
@@ -113,3 +113,11 @@ def test_a_blocking_answer_while_submitted_is_followed_by_subscribing_where_stre
     with A2AClient(agent.agent("fasta2a-stream")) as client:
         assert client.send_task("hi").endswith("]: hi")
     assert calls.new() == ["SendMessage", "SubscribeToTask"]
+
+
+def test_a_task_followed_past_the_turns_deadline_is_still_working_and_its_answer_comes_later(agent):
+    with A2AClient(agent.agent("fasta2a"), timeout=0.25) as client:
+        with pytest.raises(StillWorkingError) as caught:
+            client.send_task("hi", session_id="s")
+        assert caught.value.task_id
+        assert client.answer_when_ready("s", caught.value.task_id, within=10).endswith("]: hi")

@@ -188,7 +188,7 @@ class AnswerAssembler:
     later events are ignored (the caller stops reading)."""
 
     def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None,
-                 max_chars: int | None = None, cut_line: str = "") -> None:
+                 max_chars: int | None = None, cut_line: str = "", given: dict[str, str] | None = None) -> None:
         self.task_id = ""
         self.context_id = ""
         self.state: int | None = None
@@ -203,6 +203,10 @@ class AnswerAssembler:
         self._on_update = on_update
         self._pieces: dict[str, _Piece] = {}   # key -> its text as the agent has it now, in first-seen order
         self._held: dict[str, tuple[str, str, bool]] = {}  # key -> (data summary, question, last): see _whole
+        self._asked: dict[str, str] = {}  # key -> the data summary of an artifact said as its question
+        # key -> an artifact's text as the task had it when it last asked the user: a whole artifact
+        # that still reads so (a continued task's snapshot repeats them) is not given again
+        self.given = given or {}
         self._chars = 0     # characters in the pieces now
 
     def feed(self, event: Any) -> list[Revision]:
@@ -299,16 +303,26 @@ class AnswerAssembler:
         self._chars = others + len(text)
         return [Revision(key, text, False, last)]
 
+    def artifact_texts(self) -> dict[str, str]:
+        """Each artifact's text as the agent has it now (the :attr:`given` of the task's next turn)."""
+        return {key: self._asked.get(key, piece.text) for key, piece in self._pieces.items()
+                if key != "status" and not key.startswith(("message:", CUT_KEY))}
+
     def _whole(self, key: str, parts: Any, last: bool = False) -> list[Revision]:
-        """A whole artifact. One made only of data that carries a question (:func:`question_in`)
-        is that question while the task waits for input, else its summary; while the state
-        may still come to that, it is held back until the task settles (or the answer ends)."""
+        """A whole artifact (none, when it reads as :attr:`given`). One made only of data that
+        carries a question (:func:`question_in`) is that question while the task waits for
+        input, else its summary; while the state may still come to that, it is held back
+        until the task settles (or the answer ends)."""
+        text = _text(parts)
+        if self.given and self.given.get(key) == text:
+            return []
         question = question_in(parts)
         if not question:
-            return self._replace(key, _text(parts), last)
+            return self._replace(key, text, last)
+        self._asked[key] = text
         if self.state in WAITING_FOR_USER:
             return self._replace(key, question, last)
-        self._held[key] = (_text(parts), question, last)
+        self._held[key] = (text, question, last)
         return [] if self.state not in SETTLED else self._release(key)
 
     def _release(self, *keys: str) -> list[Revision]:

@@ -53,7 +53,7 @@ from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
-from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
+from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -83,6 +83,8 @@ CANCEL_TIMEOUT = 5.0
 #: Seconds between GetTask reads of a task whose stream broke (doubling), where it
 #: cannot be subscribed to again.
 FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
+#: Tasks waiting for the user whose artifacts said so far are kept (the oldest forgotten first).
+GIVEN_TASKS = 256
 
 
 @dataclass(eq=False)
@@ -205,6 +207,8 @@ class _BaseClient:
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
         self._outliving = OutlivingTasks(self)
+        # task id -> its artifacts' texts when it asked the user: its next reply repeats them (see _ending)
+        self._given: dict[str, dict[str, str]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -304,6 +308,8 @@ class _BaseClient:
         agent's task is canceled with CancelTask and the HTTP stream released.
         """
         conv = self.conversation(session_id) if session_id is not None else None
+        if conv and conv.task_id:
+            answer.given = self._given.pop(conv.task_id, {})
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
@@ -423,6 +429,10 @@ class _BaseClient:
             self._record(session_id, Outcome.CUT, answer.context_id or (conv.context_id if conv else ""))
             return
         yield from answer.finish()
+        if answer.state in WAITING_FOR_USER and answer.task_id:  # said once, not again when the task goes on
+            self._given[answer.task_id] = answer.artifact_texts()
+            while len(self._given) > GIVEN_TASKS:
+                del self._given[next(iter(self._given))]
         self._after_answer(answer, session_id, conv)
 
     async def _follow(self, answer: AnswerAssembler) -> AsyncIterator[Revision]:

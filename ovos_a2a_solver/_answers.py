@@ -27,7 +27,7 @@ from a2a.types import TaskState
 
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._sentences import sentence_start
-from ovos_a2a_solver.states import WAITING_FOR_USER
+from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]’”»]*$")
@@ -84,6 +84,30 @@ def describe_part(part: Any, kind: str | None = None) -> str:
         from google.protobuf.json_format import MessageToDict
 
         return f"The agent sent {_describe_value(MessageToDict(part.data))}."
+    return ""
+
+
+#: The fields of a data part that may hold a question, in the order they are looked in.
+QUESTION_FIELDS = ("question", "prompt", "message", "value")
+
+
+def question_in(parts: Any) -> str:
+    """The question carried by parts that are all data (LangGraph sends an interrupt's question
+    as an "Interrupt" artifact ``{"id": ..., "value": "which city?"}``): the first string among
+    their fields ``QUESTION_FIELDS``, or one level down (``{"value": {"question": ...}}``);
+    "" when there is none. Said instead of the data's summary while the task waits for input."""
+    if not parts or any(part.WhichOneof("content") != "data" for part in parts):
+        return ""
+    from google.protobuf.json_format import MessageToDict
+
+    for part in parts:
+        data = MessageToDict(part.data)
+        for value in (data, *(data.get(key) for key in QUESTION_FIELDS if isinstance(data, dict))):
+            if isinstance(value, dict):
+                found = next((value[key] for key in QUESTION_FIELDS if isinstance(value.get(key), str)
+                              and value[key].strip()), "")
+                if found:
+                    return found.strip()
     return ""
 
 
@@ -164,7 +188,7 @@ class AnswerAssembler:
     later events are ignored (the caller stops reading)."""
 
     def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None,
-                 max_chars: int | None = None, cut_line: str = "") -> None:
+                 max_chars: int | None = None, cut_line: str = "", given: dict[str, str] | None = None) -> None:
         self.task_id = ""
         self.context_id = ""
         self.state: int | None = None
@@ -178,6 +202,11 @@ class AnswerAssembler:
         self.cut_line = cut_line
         self._on_update = on_update
         self._pieces: dict[str, _Piece] = {}   # key -> its text as the agent has it now, in first-seen order
+        self._held: dict[str, tuple[str, str, bool]] = {}  # key -> (data summary, question, last): see _whole
+        self._asked: dict[str, str] = {}  # key -> the data summary of an artifact said as its question
+        # key -> an artifact's text as the task had it when it last asked the user: a whole artifact
+        # that still reads so (a continued task's snapshot repeats them) is not given again
+        self.given = given or {}
         self._chars = 0     # characters in the pieces now
 
     def feed(self, event: Any) -> list[Revision]:
@@ -203,9 +232,9 @@ class AnswerAssembler:
             task = event.task
             self._ids(task.id, task.context_id)
             self._status(task.status)
-            out: list[Revision] = []
+            out = self._release()
             for n, artifact in enumerate(task.artifacts):
-                out += self._replace(artifact.artifact_id or f"#{n}", _text(artifact.parts))
+                out += self._whole(artifact.artifact_id or f"#{n}", artifact.parts)
             return out
         if kind == "status_update":
             update = event.status_update
@@ -213,34 +242,36 @@ class AnswerAssembler:
             self._status(update.status)
             note = update.metadata.fields.get("note") if update.HasField("metadata") else None
             self.note = note.string_value if note is not None else ""
-            return []
+            return self._release()
         if kind == "artifact_update":
             update = event.artifact_update
             self._ids(update.task_id, update.context_id)
             key = update.artifact.artifact_id or "#0"
-            chunk = _text(update.artifact.parts)
-            if update.append and key in self._pieces:
-                piece = self._pieces[key]
-                chunk = _joined(piece.tail, chunk)
-                if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
-                    return self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
-                piece.append(chunk)
-                self._chars += len(chunk)
-                return [Revision(key, chunk, True, update.last_chunk)] if chunk or update.last_chunk else []
-            return self._replace(key, chunk, last=update.last_chunk)
+            out = self._release(key) if key in self._held else []
+            if not (update.append and key in self._pieces):
+                return out + self._whole(key, update.artifact.parts, update.last_chunk)
+            piece = self._pieces[key]
+            chunk = _joined(piece.tail, _text(update.artifact.parts))
+            if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
+                return out + self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
+            piece.append(chunk)
+            self._chars += len(chunk)
+            return out + [Revision(key, chunk, True, update.last_chunk)] if chunk or update.last_chunk else out
         return []
 
     def finish(self) -> list[Revision]:
-        """Revisions still owed at the end: the status message when it is the answer or a question."""
+        """Revisions still owed at the end: data held back (:meth:`_whole`), and the status message
+        when it is the answer or a question."""
+        held = self._release(*self._held)
         text = self.status_text.strip()
         if not text or self.state is None or self.cut:
-            return []
+            return held
         waiting = self.state in WAITING_FOR_USER
         said = self.final_text() if waiting or self.state == TaskState.TASK_STATE_COMPLETED else ""
         answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not said.strip()
         if (waiting and text not in said) or answered_by_status:
-            return self._replace("status", text, last=True)
-        return []
+            return held + self._replace("status", text, last=True)
+        return held
 
     def final_text(self) -> str:
         """The whole answer as the agent has it now: each piece's text, in order."""
@@ -271,6 +302,39 @@ class AnswerAssembler:
         piece.replace(text)
         self._chars = others + len(text)
         return [Revision(key, text, False, last)]
+
+    def artifact_texts(self) -> dict[str, str]:
+        """Each artifact's text as the agent has it now (the :attr:`given` of the task's next turn)."""
+        return {key: self._asked.get(key, piece.text) for key, piece in self._pieces.items()
+                if key != "status" and not key.startswith(("message:", CUT_KEY))}
+
+    def _whole(self, key: str, parts: Any, last: bool = False) -> list[Revision]:
+        """A whole artifact (none, when it reads as :attr:`given`). One made only of data that
+        carries a question (:func:`question_in`) is that question while the task waits for
+        input, else its summary; while the state may still come to that, it is held back
+        until the task settles (or the answer ends)."""
+        text = _text(parts)
+        if self.given and self.given.get(key) == text:
+            return []
+        question = question_in(parts)
+        if not question:
+            return self._replace(key, text, last)
+        self._asked[key] = text
+        if self.state in WAITING_FOR_USER:
+            return self._replace(key, question, last)
+        self._held[key] = (text, question, last)
+        return [] if self.state not in SETTLED else self._release(key)
+
+    def _release(self, *keys: str) -> list[Revision]:
+        """The held artifacts (``keys``, or all once the task settled): each its question while
+        the task waits for input, else its summary."""
+        if not self._held or not keys and self.state not in SETTLED:
+            return []
+        out: list[Revision] = []
+        for key in keys or list(self._held):
+            summary, question, last = self._held.pop(key)
+            out += self._replace(key, question if self.state in WAITING_FOR_USER else summary, last)
+        return out
 
     def _cut_piece(self, key: str, piece: _Piece, fits: str) -> list[Revision]:
         """The answer passed ``max_chars`` in this piece, of which ``fits`` is within them:

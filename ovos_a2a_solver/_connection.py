@@ -21,6 +21,7 @@ from a2a.utils.constants import TransportProtocol
 from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
 from ovos_a2a_solver._cards import CardResolver
 from ovos_a2a_solver._schemes import ClientCredentialsToken, card_auth
+from ovos_a2a_solver._wire import ReadableTransport
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -54,6 +55,7 @@ class AgentConnection:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             auth=httpx_auth(credentials) if credentials else None,
             follow_redirects=False,
+            transport=ReadableTransport(httpx.AsyncHTTPTransport()),  # bodies as real agents bend them, readable
         )
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
         self._clock = clock
@@ -62,6 +64,16 @@ class AgentConnection:
         self._authorized = -1  # the card generation whose security requirements are met
         self._reachable = False  # whether one of its interfaces may receive the credentials
         self._tokens: dict[tuple, ClientCredentialsToken] = {}
+        self._unreadable_streams = -1  # the card generation whose streams could not be read
+
+    @property
+    def streams_readable(self) -> bool:
+        """False once a stream of the agent could not be read, until its card changes."""
+        return self._unreadable_streams != self.cards.generation
+
+    def streams_unreadable(self) -> None:
+        """A stream of the agent could not be read: ask without streams until its card changes."""
+        self._unreadable_streams = self.cards.generation
 
     async def card(self):
         """The agent's card (SDK protobuf), from cache when fresh."""

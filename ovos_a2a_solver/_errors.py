@@ -42,7 +42,7 @@ class StillWorkingError(A2AClientTimeoutError):
 
 
 class IncompleteAnswerError(A2AClientError):
-    """The agent's reply ended while its task was still running (no final state)."""
+    """The agent's reply ended without a final state, naming no task that could be followed."""
 
 
 class CardSignatureError(AgentCardResolutionError):

@@ -54,7 +54,7 @@ from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
-from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
+from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -84,6 +84,8 @@ CANCEL_TIMEOUT = 5.0
 #: Seconds between GetTask reads of a task whose stream broke (doubling), where it
 #: cannot be subscribed to again.
 FOLLOW_POLL_MIN, FOLLOW_POLL_MAX = 0.2, 2.0
+#: Tasks waiting for the user whose artifacts said so far are kept (the oldest forgotten first).
+GIVEN_TASKS = 256
 
 
 @dataclass(eq=False)
@@ -209,6 +211,8 @@ class _BaseClient:
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
         self._outliving = OutlivingTasks(self)
+        # task id -> its artifacts' texts when it asked the user: its next reply repeats them (see _ending)
+        self._given: dict[str, dict[str, str]] = {}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, timeout={self.timeout}, streaming={self.streaming})"
@@ -308,6 +312,8 @@ class _BaseClient:
         agent's task is canceled with CancelTask and the HTTP stream released.
         """
         conv = self.conversation(session_id) if session_id is not None else None
+        if conv and conv.task_id:
+            answer.given = self._given.pop(conv.task_id, {})
         message = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)],
                           context_id=conv.context_id if conv else "",
                           task_id=(conv.task_id or "") if conv else "")
@@ -343,20 +349,28 @@ class _BaseClient:
     async def _exchange(self, connection: AgentConnection, message: Message, running: "_Running", streaming: bool,
                         conv: Conversation | None) -> AsyncIterator[Revision]:
         """Send ``message`` and read its answer, within the tries of :class:`Attempts` (the same
-        message again is still one turn, while nothing came back). A stream that breaks once
-        the agent named its task is followed instead (:meth:`_follow`)."""
+        message again is still one turn, while nothing came back). A reply that ends, or a
+        stream that breaks, before the task the agent named settled is followed instead
+        (:meth:`_follow`): a blocking send answered "submitted" is too.
+
+        A stream of which nothing could be read (no A2A event of any version) is not asked
+        for again from this agent until its card changes: the message goes again, blocking,
+        unless the agent named its task (then that is followed)."""
         answer, attempts = running.answer, self._attempts(connection)
         while True:
+            streaming = streaming and connection.streams_readable
+            unreadable = 0  # events of no A2A shape
             try:
                 client = await connection.client(streaming)
+                streamed = streaming and (await connection.card()).capabilities.streaming
                 running.sent = True  # from here on the agent may be working on the message
                 async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
                     async for event in events:
+                        unreadable += not event.WhichOneof("payload")
                         for revision in answer.feed(event):
                             yield revision
                         if answer.cut:
                             break  # the rest is not read: leaving closes the stream
-                return
             except A2AError as caught:
                 exc = peer_error(caught)
                 if _task_goes_on(answer) and connection_lost(exc):
@@ -372,6 +386,22 @@ class _BaseClient:
                         raise
                     raise exc from caught
                 await asyncio.sleep(wait)
+                continue
+            if answer.cut or answer.message_reply or answer.state in SETTLED:
+                return
+            if streamed and (unreadable or not answer.events):
+                LOG.warning("the stream from %s could not be read; asking it without streams until its card "
+                            "changes", self.base_url)
+                connection.streams_unreadable()
+            if answer.task_id:
+                LOG.info("the reply of %s ended while task %s was %s; following the task", self.base_url,
+                         answer.task_id, state_name(answer.state) if answer.state else "unknown")
+                async for revision in self._follow(answer):
+                    yield revision
+                return
+            if connection.streams_readable or not streamed:
+                return
+            # the message again, blocking: the stream named no task to follow
 
     def _deadline_passed(self, running: "_Running", conv: Conversation | None, message: Message) -> Exception:
         """What a turn whose deadline passed raises: :class:`StillWorkingError` while the agent
@@ -403,6 +433,10 @@ class _BaseClient:
             self._record(session_id, Outcome.CUT, answer.context_id or (conv.context_id if conv else ""))
             return
         yield from answer.finish()
+        if answer.state in WAITING_FOR_USER and answer.task_id:  # said once, not again when the task goes on
+            self._given[answer.task_id] = answer.artifact_texts()
+            while len(self._given) > GIVEN_TASKS:
+                del self._given[next(iter(self._given))]
         self._after_answer(answer, session_id, conv)
 
     async def _follow(self, answer: AnswerAssembler) -> AsyncIterator[Revision]:
@@ -410,9 +444,12 @@ class _BaseClient:
         first event is the task as it stands), or, where that is not possible, read with
         GetTask until it settles. Bounded by the turn's deadline, like the stream was."""
         task_id, delay = answer.task_id, FOLLOW_POLL_MIN
+        connection = self._get_connection()
         while True:
             try:
-                client = await self._get_connection().client(True)
+                if not connection.streams_readable:
+                    raise NotImplementedError("this agent's streams cannot be read")
+                client = await connection.client(True)
                 async with aclosing(client.subscribe(SubscribeToTaskRequest(id=task_id))) as events:
                     async for event in events:
                         for revision in answer.feed(event):
@@ -496,26 +533,27 @@ class _BaseClient:
 
     async def _answer_revisions(self, text: str, session_id: str | None,
                                 on_update: Callable[[TaskUpdate], None] | None,
-                                lang: str | None) -> AsyncIterator[Revision]:
+                                lang: str | None, blocking: bool = False) -> AsyncIterator[Revision]:
         """The revisions of an earlier answer that is now ready (see
         :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`), then of this message's
-        answer, streamed whenever the card offers streaming. When the earlier task asks a
-        question, only that: the user answers it next."""
+        answer, streamed whenever the card offers streaming (unless ``blocking``). When the
+        earlier task asks a question, only that: the user answers it next."""
         earlier = await self._outliving.earlier_answer(session_id)
         if earlier is not None:
             for revision in earlier.revisions:
                 yield revision
             if earlier.waiting:
                 return
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, True, lang)) as revisions:
+        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, not blocking,
+                                            lang)) as revisions:
             async for revision in revisions:
                 yield revision
 
     async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
-                      lang: str | None = None) -> AsyncIterator[str]:
-        """The answer's text as it arrives (streamed whenever the card offers streaming)."""
+                      lang: str | None = None, blocking: bool = False) -> AsyncIterator[str]:
+        """The answer's text as it arrives (streamed whenever the card offers streaming, unless ``blocking``)."""
         pieces = TextPieces()
-        async with aclosing(self._answer_revisions(text, session_id, on_update, lang)) as revisions:
+        async with aclosing(self._answer_revisions(text, session_id, on_update, lang, blocking)) as revisions:
             async for revision in revisions:
                 for piece in pieces.add(revision):
                     yield piece
@@ -597,9 +635,9 @@ class AsyncA2AClient(_BaseClient):
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None,
-                    lang: str | None = None) -> AsyncIterator[str]:
+                    lang: str | None = None, blocking: bool = False) -> AsyncIterator[str]:
         """Send ``text``; the answer's text as it arrives (see :meth:`A2AClient.stream_task`)."""
-        return self._pieces(self._checked_text(text), session_id, on_update, lang)
+        return self._pieces(self._checked_text(text), session_id, on_update, lang, blocking)
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
                          on_update: Callable[[TaskUpdate], None] | None = None,
@@ -668,7 +706,7 @@ class A2AClient(_BaseClient):
 
     def stream_task(self, text: str, session_id: str | None = None, *,
                     on_update: Callable[[TaskUpdate], None] | None = None,
-                    lang: str | None = None) -> Iterator[str]:
+                    lang: str | None = None, blocking: bool = False) -> Iterator[str]:
         """Send ``text``; yield the answer's text as it arrives.
 
         The answer is streamed whenever the agent's card offers streaming, whatever
@@ -678,10 +716,11 @@ class A2AClient(_BaseClient):
 
         ``on_update``, if given, sees every event's :class:`TaskUpdate` (task id, state,
         progress message), e.g. to show progress or to cancel the task. Closing the
-        iterator early ends the exchange and releases its connection.
+        iterator early ends the exchange and releases its connection. ``blocking`` asks with
+        one blocking SendMessage instead, even where the card offers streaming.
         """
         text = self._checked_text(text)
-        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang))
+        return BACKGROUND.iterate(lambda: self._pieces(text, session_id, on_update, lang, blocking))
 
     def stream_sentences(self, text: str, session_id: str | None = None, *,
                          on_update: Callable[[TaskUpdate], None] | None = None,

@@ -4,7 +4,8 @@
 
     ovos-a2a discover URL            the agent's card, readable (--json: the raw card)
     ovos-a2a send URL TEXT           one turn (- or --file: the text from stdin or a file;
-                                     --stream: text as it arrives; Ctrl-C cancels the task)
+                                     --stream: text as it arrives; --no-stream: one blocking
+                                     SendMessage; Ctrl-C cancels the task)
     ovos-a2a status URL TASK_ID      a task as the agent has it now
     ovos-a2a cancel URL TASK_ID      ask the agent to cancel a task
     ovos-a2a tasks URL               the caller's tasks, newest first (--context, --state, pages)
@@ -118,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--file", metavar="PATH", help="read what to say from this file")
     p.add_argument("--session", default="cli", help="conversation name, shared with the plugin's store (default cli)")
     p.add_argument("--stream", action="store_true", help="print the answer as it arrives")
+    p.add_argument("--no-stream", action="store_true",
+                   help="ask with one blocking SendMessage, even when the agent offers streaming")
     p.set_defaults(run=cmd_send)
 
     for name, run in (("status", cmd_status), ("cancel", cmd_cancel)):

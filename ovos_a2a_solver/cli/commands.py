@@ -83,8 +83,8 @@ def cmd_send(args, out: Output) -> int:
             if args.stream and not out.as_json and (update.progress or update.note) and not waiting.enabled:
                 print(out.dim(f"… {update.progress or update.note}"), file=sys.stderr, flush=True)
 
-        # always streamed when the agent offers it: the task id and progress arrive while waiting
-        # (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
+        # streamed when the agent offers it (unless --no-stream): the task id and progress arrive while
+        # waiting (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
         with open_client(args, out, conversations=store, streaming=True) as client:
             if args.stream and not out.as_json and not waiting.enabled:
                 print(out.dim("… working"), file=sys.stderr, flush=True)
@@ -92,7 +92,8 @@ def cmd_send(args, out: Output) -> int:
             task_id = lambda: next((u.task_id for u in reversed(updates) if u.task_id), "")  # noqa: E731
             try:
                 with saying_cancel(out, waiting, task_id):
-                    for piece in client.stream_task(text, session_id=args.session, on_update=on_update):
+                    for piece in client.stream_task(text, session_id=args.session, on_update=on_update,
+                                                    blocking=args.no_stream):
                         pieces.append(piece)
                         if args.stream and not out.as_json:
                             waiting.stop()

@@ -215,6 +215,27 @@ def test_send_stream_prints_the_whole_text_and_progress_on_stderr(cli, agent):
     assert "working..." not in echo.stdout, echo.report
 
 
+def test_send_reads_a_langgraph_stream_and_falls_back_to_blocking_where_no_stream_can_be_read(cli, agent):
+    seen = len(agent.calls())
+    langgraph, garbled = cli.run_all(["send", agent.agent("langgraph"), "hi", "--json"],
+                                     ["send", agent.agent("langgraph-garbled"), "hi", "--stream"])
+    assert json.loads(langgraph.stdout)["answer"] == "Hello there. How are you today? Fine.", langgraph.report
+    assert garbled.stdout == "Hello there. How are you today? Fine.\n", garbled.report
+    calls = agent.calls()[seen:]
+    assert [c["call"] for c in calls if c["agent"] == "langgraph"] == ["SendStreamingMessage"]
+    assert [c["call"] for c in calls if c["agent"] == "langgraph-garbled"] == ["SendStreamingMessage", "SendMessage"]
+
+
+def test_send_no_stream_sends_one_blocking_send_message(cli, agent):
+    seen = len(agent.calls())
+    result = cli.run("send", agent.agent("fasta2a-stream"), "hi", "--no-stream", "--json")
+    assert result.returncode == 0, result.report
+    reply = json.loads(result.stdout)
+    assert reply["answer"] == f"echo[{reply['context_id']}]: hi" and reply["state"] == "completed", result.report
+    calls = [c["call"] for c in agent.calls()[seen:] if c["agent"] == "fasta2a-stream"]
+    assert calls[0] == "SendMessage" and "SendStreamingMessage" not in calls, calls
+
+
 def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):
     with BridgeProcess("--heartbeat", "1") as bridge:
         result = cli.run("send", bridge.url, "sleep:2.5", "--stream")

@@ -51,6 +51,17 @@ Streaming shapes (about 30 ms between events):
   drip             a chunk "drop N. " every 0.2 s for a minute
   metadata         answers with the message's metadata, as JSON with sorted keys
   parts            "Here is your report." + a file link (report.pdf); data {temperature, unit}; a raw chart.png
+  langgraph        stream-chunks, its streams in A2A 0.3 shapes on a 1.0 JSON-RPC stream, as LangGraph's
+                   server sends them (see bent_wire.LangGraphShapes); blocking SendMessage is proper 1.0
+  langgraph-garbled  the same, each streamed event valid JSON-RPC that no A2A version reads
+  data-question    INPUT_REQUIRED with no status message, its question "which city?" only in an
+                   "Interrupt" artifact of data {"id", "value"} (as LangGraph sends an interrupt);
+                   follow-up -> "continued[ctx]: TEXT"
+  fasta2a, fasta2a-rest, fasta2a-v03, fasta2a-stream, fasta2a-stream-rest, fasta2a-stream-v03
+                   echo after 0.2 s submitted and 0.2 s working, as pydantic-ai's fasta2a answers (see
+                   bent_wire.Fasta2aLike): status timestamps without a zone, and SendMessage answered at
+                   once with the submitted task whatever its blocking; over JSON-RPC / HTTP+JSON 1.0 /
+                   JSON-RPC 0.3, the card offering no streaming (-stream: offering it)
   flaky            echo over JSON-RPC; POST /_admin/flaky?count=N&status=S&retry_after=R refuses the
                    next N POSTs with HTTP S (503) and Retry-After R
   stubborn         drip, but CancelTask is refused (TaskNotCancelable)
@@ -119,6 +130,8 @@ Admin endpoints (plain JSON):
   GET    /_admin/huge     {"chunks": [n, ...]}: the chunks each turn of the huge agent sent, in order
   GET    /_admin/streams  [{"agent", "events"}, ...]: each streamed reply (SendStreamingMessage) and the
                           events it sent (until the client closed it)
+  GET    /_admin/calls    [{"agent", "call"}, ...]: the JSON-RPC methods (HTTP+JSON: method and path) the
+                          langgraph* and fasta2a* agents were called with, in order
   GET    /_admin/message-ids  {"processed": {agent: [messageId, ...]}, "refused": [messageId, ...]}
   POST   /_admin/upgrade?agent=NAME[&variant=N]  switch an upgradable agent's card and
                           bindings in place (upgradable: 0.3 -> 1.0; movable: JSON-RPC -> HTTP+JSON)
@@ -200,6 +213,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 from urllib.parse import parse_qs, unquote
 
+from bent_wire import Fasta2aLike, LangGraphShapes, replaying, request_body
+
 
 STEP = 0.03  # pause between streamed events
 BEARER_TOKEN = 's3cret'
@@ -233,6 +248,7 @@ class Observations:
     handlers: dict[str, ObservedHandler] = field(default_factory=dict)
     switches: dict[str, Switch] = field(default_factory=dict)
     token_requests: list[dict] = field(default_factory=list)
+    calls: list[dict] = field(default_factory=list)  # bent_wire's agents: each call's JSON-RPC method (or path)
     tokens: dict[str, bool] = field(default_factory=dict)  # issued token -> still valid
 
 
@@ -592,6 +608,28 @@ async def stream_repeat(turn: Turn) -> None:
     await turn.updater.complete()
 
 
+async def data_question(turn: Turn) -> None:
+    """Asks "which city?" only in an "Interrupt" data artifact (no status message); completes on the follow-up."""
+    from google.protobuf import struct_pb2
+
+    await turn.open()
+    if turn.is_followup:
+        return await turn.answer(f'continued[{turn.context_id}]: {turn.text}')
+    interrupt = struct_pb2.Value()
+    interrupt.struct_value.update({'id': '9b36c1f04e2d4a8e', 'value': 'which city?'})
+    await turn.updater.add_artifact([Part(data=interrupt)], artifact_id='interrupt', name='Interrupt')
+    await turn.updater.requires_input()
+
+
+async def slow_echo(turn: Turn) -> None:
+    """Echo after 0.2 s submitted and 0.2 s working."""
+    await turn.open()
+    await asyncio.sleep(0.2)
+    await turn.updater.start_work(turn.msg('working...'))
+    await asyncio.sleep(0.2)
+    await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
+
+
 def gated(release: asyncio.Event) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
@@ -722,6 +760,7 @@ class ObservedHandler(RequestHandler):
 
 JSONRPC_1, JSONRPC_03, REST, REST_03, GRPC = 'jsonrpc', 'jsonrpc-0.3', 'rest', 'rest-0.3', 'grpc'
 DEFAULT_BINDINGS = (JSONRPC_1, REST)
+FASTA2A_BINDINGS = {'': JSONRPC_1, '-rest': REST, '-v03': JSONRPC_03}  # name suffix: binding
 
 
 @dataclass
@@ -741,6 +780,7 @@ class AgentSpec:
     upgrades: tuple[tuple[str, ...], ...] = ()  # bindings after each POST /_admin/upgrade (in place)
     signing: str | None = None  # valid | tampered | unknown-key | foreign-jku
     push: bool = False  # push notifications, with the a2a-sdk's own config store and sender
+    streaming: bool = True  # the card's capabilities.streaming
     token_url: str | None = None  # the token URL of the oauth-elsewhere scheme
 
 
@@ -775,6 +815,15 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
         AgentSpec('drip', 'Streams a chunk every 0.2 s for a minute.', drip),
         AgentSpec('metadata', "Answers with the message's metadata as JSON.", metadata),
         AgentSpec('parts', 'Answers with a text, a file link, data and a raw file.', more_than_text),
+        AgentSpec('langgraph', 'Streams chunks in A2A 0.3 shapes on an A2A 1.0 stream, as LangGraph does.',
+                  stream_chunks, bindings=(JSONRPC_1,)),
+        AgentSpec('langgraph-garbled', 'Streams events no A2A version reads; answers blocking sends.',
+                  stream_chunks, bindings=(JSONRPC_1,)),
+        AgentSpec('data-question', 'Asks which city only in an Interrupt data artifact.', data_question,
+                  bindings=(JSONRPC_1,)),
+        *(AgentSpec(f'fasta2a{kind}{binding}', 'Echo with timestamps without a zone; ignores blocking.', slow_echo,
+                    bindings=(FASTA2A_BINDINGS[binding],), streaming=bool(kind))
+          for kind in ('', '-stream') for binding in FASTA2A_BINDINGS),
         AgentSpec('flaky', 'Echo over JSON-RPC; /_admin/flaky makes its next requests fail.', echo,
                   bindings=(JSONRPC_1,)),
         AgentSpec('stubborn', 'Drips like drip; refuses CancelTask.', drip, cancelable=False),
@@ -866,7 +915,7 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
     card = AgentCard(
         name=spec.name, description=spec.description, version='1.0.0',
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=spec.push),
+        capabilities=AgentCapabilities(streaming=spec.streaming, push_notifications=spec.push),
         default_input_modes=['text/plain'], default_output_modes=['text/plain'],
         skills=[skill],
     )
@@ -1168,29 +1217,17 @@ class CutStream:
     async def __call__(self, scope, receive, send):
         if scope['type'] != 'http' or scope['method'] != 'POST' or not scope['path'].startswith('/cut'):
             return await self.app(scope, receive, send)
-        body, more = b'', True
-        while more:
-            message = await receive()
-            body += message.get('body', b'')
-            more = message.get('more_body', False)
+        body = await request_body(receive)
         streaming = False
         with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
             streaming = json.loads(body)['method'] == 'SendStreamingMessage'
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {'type': 'http.request', 'body': body, 'more_body': False}
-            return await receive()
 
         async def cutting(message):
             await send(message)
             if streaming and message['type'] == 'http.response.body' and b'First part' in message.get('body', b''):
                 raise ConnectionAbortedError('the stream is cut here (test agent)')
 
-        await self.app(scope, replay, cutting)
+        await self.app(scope, replaying(body, receive), cutting)
 
 
 def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
@@ -1384,6 +1421,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
         mounts.append(Mount(f'/{spec.name}', routes=card_routes(spec, card) + protocol_routes(spec, handler)))
     app = Starlette(routes=top + mounts)
     app = SchemeGuard(app, specs, obs)
+    app = Fasta2aLike(LangGraphShapes(app, obs.calls), obs.calls)
     app = CutStream(app)
     app = JsSdkErrors(app)
     app = Flaky(app, obs)

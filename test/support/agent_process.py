@@ -175,6 +175,11 @@ class AgentProcess:
         """Each streamed reply so far: {"agent", "events" it sent (until the client closed it)}."""
         return self._admin('GET', 'streams')
 
+    def calls(self) -> list[dict]:
+        """Each call to the bent_wire agents (langgraph*, fasta2a*) so far: {"agent", "call"
+        (its JSON-RPC method, or HTTP+JSON method and path)}."""
+        return self._admin('GET', 'calls')
+
     def upgrade(self, name: str, variant: int | None = None) -> int:
         """Switch agent ``name``'s card and bindings in place; returns the variant now served."""
         query = f'upgrade?agent={name}' + ('' if variant is None else f'&variant={variant}')

@@ -397,12 +397,12 @@ class TextPieces:
             shown.append(revision.text)
             return self._give(revision.text)
         before, now = shown.text, revision.text
-        shown.replace(now)
         said, new = _content(before), _content(now)
+        if said.startswith(new) and new != said:
+            return []  # shortened: nothing new to say, and what was shown stays (it may grow back)
+        shown.replace(now)
         if new.startswith(said):
             return self._give(now[_after_content(now, len(said)):])
-        if said.startswith(new):
-            return []  # shortened: nothing new to say
         start = sentence_start(now, _after_content(now, len(_common_prefix(said, new))))
         return self._give(ARTIFACT_SEPARATOR + now[start:].lstrip())
 

@@ -69,7 +69,7 @@ class TaskUpdate:
     task_id: str
     context_id: str
     state: int        # the task's ``a2a.types.TaskState`` (``TASK_STATE_UNSPECIFIED`` before any); see ``states``
-    progress: str     # the agent's "working" message of this event, if any
+    progress: str     # the agent's "working" message of this event, if any and not read as the answer
     note: str = ""    # the event's metadata "note", if any (the bridge's heartbeats: "Still working (N s).")
 
     @property

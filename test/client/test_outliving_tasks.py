@@ -145,8 +145,19 @@ def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, 
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
                       "the answer to be said on the messagebus")
     assert said[0][0]["utterance"] == f"echo[{context}]: sleep:2" and said[0][0]["lang"] == "en-US"
+    assert said[0][0]["expect_response"] is False
     assert engine.client.conversation("kitchen").pending_task_id is None
     assert engine.continue_chat(user("hello"), session_id="kitchen").content == f"echo[{context}]: hello"
+    engine.shutdown()
+
+
+def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
+    assert engine.continue_chat(user("sleep:2"), session_id="porch-ask").content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch-ask"],
+                      "the question to be said on the messagebus")
+    assert said[0][0]["utterance"] == "which city?" and said[0][0]["expect_response"] is True
     engine.shutdown()
 
 

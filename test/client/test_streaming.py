@@ -98,7 +98,7 @@ def test_a_sentence_is_said_when_it_ends_not_when_the_next_one_starts(agent, tmp
 STATUS_ANSWER = "The answer is forty-two. Have a nice day."
 
 
-@pytest.mark.parametrize("name", ["status-cumulative", "status-delta"])
+@pytest.mark.parametrize("name", ["status-cumulative", "status-delta", "status-rechunked"])
 def test_an_answer_streamed_in_status_messages_is_said_as_it_grows_once_and_without_the_notes(agent, tmp_path,
                                                                                               name):
     engine = A2AChatEngine({"agent_url": agent.agent(name), "streaming": True, "state_file": str(tmp_path / "c.json")})

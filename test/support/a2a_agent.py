@@ -50,6 +50,7 @@ Streaming shapes (about 30 ms between events):
                    number of seconds paces the status messages
   stream-paced     the chunks of status-delta (without its notes) as appended chunks of the artifact,
                    paced and gated the same way
+  status-rechunked status-delta, whose artifact then streams the answer again in those chunks
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stream-gated-number  the same with "Sentence 1." and "Sentence 2." (the first one's end is unsure: "1.5"?)
   stall            working, then sleeps 600 s (cancellable)
@@ -591,11 +592,12 @@ STATUS_SHAPES: dict[str, tuple[str, ...]] = {
 STATUS_ANSWER = 'The answer is forty-two. Have a nice day.'
 
 
-def status_steps(release: asyncio.Event, texts: tuple[str, ...], as_chunks: bool = False) -> Script:
+def status_steps(release: asyncio.Event, texts: tuple[str, ...], as_chunks: bool = False,
+                 answer: tuple[str, ...] = (STATUS_ANSWER,)) -> Script:
     """Each text as a "working" status message (``as_chunks``: as an appended chunk of the
-    artifact instead), then STATUS_ANSWER as an artifact, then completed. The text "gated"
-    holds the artifact until POST /_admin/release; a number of seconds paces the texts (STEP
-    otherwise)."""
+    artifact instead), then the ``answer`` chunks as an artifact, then completed. The text
+    "gated" holds the artifact until POST /_admin/release; a number of seconds paces the texts
+    (STEP otherwise)."""
 
     async def script(turn: Turn) -> None:
         step = float(turn.text) if re.fullmatch(r'\d+(\.\d+)?', turn.text.strip()) else STEP
@@ -610,7 +612,8 @@ def status_steps(release: asyncio.Event, texts: tuple[str, ...], as_chunks: bool
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(release.wait(), 30)
             release.clear()
-        await turn.artifact(STATUS_ANSWER, last_chunk=True)
+        for n, chunk in enumerate(answer):
+            await turn.artifact(chunk, append=n > 0, last_chunk=n == len(answer) - 1)
         await turn.updater.complete()
 
     return script
@@ -814,6 +817,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
           for name, texts in STATUS_SHAPES.items()),
         AgentSpec('stream-paced', 'The chunks of status-delta as artifact chunks.',
                   status_steps(obs.release, STATUS_SHAPES['status-delta'][2:], as_chunks=True)),
+        AgentSpec('status-rechunked', 'status-delta, its artifact streamed again in chunks.',
+                  status_steps(obs.release, STATUS_SHAPES['status-delta'], answer=STATUS_SHAPES['status-delta'][2:])),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
         AgentSpec('stream-gated-number', 'Like stream-gated, its first sentence ending in a number.',
                   gated(obs.release, 'Sentence 1.', 'Sentence 2.')),

@@ -5,10 +5,10 @@
 Agents answer in many shapes: one Message; a Task snapshot; a stream of artifact chunks
 (appended), of cumulative artifacts (each the whole text so far), of rewritten artifacts,
 of several artifacts; only status messages; or the answer streamed in "working" status
-messages, then given whole as an artifact (``_status_answer`` tells it from progress
-notes; the artifact that repeats or extends it continues it, so nothing is said twice). :class:`AnswerAssembler` takes the events
-in order and turns each into :class:`Revision` s: "this text continues artifact K" or
-"artifact K now reads T". Two readers consume them:
+messages, then given whole as an artifact (``_status_answer`` tells it from progress notes;
+the artifact that repeats or extends it continues it, so nothing is said twice).
+:class:`AnswerAssembler` takes the events in order and turns each into :class:`Revision` s:
+"this text continues artifact K" or "artifact K now reads T". Two readers consume them:
 
 * :class:`TextPieces` gives the text to show as it arrives (``stream_task``);
 * :class:`_sentences.SentenceSpeaker` gives whole sentences to speak.

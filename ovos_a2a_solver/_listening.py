@@ -9,9 +9,10 @@ ovos-persona speaks each sentence of an answer with a plain ``speak``, so when t
 answer is a question the engine does the same in its place: after the question was handed
 to the persona, the next end of the session's audio (``recognizer_loop:audio_output_end``,
 ``ovos.audio.output.ended`` in OVOS-AUDIO-1's words) is followed by ``mycroft.mic.listen``
-forwarded from it, as ovos-workshop's ``speak(wait=True)`` waits for that same message. A
-device whose audio never ends that wait (no audio output) stops waiting after
-``QUESTION_AUDIO_TIMEOUT``; the session's next turn ends it too.
+forwarded from it, as ovos-workshop's ``speak(wait=True)`` waits for that same message. The
+wait ends without listening when the session's speech is stopped or the user already speaks
+(``mycroft.audio.speech.stop``, ``recognizer_loop:record_begin``), at the session's next
+turn or stop, and after ``QUESTION_AUDIO_TIMEOUT`` (a device without audio output).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import threading
 from typing import Any
 
 AUDIO_ENDED = ("recognizer_loop:audio_output_end", "ovos.audio.output.ended")
+NO_NEED = ("mycroft.audio.speech.stop", "ovos.audio.stop", "recognizer_loop:record_begin",
+           "ovos.listener.record.started")
 LISTEN = "mycroft.mic.listen"
 #: Seconds the end of a question's audio is waited for.
 QUESTION_AUDIO_TIMEOUT = 60.0
@@ -41,7 +44,8 @@ class ListenAfterQuestion:
     def after_question(self, bus: Any, session_id: str) -> None:
         """Emit ``mycroft.mic.listen`` once the audio of ``session_id``'s speech ends."""
         def ended(message: Any) -> None:
-            if _session_id(message) == session_id and self._end(session_id, ended):
+            if _session_id(message) == session_id and self._end(session_id, ended) \
+                    and message.msg_type in AUDIO_ENDED:
                 bus.emit(message.forward(LISTEN))
 
         timer = threading.Timer(self.timeout, self._end, (session_id,))
@@ -51,7 +55,7 @@ class ListenAfterQuestion:
             self._waits[session_id] = (bus, ended, timer)
         if earlier is not None:
             _release(*earlier)
-        for name in AUDIO_ENDED:
+        for name in AUDIO_ENDED + NO_NEED:
             bus.on(name, ended)
         timer.start()
 
@@ -77,5 +81,5 @@ class ListenAfterQuestion:
 
 def _release(bus: Any, handler: Any, timer: threading.Timer) -> None:
     timer.cancel()
-    for name in AUDIO_ENDED:
+    for name in AUDIO_ENDED + NO_NEED:
         bus.remove(name, handler)

@@ -192,6 +192,10 @@ class A2AChatEngine(ChatEngine):
         True when every such task was canceled (or none was running); False when the agent
         refused (logged as an error with its reason: the agent may still be working).
         """
+        if session_id is None:
+            self._listen.close()
+        else:
+            self._listen.cancel(session_id)  # a stopped question does not reopen the microphone
         client = self._client
         return client.stop(session_id) if client is not None else True
 

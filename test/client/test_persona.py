@@ -149,3 +149,7 @@ def test_a_question_reopens_the_microphone_once_its_audio_ended(agent, tmp_path,
     assert answer[0].endswith("]: lisbon"), answer
     audio_ended(kitchen)
     assert listened == ["kitchen"]  # an answer that asks nothing: the wake word again
+    assert say("weather", kitchen) == ["which city?"]
+    persona_bus.emit(Message("recognizer_loop:record_begin", {}, {"session": kitchen.serialize()}))
+    audio_ended(kitchen)
+    assert listened == ["kitchen"]  # the user already speaks (a button, a barge-in)

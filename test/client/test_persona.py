@@ -8,9 +8,12 @@ from ovos_persona import Persona, PersonaService
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_utils.fakebus import FakeBus
 
+from ovos_a2a_solver import A2AChatEngine
+from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING
 from support import REPO_ROOT
 from support.agent_process import free_port
 from support.no_brain import NO_BRAIN_LINES
+from support.waiting import wait_until
 
 
 EXAMPLES = REPO_ROOT / "persona_examples"
@@ -153,3 +156,17 @@ def test_a_question_reopens_the_microphone_once_its_audio_ended(agent, tmp_path,
     persona_bus.emit(Message("recognizer_loop:record_begin", {}, {"session": kitchen.serialize()}))
     audio_ended(kitchen)
     assert listened == ["kitchen"]  # the user already speaks (a button, a barge-in)
+
+
+def test_a_late_answer_is_announced_on_the_messagebus_of_the_persona_process(agent, tmp_path, persona_bus):
+    """No ``messagebus`` configured: the bus ovos-core connected the process to, not a second connection."""
+    spoken = []
+    persona_bus.on("speak", lambda m: spoken.append(m))
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json"), "timeout": 1,
+                            "streaming": True})
+    answer = engine.continue_chat([AgentMessage(role=MessageRole.USER, content="sleep:2")], session_id="attic")
+    assert answer.content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [m for m in spoken if m.context["session"]["session_id"] == "attic"],
+                      "the answer to be said on the persona's messagebus", timeout=15)
+    assert said[0].data["utterance"].endswith(": sleep:2") and said[0].data["expect_response"] is False
+    engine.shutdown()

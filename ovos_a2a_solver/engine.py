@@ -115,16 +115,19 @@ class A2AChatEngine(ChatEngine):
         Only whole sentences: a part the agent rewrote differently is said again from the
         first sentence that changed. When the answer is a question (the agent waits for the
         user), the microphone reopens once its audio ended, as for a ``speak`` that expects a
-        response (see ``_listening``), on the messagebus of the persona's process.
+        response (see ``_listening``), on the messagebus of the persona's process (or the one
+        ``messagebus`` names).
         """
         text = newest_user_text(messages)
         if text is not None:
             self._listen.cancel(session_id)  # the user spoke: an earlier question was answered
             yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang),
                                             session_id, lang)
-            bus = self._messagebus(connect=False)
-            if bus is not None and self.has_open_task(session_id):
-                self._listen.after_question(bus, session_id)
+            if self.has_open_task(session_id):
+                # a bus named in the settings is connected to; the device's own is not looked for
+                bus = self._messagebus(connect=bool(self.settings.messagebus))
+                if bus is not None:
+                    self._listen.after_question(bus, session_id)
 
     def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str]) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the

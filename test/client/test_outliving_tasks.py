@@ -161,6 +161,27 @@ def test_a_question_announced_later_expects_a_response(agent, tmp_path, messageb
     engine.shutdown()
 
 
+def test_a_question_reopens_the_microphone_on_the_configured_messagebus_once_said(agent, tmp_path, messagebus):
+    """Over a real ovos-messagebus: this client plays the audio service, saying the question's audio ended."""
+    from ovos_bus_client import MessageBusClient
+    from ovos_bus_client.message import Message
+
+    bus, _ = messagebus
+    audio = MessageBusClient(**bus)
+    audio.run_in_thread()
+    assert audio.connected_event.wait(30), "the messagebus did not accept a connection"
+    listened = []
+    audio.on("mycroft.mic.listen", lambda m: listened.append(m.context["session"]["session_id"]))
+    engine = engine_for(agent, "ask", tmp_path, messagebus=bus, timeout=10)
+    try:
+        assert list(engine.stream_sentences(user("weather"), session_id="den")) == ["which city?"]
+        audio.emit(Message("recognizer_loop:audio_output_end", {}, {"session": {"session_id": "den"}}))
+        assert wait_until(lambda: listened, "the microphone to be reopened") == ["den"]
+    finally:
+        engine.shutdown()
+        audio.close()
+
+
 def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = engine_for(agent, "echo", tmp_path, messagebus=bus, announce=False)

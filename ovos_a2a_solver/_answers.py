@@ -4,9 +4,11 @@
 
 Agents answer in many shapes: one Message; a Task snapshot; a stream of artifact chunks
 (appended), of cumulative artifacts (each the whole text so far), of rewritten artifacts,
-of several artifacts; or only status messages. :class:`AnswerAssembler` takes the events
-in order and turns each into :class:`Revision` s: "this text continues artifact K" or
-"artifact K now reads T". Two readers consume them:
+of several artifacts; only status messages; or the answer streamed in "working" status
+messages, then given whole as an artifact (``_status_answer`` tells it from progress notes;
+the artifact that repeats or extends it continues it, so nothing is said twice).
+:class:`AnswerAssembler` takes the events in order and turns each into :class:`Revision` s:
+"this text continues artifact K" or "artifact K now reads T". Two readers consume them:
 
 * :class:`TextPieces` gives the text to show as it arrives (``stream_task``);
 * :class:`_sentences.SentenceSpeaker` gives whole sentences to speak.
@@ -27,6 +29,7 @@ from a2a.types import TaskState
 
 from ovos_a2a_solver._revisions import Revision
 from ovos_a2a_solver._sentences import sentence_start
+from ovos_a2a_solver._status_answer import StatusAnswer, content as _content
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
@@ -177,6 +180,8 @@ def _cut(text: str) -> str:
 
 #: The key of the piece that says the answer was cut (an artifact's is its id, a message's "message:<id>").
 CUT_KEY = "cut:"
+#: The key of the answer streamed in "working" status messages (and of the artifact that continues it).
+STATUS_ANSWER_KEY = "status:working"
 
 
 class AnswerAssembler:
@@ -195,7 +200,7 @@ class AnswerAssembler:
         self.status_text = ""
         self.message_reply = False
         self.events = 0
-        self.progress = ""  # a "working" status message the latest event carried
+        self.progress = ""  # a "working" status message the latest event carried, not read as answer
         self.note = ""      # a status update's metadata "note" (e.g. a bridge's heartbeat: "Still working (N s).")
         self.cut = False    # the answer passed max_chars: it was cut, and the rest is not read
         self.max_chars = max_chars
@@ -208,6 +213,11 @@ class AnswerAssembler:
         # that still reads so (a continued task's snapshot repeats them) is not given again
         self.given = given or {}
         self._chars = 0     # characters in the pieces now
+        self._status_answer = StatusAnswer()
+        self._artifact_seen = False   # an agent that answers in artifacts: its status texts are progress
+        self._continuing = ""         # the artifact that continues the status answer, once one came
+        self._catching_up: _Piece | None = None  # its text while shorter than the status answer was
+        self._status_length = 0
 
     def feed(self, event: Any) -> list[Revision]:
         """Take one ``StreamResponse``; return the revisions it makes (none once :attr:`cut`)."""
@@ -234,40 +244,60 @@ class AnswerAssembler:
             self._status(task.status)
             out = self._release()
             for n, artifact in enumerate(task.artifacts):
-                out += self._whole(artifact.artifact_id or f"#{n}", artifact.parts)
+                out += self._artifact(artifact.artifact_id or f"#{n}", artifact.parts, False, False)
             return out
         if kind == "status_update":
             update = event.status_update
             self._ids(update.task_id, update.context_id)
-            self._status(update.status)
             note = update.metadata.fields.get("note") if update.HasField("metadata") else None
             self.note = note.string_value if note is not None else ""
-            return self._release()
+            return self._status(update.status, streamed=True) + self._release()
         if kind == "artifact_update":
             update = event.artifact_update
             self._ids(update.task_id, update.context_id)
             key = update.artifact.artifact_id or "#0"
             out = self._release(key) if key in self._held else []
-            if not (update.append and key in self._pieces):
-                return out + self._whole(key, update.artifact.parts, update.last_chunk)
-            piece = self._pieces[key]
-            chunk = _joined(piece.tail, _text(update.artifact.parts))
-            if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
-                return out + self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
-            piece.append(chunk)
-            self._chars += len(chunk)
-            return out + [Revision(key, chunk, True, update.last_chunk)] if chunk or update.last_chunk else out
+            return out + self._artifact(key, update.artifact.parts, update.append, update.last_chunk)
         return []
+
+    def _artifact(self, key: str, parts: Any, append: bool, last: bool) -> list[Revision]:
+        """An artifact's chunk, or its whole (:meth:`_whole`). The first artifact after an answer
+        streamed in status messages continues that answer: while its text is shorter than what
+        was streamed, the answer reads its text (a repeat says nothing new)."""
+        self._artifact_seen = True
+        chunk = _text(parts)
+        if key == self._continuing or (not self._continuing and STATUS_ANSWER_KEY in self._pieces
+                                       and key not in self._pieces):
+            if not self._continuing:
+                self._continuing, self._catching_up = key, _Piece()
+                self._status_length = self._pieces[STATUS_ANSWER_KEY].length
+            key, text = STATUS_ANSWER_KEY, self._catching_up
+            if text is not None:
+                if append:
+                    text.append(_joined(text.tail, chunk))
+                else:
+                    text.replace(chunk)
+                if text.length >= self._status_length:
+                    self._catching_up = None  # caught up: the answer reads the artifact, chunks append
+                return self._replace(key, text.text, last)
+        if append and key in self._pieces:
+            return self._append(key, chunk, last)
+        return self._whole(key, parts, last)
 
     def finish(self) -> list[Revision]:
         """Revisions still owed at the end: data held back (:meth:`_whole`), and the status message
-        when it is the answer or a question."""
+        when it is the answer or a question (continuing the answer streamed in status messages
+        when it extends it)."""
         held = self._release(*self._held)
         text = self.status_text.strip()
         if not text or self.state is None or self.cut:
             return held
         waiting = self.state in WAITING_FOR_USER
         said = self.final_text() if waiting or self.state == TaskState.TASK_STATE_COMPLETED else ""
+        streamed = self._pieces.get(STATUS_ANSWER_KEY)
+        if said and streamed is not None and not self._continuing \
+                and _content(text).startswith(_content(streamed.text)):
+            return held + self._replace(STATUS_ANSWER_KEY, text, last=True)
         answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not said.strip()
         if (waiting and text not in said) or answered_by_status:
             return held + self._replace("status", text, last=True)
@@ -287,6 +317,15 @@ class AnswerAssembler:
         return "".join(out)
 
     # ---- internals ----------------------------------------------------------------
+
+    def _append(self, key: str, chunk: str, last: bool) -> list[Revision]:
+        piece = self._pieces[key]
+        chunk = _joined(piece.tail, chunk)
+        if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
+            return self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
+        piece.append(chunk)
+        self._chars += len(chunk)
+        return [Revision(key, chunk, True, last)] if chunk or last else []
 
     def _replace(self, key: str, text: str, last: bool = False) -> list[Revision]:
         if self.cut:  # a later artifact of the same event
@@ -355,19 +394,34 @@ class AnswerAssembler:
         self.task_id = task_id or self.task_id
         self.context_id = context_id or self.context_id
 
-    def _status(self, status: Any) -> None:
+    def _status(self, status: Any, streamed: bool = False) -> list[Revision]:
+        """Take a status; a "working" one of a stream may carry the answer as it grows
+        (``_status_answer``), until an artifact came."""
         if status.state:
             self.state = status.state
-        if status.HasField("message"):
-            text = _text(status.message.parts)
-            if text:
-                self.status_text = text if self.max_chars is None else text[:self.max_chars]
-                if status.state == TaskState.TASK_STATE_WORKING:
-                    self.progress = text
+        if not status.HasField("message"):
+            return []
+        text = _text(status.message.parts)
+        if not text:
+            return []
+        self.status_text = text if self.max_chars is None else text[:self.max_chars]
+        if status.state != TaskState.TASK_STATE_WORKING:
+            return []
+        if streamed and not self._artifact_seen and _only_text(status.message.parts):
+            change = self._status_answer.add(text)
+            if self._status_answer.answer:
+                if change is None:
+                    return []
+                chunk, append = change
+                if append:
+                    return self._append(STATUS_ANSWER_KEY, chunk, False)
+                return self._replace(STATUS_ANSWER_KEY, chunk)
+        self.progress = text
+        return []
 
 
-def _content(text: str) -> str:
-    return "".join(text.split())
+def _only_text(parts: Any) -> bool:
+    return all(part.WhichOneof("content") == "text" for part in parts)
 
 
 def _after_content(text: str, count: int) -> int:
@@ -409,12 +463,12 @@ class TextPieces:
             shown.append(revision.text)
             return self._give(revision.text)
         before, now = shown.text, revision.text
-        shown.replace(now)
         said, new = _content(before), _content(now)
+        if said.startswith(new) and new != said:
+            return []  # shortened: nothing new to say, and what was shown stays (it may grow back)
+        shown.replace(now)
         if new.startswith(said):
             return self._give(now[_after_content(now, len(said)):])
-        if said.startswith(new):
-            return []  # shortened: nothing new to say
         start = sentence_start(now, _after_content(now, len(_common_prefix(said, new))))
         return self._give(ARTIFACT_SEPARATOR + now[start:].lstrip())
 

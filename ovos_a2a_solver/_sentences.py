@@ -7,7 +7,12 @@ not after an abbreviation such as "Dr." or an initial) or a line (a line break e
 so a poem is spoken line by line). Text at the very end of what arrived so far counts as
 a finished sentence when it ends like one and is not a number ("3.") or an abbreviation;
 anything else waits for more text, for the agent to say the piece is complete, for
-another piece to start, or for the end of the answer.
+another piece to start, or for the end of the answer. Text whose end is unsure, a period
+after a number ("It costs 3.", which may go on as "3.5"), an initial ("J.") or a short
+word ("Yes."), is said once no more text came within ``SENTENCE_GRACE`` seconds
+(:meth:`SentenceSpeaker.unsure`, :meth:`SentenceSpeaker.settle`): a sentence is heard when
+it ends, not when the next one starts. A period after a word that leads into the next one
+("Dr.", "Mrs.", "e.g.") never ends a sentence by itself.
 
 Each piece of the answer (artifact) is its own run of units. When the agent rewrites a
 piece (``append: false``) differently from what was already spoken, it is spoken again
@@ -37,6 +42,11 @@ _BOUNDARY = re.compile(r"(?<![.!?…])[.!?…]+[\"')\]’”»]*(?=\s)|\n")
 _ENDS_SENTENCE = re.compile(r"(?<![\d.])(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})[.!?…]+[\"')\]’”»]*\s*$")
 _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "jr", "sr", "prof", "vs", "etc", "e.g", "i.e", "mt",
                             "no", "fig", "approx"})
+#: the abbreviations that lead into the word after them, so never end a sentence ("etc.",
+#: "Jr." may)
+_LEADING = _ABBREVIATIONS - {"etc", "jr", "sr"}
+#: Seconds that text whose end is unsure ("It costs 3.") waits for more before it is said.
+SENTENCE_GRACE = 0.3
 #: How far back from a period the word before it is read: an abbreviation is a few letters
 #: (after any opening quotes), so a longer word never is one, and no period costs more.
 WORD_LOOKBACK = 32
@@ -52,14 +62,35 @@ def _abbreviation(text: str, end: int) -> bool:
     word that ends the line before."""
     if end and text[end - 1] == "\n":
         end -= 1
+    word = _word_before(text, end)
+    if len(word) == 1 and word.isupper():
+        return True
+    return word.lower() in _ABBREVIATIONS
+
+
+def _word_before(text: str, end: int) -> str:
+    """The word that ends at ``end``: back to a space, at most ``WORD_LOOKBACK`` characters,
+    without opening quotes or brackets."""
     start = end
     lowest = max(0, end - WORD_LOOKBACK)
     while start > lowest and not text[start - 1].isspace():
         start -= 1
-    word = text[start:end].lstrip(_OPENERS)
-    if len(word) == 1 and word.isupper():
-        return True
-    return word.lower() in _ABBREVIATIONS
+    return text[start:end].lstrip(_OPENERS)
+
+
+def _unsure_end(tail: str) -> bool:
+    """Whether text ending in ``tail``, which :func:`split_units` did not call finished,
+    ends like a sentence all the same: in terminals that do not close a leading
+    abbreviation ("Dr.")."""
+    end = len(tail.rstrip())
+    while end and tail[end - 1] in _CLOSERS:
+        end -= 1
+    first = end
+    while first and tail[first - 1] in _TERMINALS:
+        first -= 1
+    if first == end:
+        return False
+    return tail[first:end] != "." or _word_before(tail, first).lower() not in _LEADING
 
 
 def _ends_like_sentence(text: str, start: int) -> bool:
@@ -166,6 +197,20 @@ class SentenceSpeaker:
             out += self._replace(piece, revision.text)
         if revision.last:
             out += self._flush(piece)
+        return out
+
+    def unsure(self) -> bool:
+        """Whether a piece's text so far may be a finished sentence, or may go on: it ends in
+        a period after a number ("It costs 3.", or "3." of "3.5"), an initial or a short word.
+        Said by :meth:`settle` once no more text came within ``SENTENCE_GRACE``."""
+        return any(piece.rest and _unsure_end(piece.tail) for piece in self._pieces.values())
+
+    def settle(self) -> list[str]:
+        """The unsure ends (see :meth:`unsure`), said now: no more text came for them."""
+        out: list[str] = []
+        for piece in self._pieces.values():
+            if piece.rest and _unsure_end(piece.tail):
+                out += self._flush(piece)
         return out
 
     def finish(self) -> list[str]:

@@ -70,7 +70,7 @@ class TaskUpdate:
     task_id: str
     context_id: str
     state: int        # the task's ``a2a.types.TaskState`` (``TASK_STATE_UNSPECIFIED`` before any); see ``states``
-    progress: str     # the agent's "working" message of this event, if any
+    progress: str     # the agent's "working" message of this event, if any and not read as the answer
     note: str = ""    # the event's metadata "note", if any (the bridge's heartbeats: "Still working (N s).")
 
     @property
@@ -560,13 +560,17 @@ class _BaseClient:
 
     async def _sentences(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                          lang: str | None = None) -> AsyncIterator[str]:
-        """The answer's sentences (and lines), each as soon as it is complete."""
-        from ovos_a2a_solver._sentences import SentenceSpeaker
+        """The answer's sentences (and lines), each as soon as it is complete: one whose end
+        is unsure ("It costs 3.") once no more text came within ``SENTENCE_GRACE``."""
+        from ovos_a2a_solver._readahead import QUIET, read_ahead
+        from ovos_a2a_solver._sentences import SENTENCE_GRACE, SentenceSpeaker
 
         speaker = SentenceSpeaker()
-        async with aclosing(self._answer_revisions(text, session_id, on_update, lang)) as revisions:
+        revisions = read_ahead(self._answer_revisions(text, session_id, on_update, lang),
+                               lambda: SENTENCE_GRACE if speaker.unsure() else None)
+        async with aclosing(revisions):
             async for revision in revisions:
-                for sentence in speaker.add(revision):
+                for sentence in speaker.settle() if revision is QUIET else speaker.add(revision):
                     yield sentence
         for sentence in speaker.finish():
             yield sentence

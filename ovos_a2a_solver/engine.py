@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
+from ovos_a2a_solver._listening import ListenAfterQuestion
 from ovos_a2a_solver._settings import EngineSettings
 
 LOG = logging.getLogger("ovos_a2a_solver")
@@ -51,9 +52,10 @@ class A2AChatEngine(ChatEngine):
         super().__init__(config)
         self.settings = EngineSettings.from_config(self.config)
         self._client: Optional["A2AClient"] = None
-        self._bus = None  # the OVOS messagebus, once an answer is to be announced
+        self._bus = None  # the OVOS messagebus this engine connected, once an answer is to be announced
         self._lock = threading.Lock()
         self._bus_lock = threading.Lock()
+        self._listen = ListenAfterQuestion()
 
     @property
     def client(self) -> "A2AClient":
@@ -111,12 +113,21 @@ class A2AChatEngine(ChatEngine):
         """Yield each sentence (or line) of the answer as soon as it is complete (for TTS).
 
         Only whole sentences: a part the agent rewrote differently is said again from the
-        first sentence that changed.
+        first sentence that changed. When the answer is a question (the agent waits for the
+        user), the microphone reopens once its audio ended, as for a ``speak`` that expects a
+        response (see ``_listening``), on the messagebus of the persona's process (or the one
+        ``messagebus`` names).
         """
         text = newest_user_text(messages)
         if text is not None:
+            self._listen.cancel(session_id)  # the user spoke: an earlier question was answered
             yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang),
                                             session_id, lang)
+            if self.has_open_task(session_id):
+                # a bus named in the settings is connected to; the device's own is not looked for
+                bus = self._messagebus(connect=bool(self.settings.messagebus))
+                if bus is not None:
+                    self._listen.after_question(bus, session_id)
 
     def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str]) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the
@@ -145,14 +156,24 @@ class A2AChatEngine(ChatEngine):
         if answer:
             from ovos_bus_client.message import Message
 
-            bus.emit(Message("speak", {"utterance": answer, "lang": lang or "", "expect_response": False},
+            question = self.has_open_task(session_id)  # the user's next words answer it: listen after it
+            bus.emit(Message("speak", {"utterance": answer, "lang": lang or "", "expect_response": question},
                              {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"}))
 
-    def _messagebus(self):
-        """The OVOS messagebus, connected on first use; ``None`` when none is reachable."""
+    def _messagebus(self, connect: bool = True):
+        """The OVOS messagebus: the one ``messagebus`` names; else the one of this process
+        (ovos-core connects ``SessionManager`` to it), else the device's own. Connected on
+        first use, unless not ``connect``; ``None`` when none is reachable."""
         with self._bus_lock:
             if self._bus is not None:
                 return self._bus
+            if not self.settings.messagebus:
+                from ovos_bus_client.session import SessionManager
+
+                if SessionManager.bus is not None:
+                    return SessionManager.bus
+            if not connect:
+                return None
             try:
                 from ovos_bus_client import MessageBusClient
 
@@ -174,6 +195,10 @@ class A2AChatEngine(ChatEngine):
         True when every such task was canceled (or none was running); False when the agent
         refused (logged as an error with its reason: the agent may still be working).
         """
+        if session_id is None:
+            self._listen.close()
+        else:
+            self._listen.cancel(session_id)  # a stopped question does not reopen the microphone
         client = self._client
         return client.stop(session_id) if client is not None else True
 
@@ -190,6 +215,7 @@ class A2AChatEngine(ChatEngine):
             client, self._client = self._client, None
         with self._bus_lock:
             bus, self._bus = self._bus, None
+        self._listen.close()
         if client is not None:
             client.close()
         if bus is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from support.bridge_rpc import answer, get_task, health, message, rpc, send as r
 from support.cli_run import COMMAND, Cli
 from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
+from support.waiting import wait_until
 
 COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "demo", "completion")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
@@ -234,6 +236,32 @@ def test_send_no_stream_sends_one_blocking_send_message(cli, agent):
     assert reply["answer"] == f"echo[{reply['context_id']}]: hi" and reply["state"] == "completed", result.report
     calls = [c["call"] for c in agent.calls()[seen:] if c["agent"] == "fasta2a-stream"]
     assert calls[0] == "SendMessage" and "SendStreamingMessage" not in calls, calls
+
+
+def test_send_stream_prints_an_answer_streamed_in_status_messages_as_it_grows(cli, agent):
+    """The agent holds its closing artifact (until released): the answer that came in its
+    status messages is printed before it; its progress notes go to stderr."""
+    pending = cli.start("send", agent.agent("status-delta"), "gated", "--stream")
+    out = pending.proc.stdout.fileno()
+    os.set_blocking(out, False)
+    printed = []
+
+    def read():
+        try:
+            printed.append(os.read(out, 4096).decode())
+        except BlockingIOError:
+            pass
+        return "".join(printed)
+
+    try:
+        wait_until(read, "the answer on stdout before the artifact", timeout=10,
+                   until=lambda text: "Have a nice day." in text)
+    finally:
+        agent.release()
+    result = pending.result()
+    assert result.returncode == 0, result.report
+    assert "".join(printed) + result.stdout == "The answer is forty-two. Have a nice day.\n", result.report
+    assert "Searching…" in result.stderr and "Looking it up." in result.stderr, result.report
 
 
 def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):

@@ -145,9 +145,41 @@ def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, 
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
                       "the answer to be said on the messagebus")
     assert said[0][0]["utterance"] == f"echo[{context}]: sleep:2" and said[0][0]["lang"] == "en-US"
+    assert said[0][0]["expect_response"] is False
     assert engine.client.conversation("kitchen").pending_task_id is None
     assert engine.continue_chat(user("hello"), session_id="kitchen").content == f"echo[{context}]: hello"
     engine.shutdown()
+
+
+def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
+    bus, spoken = messagebus
+    engine = engine_for(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
+    assert engine.continue_chat(user("sleep:2"), session_id="porch-ask").content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch-ask"],
+                      "the question to be said on the messagebus")
+    assert said[0][0]["utterance"] == "which city?" and said[0][0]["expect_response"] is True
+    engine.shutdown()
+
+
+def test_a_question_reopens_the_microphone_on_the_configured_messagebus_once_said(agent, tmp_path, messagebus):
+    """Over a real ovos-messagebus: this client plays the audio service, saying the question's audio ended."""
+    from ovos_bus_client import MessageBusClient
+    from ovos_bus_client.message import Message
+
+    bus, _ = messagebus
+    audio = MessageBusClient(**bus)
+    audio.run_in_thread()
+    assert audio.connected_event.wait(30), "the messagebus did not accept a connection"
+    listened = []
+    audio.on("mycroft.mic.listen", lambda m: listened.append(m.context["session"]["session_id"]))
+    engine = engine_for(agent, "ask", tmp_path, messagebus=bus, timeout=10)
+    try:
+        assert list(engine.stream_sentences(user("weather"), session_id="den")) == ["which city?"]
+        audio.emit(Message("recognizer_loop:audio_output_end", {}, {"session": {"session_id": "den"}}))
+        assert wait_until(lambda: listened, "the microphone to be reopened") == ["den"]
+    finally:
+        engine.shutdown()
+        audio.close()
 
 
 def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):

@@ -8,9 +8,12 @@ from ovos_persona import Persona, PersonaService
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_utils.fakebus import FakeBus
 
+from ovos_a2a_solver import A2AChatEngine
+from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING
 from support import REPO_ROOT
 from support.agent_process import free_port
 from support.no_brain import NO_BRAIN_LINES
+from support.waiting import wait_until
 
 
 EXAMPLES = REPO_ROOT / "persona_examples"
@@ -104,3 +107,66 @@ def test_the_persona_pipeline_speaks_the_error_dialog_once_then_goes_on(agent, t
     agent.finish()  # the agent finished the login task on its own
     assert say("hunter2") == ["dialog:persona_error"]
     assert say("recall") == ["you told me gold"]
+
+
+@pytest.fixture
+def persona_bus():
+    """A FakeBus with ``SessionManager`` connected to it, as ovos-core connects it in the process
+    that runs the persona service (restored afterwards: it is one per process)."""
+    from ovos_bus_client.session import SessionManager
+
+    bus, earlier = FakeBus(), SessionManager.bus
+    SessionManager.connect_to_bus(bus)
+    yield bus
+    SessionManager.bus = earlier
+
+
+def test_a_question_reopens_the_microphone_once_its_audio_ended(agent, tmp_path, persona_bus):
+    personas = tmp_path / "personas"
+    personas.mkdir()
+    (personas / "remote.json").write_text(json.dumps(example("remote-agent.json", agent.agent("ask"))))
+    service = PersonaService(persona_bus, config={"personas_path": str(personas), "default_persona": "remote agent",
+                                                  "handle_fallback": True, "ignore_plugin_personas": True})
+    log = SpokenLog(persona_bus)
+    listened = []
+    persona_bus.on("mycroft.mic.listen", lambda m: listened.append(m.context["session"]["session_id"]))
+    kitchen, hall = Session("kitchen"), Session("hall")
+
+    def say(text, sess):
+        service.handle_persona_query(Message("persona:query", {"utterance": text, "persona": "remote agent"},
+                                             {"session": sess.serialize()}))
+        return log.lines()
+
+    def audio_ended(sess):  # what the audio service says once the session's speech has played
+        persona_bus.emit(Message("recognizer_loop:audio_output_end", {}, {"session": sess.serialize()}))
+
+    assert say("weather", kitchen) == ["which city?"]
+    assert listened == []  # not while the question is said
+    audio_ended(hall)
+    assert listened == []  # another device's speech
+    audio_ended(kitchen)
+    assert listened == ["kitchen"]
+    audio_ended(kitchen)
+    assert listened == ["kitchen"]  # once
+    answer = say("lisbon", kitchen)
+    assert answer[0].endswith("]: lisbon"), answer
+    audio_ended(kitchen)
+    assert listened == ["kitchen"]  # an answer that asks nothing: the wake word again
+    assert say("weather", kitchen) == ["which city?"]
+    persona_bus.emit(Message("recognizer_loop:record_begin", {}, {"session": kitchen.serialize()}))
+    audio_ended(kitchen)
+    assert listened == ["kitchen"]  # the user already speaks (a button, a barge-in)
+
+
+def test_a_late_answer_is_announced_on_the_messagebus_of_the_persona_process(agent, tmp_path, persona_bus):
+    """No ``messagebus`` configured: the bus ovos-core connected the process to, not a second connection."""
+    spoken = []
+    persona_bus.on("speak", lambda m: spoken.append(m))
+    engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json"), "timeout": 1,
+                            "streaming": True})
+    answer = engine.continue_chat([AgentMessage(role=MessageRole.USER, content="sleep:2")], session_id="attic")
+    assert answer.content == DEFAULT_STILL_WORKING
+    said = wait_until(lambda: [m for m in spoken if m.context["session"]["session_id"] == "attic"],
+                      "the answer to be said on the persona's messagebus", timeout=15)
+    assert said[0].data["utterance"].endswith(": sleep:2") and said[0].data["expect_response"] is False
+    engine.shutdown()

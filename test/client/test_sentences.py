@@ -90,3 +90,27 @@ def test_a_long_run_of_exclamation_marks_costs_time_linear_in_its_length():
     for make in (lambda n: "!" * n + "x", lambda n: "a " + "!" * n):
         ratio = cpu_seconds(split_whole, make(100_000)) / cpu_seconds(split_whole, make(25_000))
         assert ratio < 6, f"4x the run took {ratio:.1f}x the time"
+
+
+def test_text_whose_end_is_unsure_is_said_when_the_grace_passes_and_not_before():
+    for text in ("It costs 3.", "Is it 3?", "Tolkien, J.", "Yes.", "Hmm..."):
+        speaker = _sentences.SentenceSpeaker()
+        assert speaker.add(Revision("a", text, False)) == [], text  # it may go on ("3.5")
+        assert speaker.unsure(), text
+        assert speaker.settle() == [text]
+        assert not speaker.unsure() and speaker.finish() == []
+
+
+def test_text_that_surely_goes_on_waits_for_more():
+    for text in ("We met Dr.", "Ask Mrs. ", "Hello", "One, two, "):
+        speaker = _sentences.SentenceSpeaker()
+        assert speaker.add(Revision("a", text, False)) == [], text
+        assert not speaker.unsure(), text
+        assert speaker.settle() == []
+
+
+def test_more_text_before_the_grace_passes_makes_one_sentence():
+    speaker = _sentences.SentenceSpeaker()
+    assert speaker.add(Revision("a", "Version 3.", False)) == [] and speaker.unsure()
+    assert speaker.add(Revision("a", "5 is out. It", True)) == ["Version 3.5 is out."]
+    assert not speaker.unsure()

@@ -64,6 +64,57 @@ def test_stream_sentences_yields_a_sentence_before_the_next_exists(agent, tmp_pa
     assert list(sentences) == ["Second sentence."]
 
 
+def said_while_the_agent_holds_the_rest(agent, sentences, count=1):
+    """The first ``count`` items of ``sentences``, checked to come while the agent holds the rest
+    of its answer (POST /_admin/release lets it go on; after 5 s it is let go, and the check fails)."""
+    released = threading.Event()
+
+    def release():
+        released.set()
+        agent.release()
+
+    timer = threading.Timer(5, release)
+    timer.start()
+    try:
+        first = [next(sentences) for _ in range(count)]
+        assert not released.is_set(), f"{first} waited for the rest of the answer"
+    finally:
+        timer.cancel()
+        if not released.is_set():
+            release()
+    return first
+
+
+def test_a_sentence_is_said_when_it_ends_not_when_the_next_one_starts(agent, tmp_path):
+    """"Sentence 1." may go on ("1.5"): it is said once no more text came within a short grace,
+    while the agent still holds its second sentence."""
+    engine = A2AChatEngine({"agent_url": agent.agent("stream-gated-number"), "streaming": True,
+                            "state_file": str(tmp_path / "c.json")})
+    sentences = engine.stream_sentences(user("go"), session_id="s")
+    assert said_while_the_agent_holds_the_rest(agent, sentences) == ["Sentence 1."]
+    assert list(sentences) == ["Sentence 2."]
+
+
+STATUS_ANSWER = "The answer is forty-two. Have a nice day."
+
+
+@pytest.mark.parametrize("name", ["status-cumulative", "status-delta", "status-rechunked"])
+def test_an_answer_streamed_in_status_messages_is_said_as_it_grows_once_and_without_the_notes(agent, tmp_path,
+                                                                                              name):
+    engine = A2AChatEngine({"agent_url": agent.agent(name), "streaming": True, "state_file": str(tmp_path / "c.json")})
+    sentences = engine.stream_sentences(user("gated"), session_id="s")  # the artifact waits for a release
+    assert said_while_the_agent_holds_the_rest(agent, sentences, 2) == ["The answer is forty-two.",
+                                                                        "Have a nice day."]
+    assert list(sentences) == []  # the artifact repeats the answer: not said again
+    with A2AClient(agent.agent(name)) as client:
+        shown, progress = [], []
+        for piece in client.stream_task("go", on_update=lambda u: u.progress and progress.append(u.progress)):
+            shown.append(piece)
+        assert "".join(shown) == STATUS_ANSWER and len(shown) > 1
+        assert progress[:2] == ["Searching…", "Looking it up."]
+        assert client.send_task("go") == STATUS_ANSWER
+
+
 def test_stream_sentences_splits_chunked_text_into_sentences(agent, tmp_path):
     engine = A2AChatEngine({"agent_url": agent.agent("stream-chunks"), "streaming": True,
                             "state_file": str(tmp_path / "c.json")})

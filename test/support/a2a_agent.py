@@ -43,7 +43,16 @@ Streaming shapes (about 30 ms between events):
   stream-correction, stream-interim, stream-respace, stream-interleaved, stream-poem,
   stream-bare      rewritten and unpunctuated shapes (see REWRITE_SHAPES)
   stream-repeat    appended chunks, then a final Task snapshot repeating them
+  status-cumulative, status-delta
+                   the answer streamed in "working" status messages (the text so far / each new chunk)
+                   after the notes "Searching…" and "Looking it up.", then the whole as an artifact
+                   (see STATUS_SHAPES); "gated" holds the artifact until POST /_admin/release, a
+                   number of seconds paces the status messages
+  stream-paced     the chunks of status-delta (without its notes) as appended chunks of the artifact,
+                   paced and gated the same way
+  status-rechunked status-delta, whose artifact then streams the answer again in those chunks
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
+  stream-gated-number  the same with "Sentence 1." and "Sentence 2." (the first one's end is unsure: "1.5"?)
   stall            working, then sleeps 600 s (cancellable)
   push             echo, with push notifications by the a2a-sdk's own config store and sender
   cut              three chunks 0.3 s apart, then completed; a SendStreamingMessage
@@ -122,7 +131,7 @@ Admin endpoints (plain JSON):
   POST   /_admin/forget   empty every task store (agent restart that lost tasks)
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
-  POST   /_admin/release  let stream-gated send its second sentence
+  POST   /_admin/release  let stream-gated(-number) send its second sentence, a gated status-* its artifact
   POST   /_admin/flaky?count=N&status=S&retry_after=R[&agent=NAME]   see the flaky agent (NAME: refuse
                           another agent's requests instead)
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
@@ -589,6 +598,43 @@ REWRITE_SHAPES: dict[str, tuple[Step, ...]] = {
 }
 
 
+STATUS_SHAPES: dict[str, tuple[str, ...]] = {
+    # the answer so far in each status message, after two progress notes
+    'status-cumulative': ('Searching…', 'Looking it up.', 'The answer', 'The answer is forty-two.',
+                          'The answer is forty-two. Have a nice', 'The answer is forty-two. Have a nice day.'),
+    # each new chunk in a status message (strands, ADK's default executor), after two notes
+    'status-delta': ('Searching…', 'Looking it up.', 'The answer', ' is forty-two.', ' Have a nice', ' day.'),
+}
+STATUS_ANSWER = 'The answer is forty-two. Have a nice day.'
+
+
+def status_steps(release: asyncio.Event, texts: tuple[str, ...], as_chunks: bool = False,
+                 answer: tuple[str, ...] = (STATUS_ANSWER,)) -> Script:
+    """Each text as a "working" status message (``as_chunks``: as an appended chunk of the
+    artifact instead), then the ``answer`` chunks as an artifact, then completed. The text
+    "gated" holds the artifact until POST /_admin/release; a number of seconds paces the texts
+    (STEP otherwise)."""
+
+    async def script(turn: Turn) -> None:
+        step = float(turn.text) if re.fullmatch(r'\d+(\.\d+)?', turn.text.strip()) else STEP
+        await turn.open()
+        for n, text in enumerate(texts):
+            if as_chunks:
+                await turn.artifact(text, append=n > 0)
+            else:
+                await turn.updater.update_status(TaskState.TASK_STATE_WORKING, turn.msg(text))
+            await asyncio.sleep(step)
+        if turn.text == 'gated':
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(release.wait(), 30)
+            release.clear()
+        for n, chunk in enumerate(answer):
+            await turn.artifact(chunk, append=n > 0, last_chunk=n == len(answer) - 1)
+        await turn.updater.complete()
+
+    return script
+
+
 async def stream_repeat(turn: Turn) -> None:
     """Appended chunks, then a final Task snapshot that repeats them (see stream_snapshot)."""
     chunks = ['Hello there. ', 'How are ', 'you today?']
@@ -630,16 +676,16 @@ async def slow_echo(turn: Turn) -> None:
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
 
 
-def gated(release: asyncio.Event) -> Script:
+def gated(release: asyncio.Event, first: str = 'First sentence. ', second: str = 'Second sentence.') -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
         await turn.updater.start_work()
         await pause()
-        await turn.artifact('First sentence. ', append=False, last_chunk=False)
+        await turn.artifact(first, append=False, last_chunk=False)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(release.wait(), 30)
         release.clear()
-        await turn.artifact('Second sentence.', append=True, last_chunk=True)
+        await turn.artifact(second, append=True, last_chunk=True)
         await pause()
         await turn.updater.complete()
 
@@ -807,7 +853,15 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
         *(AgentSpec(name, 'A streamed answer of a rewritten shape.', artifact_steps(*steps))
           for name, steps in REWRITE_SHAPES.items()),
         AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
+        *(AgentSpec(name, 'An answer streamed in status messages, then an artifact.', status_steps(obs.release, texts))
+          for name, texts in STATUS_SHAPES.items()),
+        AgentSpec('stream-paced', 'The chunks of status-delta as artifact chunks.',
+                  status_steps(obs.release, STATUS_SHAPES['status-delta'][2:], as_chunks=True)),
+        AgentSpec('status-rechunked', 'status-delta, its artifact streamed again in chunks.',
+                  status_steps(obs.release, STATUS_SHAPES['status-delta'], answer=STATUS_SHAPES['status-delta'][2:])),
         AgentSpec('stream-gated', 'Second sentence only after POST /_admin/release.', gated(obs.release)),
+        AgentSpec('stream-gated-number', 'Like stream-gated, its first sentence ending in a number.',
+                  gated(obs.release, 'Sentence 1.', 'Sentence 2.')),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
         AgentSpec('push', 'Echo with push notifications (the SDK\'s own store and sender).', echo, push=True),
         AgentSpec('cut', 'Streams three chunks; the stream breaks after the first, the task goes on.', cut,

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import get_task, message, state, status_text, task_of
+from support.bridge_rpc import artifact_text, get_task, message, state, status_text, task_of
 from support.waiting import WAIT, wait_until
 
 
@@ -269,10 +269,11 @@ def test_a_spoken_answer_streams_no_empty_chunk_and_marks_its_last(scenarios_bri
     events = stream_over(scenarios_bridge, binding, scenario_message("plain", text="slow:0.1"))
     _check_stream(events)
     updates = artifact_updates(events)
-    assert len(updates) == 5
-    assert [bool(u.get("lastChunk")) for u in updates] == [False] * 4 + [True]
-    assert "".join(p["text"] for u in updates for p in u["artifact"]["parts"]) == \
-        "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+    # a sentence held back longer than the bridge's hold-back (a loaded machine) goes out alone, and the
+    # artifact then closes with its whole text: 5 chunks, or more
+    assert len(updates) >= 5 and all(p.get("text") for u in updates for p in u["artifact"]["parts"]), updates
+    assert [bool(u.get("lastChunk")) for u in updates] == [False] * (len(updates) - 1) + [True]
+    assert artifact_text(updates) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

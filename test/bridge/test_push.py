@@ -20,7 +20,7 @@ from a2a.types import (DeleteTaskPushNotificationConfigRequest, GetTaskPushNotif
                        ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig)
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import grpc_client, message, rpc
+from support.bridge_rpc import artifact_text, grpc_client, message, rpc
 from support.waiting import wait_until
 
 
@@ -104,8 +104,8 @@ def test_an_allowed_receiver_gets_every_event_in_order_with_its_credentials(allo
     states = receiver.states()
     assert states[-1] == "TASK_STATE_COMPLETED" and "TASK_STATE_WORKING" in states, states
     assert states.index("TASK_STATE_WORKING") < states.index("TASK_STATE_COMPLETED")
-    chunks = "".join(p["text"] for item in receiver.received if "artifactUpdate" in item["body"]
-                     for p in item["body"]["artifactUpdate"]["artifact"].get("parts", []))
+    chunks = artifact_text([item["body"]["artifactUpdate"] for item in receiver.received
+                            if "artifactUpdate" in item["body"]])
     assert chunks == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
     for item in receiver.received:
         assert item["headers"]["X-A2A-Notification-Token"] == TOKEN

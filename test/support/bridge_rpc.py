@@ -95,6 +95,16 @@ def state(task: dict) -> str:
     return task["status"]["state"]
 
 
+def artifact_text(updates: list[dict]) -> str:
+    """The text of an artifact streamed as ``updates`` (``artifactUpdate`` objects), each applied
+    as A2A says: appended when ``append``, else replacing what came before."""
+    text = ""
+    for update in updates:
+        chunk = "".join(p.get("text", "") for p in update["artifact"].get("parts", []))
+        text = text + chunk if update.get("append") else chunk
+    return text
+
+
 def answer(task: dict) -> str:
     """The text of all the task's artifacts, joined."""
     return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])

@@ -22,6 +22,7 @@ import enum
 import hashlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator
 
@@ -49,6 +50,10 @@ from ovos_a2a_solver.states import state_name
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ANSWER_ARTIFACT = "answer"
+#: the longest a sentence waits for the next one before it goes out (without ``lastChunk``)
+HOLD_BACK = 0.25
+#: what ``_paced`` gives when a held sentence waited :data:`HOLD_BACK` seconds
+HELD_TOO_LONG = object()
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
 
 
@@ -177,7 +182,10 @@ class PersonaExecutor(AgentExecutor):
         ``retry``: a failure before anything was said is not written but returned as RETRY.
         """
         writer = TaskWriter(updater, chunked, retry)
-        async for event in self._paced(turn, updater, first):
+        async for event in self._paced(turn, updater, first, lambda: writer.answer.holding):
+            if event is HELD_TOO_LONG:
+                await writer.answer.flush()
+                continue
             if event is None:  # the deadline passed
                 await writer.answer.flush()
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
@@ -189,11 +197,13 @@ class PersonaExecutor(AgentExecutor):
                 return end
         raise AssertionError("a turn's events end with the deadline or an ending event")  # pragma: no cover
 
-    async def _paced(self, turn: Turn, updater: TaskUpdater,
-                     first: TurnEvent | None) -> AsyncIterator[TurnEvent | None]:
+    async def _paced(self, turn: Turn, updater: TaskUpdater, first: TurnEvent | None,
+                     holding=lambda: False) -> AsyncIterator[TurnEvent | None | object]:
         """The turn's events (``first`` first) as they come; while none comes, a heartbeat on
         the task every ``heartbeat`` seconds (no message, so it never piles up in the
-        history); ``None`` once the turn's ``deadline`` passed, and then nothing more."""
+        history); :data:`HELD_TOO_LONG` once a sentence was held back (``holding()``) for
+        :data:`HOLD_BACK` seconds with nothing after it; ``None`` once the turn's
+        ``deadline`` passed, and then nothing more."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.deadline
@@ -207,9 +217,14 @@ class PersonaExecutor(AgentExecutor):
             if not turn.events.empty():  # said already: no timer to arm
                 yield turn.events.get_nowait()
                 continue
+            held = holding()
+            wait = min(self.settings.heartbeat, deadline - now, HOLD_BACK if held else math.inf)
             try:
-                event = await asyncio.wait_for(turn.events.get(), min(self.settings.heartbeat, deadline - now))
+                event = await asyncio.wait_for(turn.events.get(), wait)
             except asyncio.TimeoutError:
+                if held and holding():
+                    yield HELD_TOO_LONG
+                    continue
                 if loop.time() < deadline:
                     elapsed = round(loop.time() - started)
                     await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
@@ -338,14 +353,24 @@ class AnswerArtifact:
 
     Chunks: the first sentence, then " " + each next one; the parts joined with "" are the
     answer's text. Each sentence is held back until the next one comes or the turn ends,
-    so the last chunk carries ``lastChunk`` and no chunk is ever empty. Only when the turn
-    is given up (deadline, shutdown, stop) does the held sentence go out without it.
+    so the last chunk carries ``lastChunk`` and no chunk is ever empty, but never longer
+    than :data:`HOLD_BACK`: a persona that pauses between sentences is heard as it speaks.
+    When the held sentence went out that way and the turn then ends, the artifact is closed
+    by its whole text again, marked ``lastChunk`` (a replacement, ``append`` false: a
+    client that applies the chunks reads the same text). When the turn is given up
+    (deadline, shutdown, stop) the held sentence goes out without ``lastChunk``.
     """
 
     def __init__(self, updater: TaskUpdater, chunked: bool) -> None:
         self.updater, self.chunked = updater, chunked
         self.said: list[str] = []
         self._written = 0   # sentences already in the artifact
+        self._closed = False
+
+    @property
+    def holding(self) -> bool:
+        """Whether a sentence is held back, waiting for the next one or the end."""
+        return self.chunked and len(self.said) > self._written
 
     async def add(self, sentence: str) -> None:
         if self.chunked and len(self.said) > self._written:  # the held-back sentence goes out now
@@ -361,6 +386,12 @@ class AnswerArtifact:
         await self._write_rest(last=True)
 
     async def _write_rest(self, last: bool) -> None:
+        if last and self._written == len(self.said) and self._written and not self._closed:
+            self._closed = True  # everything went out without lastChunk: close it with the whole
+            await self.updater.add_artifact([Part(text=" ".join(self.said))], artifact_id=ANSWER_ARTIFACT,
+                                            name=ANSWER_ARTIFACT, append=False, last_chunk=True)
+            return
+        self._closed = self._closed or last
         if self._written < len(self.said):
             text = " ".join(self.said[self._written:])
             first = self._written == 0

@@ -1,0 +1,46 @@
+"""A persona that pauses between sentences is heard as it speaks: the bridge holds a sentence
+back only briefly (to mark the last chunk), never until the next one comes."""
+import json
+import time
+import uuid
+
+import httpx
+
+from ovos_a2a_solver import A2AClient
+
+from support.bridge_process import BridgeProcess
+from support.bridge_rpc import HEADERS, artifact_text, message
+
+WHOLE = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+
+
+def timed_stream(url: str, text: str) -> list[tuple[float, dict]]:
+    """SendStreamingMessage over JSON-RPC; each event's result with the seconds since the request."""
+    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": "SendStreamingMessage",
+            "params": {"message": message(text)}}
+    started, events = time.monotonic(), []
+    with httpx.stream("POST", url + "/", json=body, headers=HEADERS, timeout=60) as response:
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                events.append((time.monotonic() - started, json.loads(line[5:])["result"]))
+    return events
+
+
+def test_a_sentence_goes_out_soon_after_it_is_said_and_the_artifact_still_closes_whole():
+    with BridgeProcess() as bridge:
+        events = timed_stream(bridge.url, "slow:1.5")  # a sentence every 1.5 s
+        updates = [(at, e["artifactUpdate"]) for at, e in events if "artifactUpdate" in e]
+        first_at = updates[0][0]
+        assert first_at < 1.0, f"the first sentence waited for the second: {first_at:.2f} s"  # was 1.5 s
+        assert artifact_text([u for _, u in updates]) == WHOLE
+        assert [bool(u.get("lastChunk")) for _, u in updates].count(True) == 1 and updates[-1][1]["lastChunk"]
+        assert all(p.get("text") for _, u in updates for p in u["artifact"]["parts"])  # no empty chunk
+
+
+def test_the_plugin_hears_a_slow_persona_sentence_by_sentence_without_repeats():
+    with BridgeProcess() as bridge, A2AClient(bridge.url, streaming=True) as client:
+        started, heard = time.monotonic(), []
+        for sentence in client.stream_sentences("slow:1.5", session_id="s"):
+            heard.append((time.monotonic() - started, sentence.strip()))
+    assert [s for _, s in heard] == WHOLE.replace(". ", ".|").split("|"), heard  # each once, the close says nothing
+    assert heard[0][0] < 1.2, heard  # within about the hold-back and the client's grace, not 1.5 s

@@ -22,6 +22,7 @@ from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors,
 from ovos_a2a_solver._cards import CardResolver
 from ovos_a2a_solver._schemes import ClientCredentialsToken, card_auth
 from ovos_a2a_solver._wire import ReadableTransport
+from ovos_a2a_solver._wire_log import LoggedTransport
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -55,7 +56,8 @@ class AgentConnection:
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             auth=httpx_auth(credentials) if credentials else None,
             follow_redirects=False,
-            transport=ReadableTransport(httpx.AsyncHTTPTransport()),  # bodies as real agents bend them, readable
+            # bodies as real agents bend them, made readable; logged raw for ovos-a2a -v
+            transport=ReadableTransport(LoggedTransport(httpx.AsyncHTTPTransport())),
         )
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
         self._clock = clock

@@ -32,7 +32,8 @@ from support.bridge_process import READY_LINE, BridgeProcess
 from support.bridge_rpc import answer, message, send, state, task_of
 from support.cli_run import COMMAND, Cli, Result
 
-README = REPO_ROOT / "README.md"
+BRIDGE_DOC = REPO_ROOT / "docs" / "bridge.md"
+PLUGIN_DOC = REPO_ROOT / "docs" / "plugin.md"
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 STOP_TIMEOUT = 15.0
 
@@ -332,8 +333,8 @@ def test_serve_help_states_every_setting_default_and_bound_from_the_settings(tmp
         assert bounds_text(f) in text, (name, bounds_text(f))
 
 
-def test_readme_settings_table_is_the_settings():
-    assert settings_table() in README.read_text(encoding="utf-8"), settings_table()
+def test_the_bridge_settings_table_is_the_settings():
+    assert settings_table() in BRIDGE_DOC.read_text(encoding="utf-8"), settings_table()
 
 
 def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
@@ -346,7 +347,7 @@ def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
     for command in ("send", "demo"):
         result = Cli(tmp_path).run(command, "--help")
         assert f"(default {DEFAULT_TIMEOUT:g})" in result.stdout, result.report
-    assert f"`timeout` | `{DEFAULT_TIMEOUT:g}`" in README.read_text(encoding="utf-8")
+    assert f"`timeout` | `{DEFAULT_TIMEOUT:g}`" in PLUGIN_DOC.read_text(encoding="utf-8")
 
 
 def test_the_conversation_store_defaults_are_the_plugin_defaults():

@@ -151,7 +151,23 @@ def render_svg(cast: Path) -> Path | None:
     svg = cast.with_suffix(".svg")
     subprocess.run([npx, "--yes", "svg-term-cli", "--in", str(cast), "--out", str(svg), "--window",
                     "--no-cursor", "--width", str(WIDTH), "--height", str(HEIGHT)], check=True)
+    svg.write_text(with_static_frame(svg.read_text(encoding="utf-8")), encoding="utf-8")
     return svg
+
+
+#: the frames svg-term-cli lays side by side, each shown in turn by moving the strip
+FRAME = re.compile(r'<svg( x="\d+")?>((?:<use [^>]*/>)*)</svg>')
+
+
+def with_static_frame(svg: str) -> str:
+    """``svg`` whose first frame is its last screen. svg-term-cli's animation starts at its second
+    frame, and its first one, an empty terminal, is all a viewer that does not play animations
+    (an image preview, a page on the package index) shows: there it shows the whole session."""
+    frames = list(FRAME.finditer(svg))
+    if len(frames) < 2 or frames[0].group(1):
+        raise SystemExit("record_cast: the SVG's frames are not where svg-term-cli puts them")
+    first, last = frames[0], frames[-1]
+    return svg[:first.start()] + f"<svg>{last.group(2)}</svg>" + svg[first.end():]
 
 
 def main(argv: list[str] | None = None) -> int:

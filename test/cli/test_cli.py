@@ -847,6 +847,25 @@ def test_the_recording_script_writes_asciinema_casts(tmp_path):
     assert [t for t, _, _ in events] == sorted(t for t, _, _ in events)
     screen = "".join(text for _, _, text in events)
     assert "Your name is Ada." in screen and "/help" in screen
+    # paced as a person reads: an answer stays on screen a while before the next turn, and the last
+    # screen is held before a player loops
+    answer = next(n for n, (_, _, text) in enumerate(events) if "Your name is Ada." in text)
+    assert events[answer + 1][0] - events[answer][0] >= 0.6, events[answer:answer + 2]
+    assert events[-1][0] - events[-2][0] >= 5, events[-2:]
+
+
+def test_the_recordings_show_their_last_screen_where_animations_do_not_play():
+    """svg-term-cli's first frame, all a static viewer shows, is an empty terminal: the script
+    puts the last screen there (the animation starts at the second frame)."""
+    sys.path.insert(0, str(REPO_ROOT / "tools"))
+    try:
+        from record_cast import FRAME
+    finally:
+        sys.path.pop(0)
+    for name in ("demo.svg", "chat.svg"):
+        frames = FRAME.findall((REPO_ROOT / "docs" / name).read_text())
+        assert frames[0][0] == "" and frames[0][1] == frames[-1][1], name
+        assert frames[0][1].count("<use ") > 5, name  # lines of text, not only the background
 
 
 def test_the_readme_installs_this_checkout_and_names_one_repository():

@@ -59,6 +59,8 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
                    help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show the raw requests and responses on stderr (credentials hidden)")
 
 
 EXAMPLES = {
@@ -172,6 +174,16 @@ def _completion(args, out: Output) -> int:
     return 0
 
 
+def show_the_wire() -> None:
+    """``-v``: the raw exchange with the agent on stderr, as it goes (``_wire_log``)."""
+    wire = logging.getLogger("ovos_a2a_solver.wire")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    wire.addHandler(handler)
+    wire.setLevel(logging.DEBUG)
+    wire.propagate = False
+
+
 def unknown_command(argv: list[str]) -> str | None:
     """For a first word that is no command: a line with the nearest one, if any."""
     import difflib
@@ -196,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     elif args.command != "serve":  # warnings as notes, never over the wait line
         logging.basicConfig(level=logging.WARNING, handlers=[NoteHandler()])
+    if getattr(args, "verbose", False):
+        show_the_wire()
     out = Output(as_json=getattr(args, "json", False))
     try:
         try:

@@ -911,3 +911,14 @@ def test_bash_completion_offers_commands_flags_and_choices(cli):
     assert complete(script, "send", "http://localhost:8337/a2a", "") == []  # words: the shell's own completion
     zsh = cli.run("completion", "zsh").stdout
     assert zsh.startswith("#compdef ovos-a2a") and script in zsh
+
+
+def test_verbose_shows_the_raw_exchange_without_credentials(cli, agent):
+    result = cli.run("send", agent.agent("echo"), "hello wire", "-v", "--auth", "Bearer not-to-be-shown-7Qk")
+    assert result.returncode == 0, result.report
+    assert echo_answer(result)["text"] == "hello wire"  # stdout: the answer alone
+    wire = result.stderr
+    assert "> GET " in wire and "/.well-known/agent-card.json" in wire, wire  # the card
+    assert re.search(r'^> POST \S+\n(?:.+\n)*\n\{.*"hello wire"', wire, re.M), wire  # the request, its body
+    assert "\n< 200 OK\n" in wire and '"artifactUpdate"' in wire, wire  # the response, event by event
+    assert "not-to-be-shown-7Qk" not in wire and "authorization: <hidden>" in wire, wire

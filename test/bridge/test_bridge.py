@@ -248,13 +248,13 @@ def test_card_caching_headers_and_304(echo_bridge, path, version):
     assert not_modified.headers["etag"] == etag and not_modified.headers["last-modified"] == modified
 
 
-def test_card_skills_curated_first_then_one_per_handler(echo_bridge):
+def test_card_skills_say_what_the_backend_is_then_one_per_handler(echo_bridge):
     card = httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()
     ids = [skill["id"] for skill in card["skills"]]
-    assert ids[:2] == ["conversation", "questions"]
-    assert ids[2:] == ["echo"]  # the echo backend has exactly one handler
+    assert ids == ["conversation", "echo"]  # the echo backend has exactly one handler
+    assert "Echoes what it is told" in card["skills"][0]["description"]
     for skill in card["skills"]:
-        assert skill["name"] and skill["description"]
+        assert skill["name"] and skill["description"] and not skill.get("examples")
 
 
 def test_card_interfaces_jsonrpc_rest_and_legacy(echo_bridge):

@@ -17,17 +17,49 @@ from support.no_brain import NO_BRAIN_LINES
 from support.personas import relay_persona
 
 
-def test_the_embedded_default_persona_answers_offline(private_state):
+FALLBACK_STARTS = ("I can not look that up", "I see. I only know a little small talk")
+
+
+def test_the_embedded_persona_answers_every_example_its_card_gives(private_state):
+    """The card says what this persona does: its own skills, and each example is answered by the
+    persona itself, not by its fallback ("I can not look that up") or the failure plugin."""
     with BridgeProcess(backend="persona") as bridge:
         with A2AClient(bridge.url, streaming=True) as client:
             card = client.fetch_agent_card()
             assert card.name == "OVOS"
-            assert [s.id for s in card.skills][:2] == ["conversation", "questions"]
-            assert {"ovos-a2a-rivescript", "ovos-solver-failure-plugin"} <= {s.id for s in card.skills}
-            answer = client.send_task("hello", session_id="s")
-    # an answer, and not the failure plugin's "no brain" line: the persona's own handler spoke
-    assert answer.strip(), answer
-    assert answer.strip() not in NO_BRAIN_LINES, f"the failure plugin answered, not the persona: {answer!r}"
+            assert [s.id for s in card.skills] == ["small-talk", "memory"]
+            examples = [example for skill in card.skills for example in skill.examples]
+            assert len(examples) >= 4
+            answers = {example: client.send_task(example, session_id="s") for example in examples}
+    for example, answer in answers.items():
+        assert answer.strip() and answer.strip() not in NO_BRAIN_LINES, (example, answer)
+        assert not answer.startswith(FALLBACK_STARTS), f"the card's example {example!r} got the fallback: {answer!r}"
+    assert "Ada" in answers["what is my name?"], answers
+
+
+def test_a_persona_without_skills_claims_no_example_it_may_not_answer(private_state, tmp_path):
+    persona = tmp_path / "plain.json"
+    persona.write_text(json.dumps({"name": "plain", "description": "Answers about the garden.",
+                                   "handlers": ["ovos-a2a-rivescript"]}))
+    with BridgeProcess("--persona", str(persona), backend="persona") as bridge:
+        with A2AClient(bridge.url) as client:
+            card = client.fetch_agent_card()
+    assert [s.id for s in card.skills] == ["conversation", "ovos-a2a-rivescript"]
+    assert "Answers about the garden." in card.skills[0].description
+    assert not [e for s in card.skills for e in s.examples], card.skills
+
+
+@pytest.mark.parametrize("skills, said", [
+    ("cooking", "skills must be a list"),
+    ([{"description": "no name"}], "skills[0] must be an object with a name"),
+    ([{"name": "Recipes", "examples": "boil an egg"}], "skills[0].examples must be a list of strings"),
+])
+def test_a_persona_file_with_malformed_skills_is_refused_in_one_line(tmp_path, skills, said):
+    persona = tmp_path / "chef.json"
+    persona.write_text(json.dumps({"name": "chef", "handlers": ["ovos-a2a-rivescript"], "skills": skills}))
+    with pytest.raises(BridgeStartError) as refused:
+        BridgeProcess("--persona", str(persona), backend="persona").stop()
+    assert refused.value.returncode == 2 and f"persona 'chef': {said}" in refused.value.stderr, refused.value.stderr
 
 
 def relay_bridge(directory, agent_url: str) -> BridgeProcess:

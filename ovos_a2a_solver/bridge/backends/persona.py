@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,7 @@ class PersonaBackend:
         self.config = config
         self.name = config.get("name") or "OVOS persona"
         self.description = config.get("description") or f"The OVOS persona {self.name}."
+        self._skills = declared_skills(config.get("skills"), self.name)
         self.persona = Persona(self.name, config)
         self._handlers = list(config.get("handlers") or config.get("solvers") or [])
 
@@ -41,8 +43,9 @@ class PersonaBackend:
         return cls(config)
 
     def capabilities(self) -> list[Capability]:
-        return [Capability(id=h, name=h, description=f"Answers through the OVOS plugin {h}.")
-                for h in self._handlers]
+        """The skills the persona file declares, else one per handler."""
+        return self._skills or [Capability(id=h, name=h, description=f"Answers through the OVOS plugin {h}.")
+                                for h in self._handlers]
 
     def reply(self, text: str, session_id: str, lang: str | None = None) -> Iterator[str | Question]:
         from ovos_bus_client.session import Session
@@ -75,3 +78,29 @@ class PersonaBackend:
         task waits too, and the next message continues it."""
         return any(isinstance(handler, RelayingHandler) and handler.has_open_task(session_id)
                    for handler in self.persona.solvers.loaded_modules.values())
+
+
+def declared_skills(skills: object, persona: str) -> list[Capability]:
+    """A persona file's ``skills``: a list of ``{"name", "description", "examples": [...],
+    "tags": [...], "id"}`` (``name`` required; ``id`` defaults to the name as a path). A
+    ``ValueError`` names the first entry that is not so."""
+    if skills is None:
+        return []
+    where = f"persona {persona!r}: skills"
+    if not isinstance(skills, list):
+        raise ValueError(f"{where} must be a list of objects with a name, a description and examples")
+    out = []
+    for n, skill in enumerate(skills):
+        if not isinstance(skill, dict) or not isinstance(skill.get("name"), str) or not skill["name"].strip():
+            raise ValueError(f"{where}[{n}] must be an object with a name")
+        lists = {key: skill.get(key, []) for key in ("examples", "tags")}
+        for key, value in lists.items():
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{where}[{n}].{key} must be a list of strings")
+        description = skill.get("description", skill["name"])
+        if not isinstance(description, str):
+            raise ValueError(f"{where}[{n}].description must be a string")
+        skill_id = skill.get("id") or "-".join(re.findall(r"[a-z0-9]+", skill["name"].lower())) or f"skill-{n}"
+        out.append(Capability(id=str(skill_id), name=skill["name"].strip(), description=description.strip(),
+                              examples=tuple(lists["examples"]), tags=tuple(lists["tags"]), declared=True))
+    return out

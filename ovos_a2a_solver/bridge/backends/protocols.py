@@ -88,11 +88,15 @@ class StoppableRelay(Protocol):
 
 @dataclass(frozen=True)
 class Capability:
-    """One thing the backend can do, for the card's skill list."""
+    """One thing the backend can do, for the card's skill list. ``declared``: the persona's own
+    words (its file's ``skills``), with the ``examples`` it answers, not derived from its handlers."""
 
     id: str
     name: str
     description: str
+    examples: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ("handler",)
+    declared: bool = False
 
 
 class Backend(Protocol):

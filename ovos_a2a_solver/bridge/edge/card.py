@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The bridge's agent card: capability first.
 
-A curated skill list says what any persona behind the bridge can do; then one skill per
-handler the persona really has. The card is built once at start-up from the persona's
+The skills are the persona's own, when its file declares them (with the examples it
+answers); else a conversation skill in the persona's own description, then one skill per
+handler the persona really has: no example the persona may not answer. The card is built once at start-up from the persona's
 configuration, so it is served at once whatever the persona is doing; with a signing key it
 is signed then too, once per form served (:func:`sign_card`, :func:`sign_as_served`).
 """
@@ -24,38 +25,35 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_DESCRIPTION = 200
 
-CURATED_SKILLS = (
-    AgentSkill(id="conversation", name="Conversation",
-               description="Holds a spoken-style conversation: send follow-ups with the same contextId and the "
-                           "persona remembers what was said.",
-               tags=["chat", "conversation", "ovos"], examples=["hello", "what did I just tell you?"],
-               input_modes=["text/plain"], output_modes=["text/plain"]),
-    AgentSkill(id="questions", name="Questions and answers",
-               description="Answers questions with the OpenVoiceOS persona's own knowledge and plugins, sentence "
-                           "by sentence when streaming.",
-               tags=["qa", "ovos"], examples=["what is the speed of light?"],
-               input_modes=["text/plain"], output_modes=["text/plain"]),
-)
+def conversation_skill(name: str, description: str) -> AgentSkill:
+    """What any persona does, in its own words: its description, and no example it may not answer."""
+    return AgentSkill(id="conversation", name="Conversation",
+                      description=_short(f"Talk with {name}: {description}") + " Send follow-ups with the same "
+                                  "contextId and it remembers what was said.",
+                      tags=["conversation", "ovos"], input_modes=list(INPUT_MODES), output_modes=["text/plain"])
 
 
 def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
     """The card for ``backend`` served at ``settings.public_url``."""
     url = settings.public_url
-    skills = list(CURATED_SKILLS)
+    name = settings.name or backend.name
+    # never empty: the a2a-sdk leaves empty required fields out of what it signs, and
+    # verifiers that follow A2A 1.0 §8.4.1 to the letter would not (see sign_card)
+    description = _short(settings.description or backend.description, 1000) or f"The OVOS persona {name}."
+    capabilities = backend.capabilities()
+    # the persona's own skills when its file declares them; else what it is, then one skill per handler
+    skills = [] if any(c.declared for c in capabilities) else [conversation_skill(name, description)]
     seen = {s.id for s in skills}
-    for capability in backend.capabilities():
+    for capability in capabilities:
         if capability.id in seen:
             continue
         seen.add(capability.id)
         skills.append(AgentSkill(id=capability.id, name=capability.name,
                                  description=_short(capability.description) or capability.name,
-                                 tags=["handler"]))
-    name = settings.name or backend.name
+                                 tags=list(capability.tags), examples=list(capability.examples)))
     card = AgentCard(
         name=name,
-        # never empty: the a2a-sdk leaves empty required fields out of what it signs, and
-        # verifiers that follow A2A 1.0 §8.4.1 to the letter would not (see sign_card)
-        description=_short(settings.description or backend.description, 1000) or f"The OVOS persona {name}.",
+        description=description,
         version=__version__,
         provider=AgentProvider(organization="OpenVoiceOS", url="https://openvoiceos.org"),
         supported_interfaces=[

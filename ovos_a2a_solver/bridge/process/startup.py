@@ -287,7 +287,8 @@ def is_own_address(url: str, settings: BridgeSettings, whole_port: bool = True) 
 # ---- serving -------------------------------------------------------------------------------------
 
 def load_backend(settings: BridgeSettings):
-    """The backend the settings name: the persona file's persona, or the echo backend."""
+    """The backend the settings name: the persona file's persona, or the echo backend. A persona
+    file that cannot be read or used is a :class:`StartError` (status 2) in one line."""
     from ovos_a2a_solver.bridge.backends.echo import EchoBackend
     from ovos_a2a_solver.bridge.backends.persona import PersonaBackend
     from ovos_a2a_solver.bridge.backends.scenarios import ScenarioBackend
@@ -296,7 +297,10 @@ def load_backend(settings: BridgeSettings):
         return ScenarioBackend(call_log=settings.echo_log)
     if settings.backend == "echo":
         return EchoBackend(call_log=settings.echo_log)
-    return PersonaBackend.from_file(settings.persona)
+    try:
+        return PersonaBackend.from_file(settings.persona)
+    except ValueError as exc:  # a persona file that cannot be read or used: its line, a setting to change
+        raise StartError(" ".join(str(exc).split()), 2) from None
 
 
 #: the banner's line for a bridge that asks no credentials

@@ -102,3 +102,21 @@ def test_the_example_personas_point_at_no_bridge_default_address():
         block = json.loads(path.read_text()).get("ovos-a2a-solver") or {}
         url = block.get("agent_url") or block.get("url") or ""
         assert ":8337" not in url, f"{path.name} relays to the bridge's own default port: {url}"
+
+
+def test_a_task_is_continued_only_by_the_persona_that_began_it(tmp_path):
+    """A store that another persona's bridge used before (not live any more): its tasks are
+    read there, but a follow-up is refused, in words; their own persona continues them again."""
+    store = tmp_path / "store"
+    with BridgeProcess(state_dir=store) as echo:  # persona "echo"
+        asking = task_of(send(echo.url, message("ask:which city?")))
+        assert asking["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and asking["metadata"]["persona"] == "echo"
+    follow_up = message("lisbon", task_id=asking["id"], context_id=asking["contextId"])
+    with BridgeProcess(state_dir=store, backend="scenarios") as other:  # persona "scenarios"
+        assert task_of(get_task(other.url, asking["id"]))["id"] == asking["id"]  # read: yes
+        refused = send(other.url, follow_up)["error"]
+        assert refused["code"] == -32602, refused
+        assert 'begun by the persona "echo", and this bridge serves "scenarios"' in refused["message"], refused
+        assert task_of(get_task(other.url, asking["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    with BridgeProcess(state_dir=store) as echo:
+        assert answer(task_of(send(echo.url, follow_up))) == "echo: lisbon"

@@ -37,6 +37,9 @@ from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
+#: a task's metadata key naming the persona that began it: only that persona continues it
+BEGUN_BY = "persona"
+
 
 def owner_scope(context: ServerCallContext | None) -> str:
     """Whose a task is: the caller, and the tenant it addressed (the A2A ``tenant`` field, or

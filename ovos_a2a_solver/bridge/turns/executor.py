@@ -40,7 +40,7 @@ from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOu
                                                        Reply)
 from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
-from ovos_a2a_solver.bridge.storage.tasks import owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
@@ -83,6 +83,7 @@ class PersonaExecutor(AgentExecutor):
                  task_store: VersionedTaskStore, tracker: OperationTracker) -> None:
         self.backend = backend
         self.settings = settings
+        self.persona = settings.persona_name
         self.turns = turns
         self.task_store = task_store
         self.tracker = tracker
@@ -116,6 +117,7 @@ class PersonaExecutor(AgentExecutor):
             if task is None:  # its id was chosen (and claimed) by the request handler
                 task = new_task_from_user_message(context.message)
                 task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
+                task.metadata[BEGUN_BY] = self.persona  # only this persona continues it (see the handler)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             if turn is None and not self.breaker.allows():

@@ -50,7 +50,7 @@ from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLIC
                                                       INTERRUPTED_BY_SHUTDOWN, fail_operations)
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
-from ovos_a2a_solver.bridge.storage.tasks import NewTasks, call_context_for, owner_scope, read_task
+from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, NewTasks, call_context_for, owner_scope, read_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, BusyError, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
@@ -94,6 +94,7 @@ class BridgeRequestHandler(RequestHandler):
         self.turns = turns
         self.task_store = task_store
         self.settings = settings
+        self.persona = settings.persona_name  # the only persona that continues the tasks it began
         self.new_tasks = new_tasks  # the stores answer reads of these without the database
         # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
         # file); None when alone
@@ -156,6 +157,12 @@ class BridgeRequestHandler(RequestHandler):
         try:
             if message.task_id:
                 task = await read_task(self.task_store, message.task_id, context)
+                begun_by = task.metadata[BEGUN_BY] if task is not None and BEGUN_BY in task.metadata else None
+                if begun_by is not None and begun_by != self.persona:
+                    raise InvalidParamsError(
+                        message=f"Task {message.task_id} was begun by the persona \"{begun_by}\", and this bridge "
+                                f"serves \"{self.persona}\": only that persona continues it. Send the message "
+                                f"without taskId to start a new task.")
                 if task is not None and task.status.state not in SETTLED:
                     raise UnsupportedOperationError(
                         message=f"Task {message.task_id} is still working on an earlier message; send a "

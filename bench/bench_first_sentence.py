@@ -19,7 +19,8 @@ is forty-two. Have a nice day.":
 each at 0.03 s between messages and at 0.3 s (as VoltAgent streams); ``sentence per chunk``:
 stream-gated-number, "Sentence 1." then, 2 s later (the bench releases it), "Sentence 2.";
 and ``bridge echo slow:2``: the bridge's echo backend, "Sentence 1." ... one every 2 s (the
-bridge holds each sentence back until the next one comes, to mark the last chunk).
+bridge of this checkout holds a sentence back at most 0.25 s for the next one, to mark the last
+chunk; before that change, until the next one came).
 
 ``--before COMMIT`` measures that commit's ``ovos_a2a_solver`` too (``git archive`` into a
 temporary directory, run in a subprocess), in the same run, against the same agents.

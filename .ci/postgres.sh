@@ -14,6 +14,10 @@ psql_as_postgres() { su postgres -c "psql -p $port -v ON_ERROR_STOP=1 -qAt -c \"
 if [ "$(psql_as_postgres "SELECT 1 FROM pg_roles WHERE rolname = 'ovos_a2a'")" != "1" ]; then
     psql_as_postgres "CREATE ROLE ovos_a2a LOGIN PASSWORD 'ovos_a2a'" >&2
 fi
+# the replicas' start-up tests make a new, empty database for each try
+if [ "$(psql_as_postgres "SELECT rolcreatedb FROM pg_roles WHERE rolname = 'ovos_a2a'")" != "t" ]; then
+    psql_as_postgres "ALTER ROLE ovos_a2a CREATEDB" >&2
+fi
 if [ "$(psql_as_postgres "SELECT 1 FROM pg_database WHERE datname = 'ovos_a2a_test'")" != "1" ]; then
     psql_as_postgres "CREATE DATABASE ovos_a2a_test OWNER ovos_a2a" >&2
 fi

@@ -50,7 +50,8 @@ from ovos_a2a_solver.bridge.edge.versions import served_versions
 from ovos_a2a_solver.bridge.edge.wire import WireCheck
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
-from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, open_stores
+from ovos_a2a_solver.bridge.storage.claim import StoreTaken
+from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
@@ -184,16 +185,15 @@ class Bridge:
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app):
-        await self.database_store.initialize()
-        if self.shared_store:  # ListTasks by context: without it, a scan of every task
-            await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
-        await self.operations.initialize()
-        await self.push_configs.initialize()
-        await self.handler.recover_interrupted()
-        if self.shared_store:
-            await self.event_stream.initialize()
-        if self.peers is not None:
-            await self.peers.start(self.handler)
+        try:
+            # one process at a time makes the schema: replicas started together on a new database
+            # would each create the same tables, and all but one fail
+            async with self.db.schema_lock():
+                await self._prepare_store()
+        except StoreTaken:
+            raise
+        except Exception as exc:  # the database's own words, not a traceback's last line
+            raise StoreUnusable(f"cannot prepare the task store ({self.settings.store}): {in_words(exc)}") from exc
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
         try:
             yield
@@ -210,6 +210,18 @@ class Bridge:
                 await self.buffered_store.aclose()
             await self.operations.flush()
             await self.db.aclose()
+
+    async def _prepare_store(self) -> None:
+        await self.database_store.initialize()
+        if self.shared_store:  # ListTasks by context: without it, a scan of every task
+            await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
+        await self.operations.initialize()
+        await self.push_configs.initialize()
+        await self.handler.recover_interrupted()
+        if self.shared_store:
+            await self.event_stream.initialize()
+        if self.peers is not None:
+            await self.peers.start(self.handler)
 
     async def drain(self) -> None:
         """Shut down gently: take no more messages, give running turns ``shutdown_grace``

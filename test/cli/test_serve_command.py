@@ -232,7 +232,8 @@ def test_a_failure_inside_the_server_start_is_one_line(tmp_path):
                                     "debug": ([*argv, str(tmp_path / "debug"), "--debug"], {},
                                               [sys.executable, "-c", FAILING_STORE])})
     line = one_line_error(result["plain"], 1)
-    assert line == "ovos-a2a: the bridge could not start: RuntimeError: the task store cannot start (test)", line
+    store = tmp_path / "plain" / "bridge.sqlite3"
+    assert line == f"ovos-a2a: cannot prepare the task store ({store}): the task store cannot start (test)", line
     assert "Traceback" in result["debug"].stderr, result["debug"].report  # --debug shows where
 
 

@@ -96,13 +96,16 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
 
 def start_failure(line: str | None) -> StartError:
     """The :class:`StartError` of a start that failed with ``line`` (the last line of its
-    traceback): a refusal written for a person (a store that another bridge holds) is said as
-    it is, with status 2; anything else as what went wrong."""
+    traceback): what the store said for a person (another bridge holds it: status 2; it could
+    not be prepared, in the database's words: status 1) is said as it is; anything else as
+    what went wrong."""
     from ovos_a2a_solver.bridge.storage.claim import StoreTaken
+    from ovos_a2a_solver.bridge.storage.database import StoreUnusable
 
-    prefix = f"{StoreTaken.__module__}.{StoreTaken.__qualname__}: "
-    if line and line.startswith(prefix):
-        return StartError(line[len(prefix):], 2)
+    for said, status in ((StoreTaken, 2), (StoreUnusable, StoreUnusable.status)):
+        prefix = f"{said.__module__}.{said.__qualname__}: "
+        if line and line.startswith(prefix):
+            return StartError(line[len(prefix):], status)
     return StartError(f"the bridge could not start: {line or 'see the log above'}")
 
 

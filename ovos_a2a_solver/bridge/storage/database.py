@@ -14,6 +14,8 @@ Both offer the operation log the same small interface, :class:`Sql`: ``execute``
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -46,12 +48,34 @@ class Sql(Protocol):
         """:meth:`execute`, while no other statement serialized on ``key`` runs, in any
         process (for a check and a write that must be one: a count and an insert)."""
 
+    def schema_lock(self) -> "contextlib.AbstractAsyncContextManager":
+        """Held while a process makes or changes the schema, so that processes starting together
+        on a new database do not make it twice."""
+
     async def aclose(self) -> None:
         """Release the connection."""
 
     #: a subquery of the ids of the finished tasks (completed, failed, canceled, rejected) of
     #: the owner ``:owner``
     FINISHED_TASK_IDS: str
+
+
+class StoreUnusable(Exception):
+    """The task store could not be prepared at start; ``str()`` says why, in the database's
+    own words, for a person."""
+
+    status = 1  # a problem of the machine or the network, not of a setting
+
+
+def in_words(exc: BaseException) -> str:
+    """What a database error says, without its wrapping: the driver's message (SQLAlchemy's
+    ``orig``), not the class names and the link to SQLAlchemy's error page."""
+    cause = getattr(exc, "orig", None) or exc
+    text = " ".join(str(cause).split())
+    text = re.sub(r"^\([\w.]+\)\s*", "", text)          # "(sqlalchemy.dialects....Error) "
+    text = re.sub(r"^<class '[\w.]+'>:\s*", "", text)      # "<class 'asyncpg.exceptions....'>: "
+    text = re.sub(r"\s*\(Background on this error at: \S+\)$", "", text)
+    return text or type(cause).__name__
 
 
 async def add_column(db: "Sql", table: str, column: str, definition: str) -> None:
@@ -114,6 +138,10 @@ class SqliteDatabase:
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
         return [dict(r) for r in self._now.execute(sql, params or {}).fetchall()]
 
+    def schema_lock(self) -> contextlib.AbstractAsyncContextManager:
+        """Nothing to take: SQLite's own locks (and the WAL switch's retries) serialize the schema."""
+        return contextlib.nullcontext()
+
     async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
         # a writing statement holds the file's write lock from its start to its end, whatever
         # it reads first: every writer of every process waits for it
@@ -142,6 +170,21 @@ class SqlAlchemyDatabase:
         from sqlalchemy import text
         async with self.engine.begin() as conn:
             return [dict(r) for r in (await conn.execute(text(sql), params or {})).mappings().all()]
+
+    @contextlib.asynccontextmanager
+    async def schema_lock(self):
+        """While held, no other process on this database holds it: a session advisory lock on
+        a connection of its own (released with it, also when this process dies)."""
+        from sqlalchemy import text
+        async with self.engine.connect() as conn:
+            key = {"key": ADVISORY_LOCK_PREFIX + "schema"}
+            await conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
+            await conn.commit()
+            try:
+                yield
+            finally:
+                await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
+                await conn.commit()
 
     async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
         from sqlalchemy import text

@@ -14,6 +14,7 @@ import enum
 from a2a.types import TaskState
 from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 
+from ovos_a2a_solver.persona_config import DEFAULT_MAX_CONVERSATIONS
 from ovos_a2a_solver.states import WAITING_FOR_USER
 
 
@@ -117,13 +118,16 @@ class FailedContinuations:
     given one more try; the second failure in a row of a continuation of the same task
     lets go of it, and the next utterance starts a new task in the same context."""
 
-    def __init__(self) -> None:
-        self._last: dict[str, str] = {}
+    def __init__(self, most: int = DEFAULT_MAX_CONVERSATIONS) -> None:
+        self._last: dict[str, str] = {}  # oldest first: beyond ``most`` sessions, the oldest is forgotten
+        self.most = most
 
     def failed(self, session_id: str, task_id: str) -> bool:
         """Note that the continuation of ``task_id`` failed; whether the last turn's did too."""
-        again = self._last.get(session_id) == task_id
+        again = self._last.pop(session_id, None) == task_id
         self._last[session_id] = task_id
+        if len(self._last) > self.most:
+            del self._last[next(iter(self._last))]
         return again
 
     def ended(self, session_id: str) -> None:

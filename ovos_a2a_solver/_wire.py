@@ -73,17 +73,17 @@ class _ReadableEvents(httpx.AsyncByteStream):
         self._v10 = v10
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        rest = b""
+        pending: list[bytes] = []  # the start of a line not ended yet (kept in pieces: a long line costs no copies)
         async for chunk in self._stream:
-            if rest:
-                chunk, rest = rest + chunk, b""
             end = chunk.rfind(b"\n") + 1
-            if end < len(chunk):
-                chunk, rest = chunk[:end], chunk[end:]
-            if chunk:
-                yield self._readable(chunk)
-        if rest:
-            yield self._readable(rest)
+            if not end:
+                pending.append(chunk)
+                continue
+            lines = b"".join([*pending, chunk[:end]]) if pending else chunk[:end]
+            pending = [chunk[end:]] if end < len(chunk) else []
+            yield self._readable(lines)
+        if pending:
+            yield self._readable(b"".join(pending))
 
     def _readable(self, lines: bytes) -> bytes:
         lines = with_zones(lines)

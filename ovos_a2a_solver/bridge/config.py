@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import ipaddress
 import logging
 import os
@@ -38,6 +39,8 @@ ENV_PREFIX = "OVOS_A2A_"
 BACKEND_FAILURES_BEFORE_REST = 3
 #: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
 SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
+#: the logger of the access log (``edge.access_log``), turned on by ``access_log``
+ACCESS_LOGGER = "ovos_a2a_solver.bridge.access"
 #: the SQLite task store's file in its ``state_dir``
 STORE_FILE_NAME = "bridge.sqlite3"
 POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
@@ -323,9 +326,10 @@ class BridgeSettings:
         directory = Path(self.state_dir).expanduser() if self.state_dir else self.own_state_dir
         return f"sqlite+pysqlite:///{directory / STORE_FILE_NAME}"
 
-    @property
+    @functools.cached_property
     def persona_name(self) -> str:
-        """Who answers: ``echo`` or ``scenarios`` for those backends, else the persona's name."""
+        """Who answers: ``echo`` or ``scenarios`` for those backends, else the persona's name
+        (its file read once: the store, the card and the handler all ask)."""
         return self.backend if self.backend in ("echo", "scenarios") else persona_file_name(self.persona)
 
     @property

@@ -68,6 +68,5 @@ def test_the_readme_says_what_a_newcomer_needs_first():
     order = [readme.index(words) for words in ("**Why.**", "```mermaid", "**Words used here**", "## Try it",
                                                "## User stories", "## The command line", "## Documentation")]
     assert order == sorted(order), order
-    for word in ("Agent card", "contextId", "input-required"):  # explained before the stories use them
-        assert readme.index(f"**{word}") < readme.index("## User stories") if word != "input-required" \
-            else readme.index("`input-required`") < readme.index("## User stories")
+    for explained in ("**Agent card**", "**contextId**", "`input-required`"):  # before the stories use them
+        assert readme.index(explained) < readme.index("## User stories"), explained

@@ -16,10 +16,11 @@ import logging
 import re
 import time
 
+from ovos_a2a_solver.bridge.config import ACCESS_LOGGER
 from ovos_a2a_solver.bridge.edge.version_check import JSONRPC_CALL
 from ovos_a2a_solver.bridge.edge.errors import is_rest
 
-LOG = logging.getLogger("ovos_a2a_solver.bridge.access")
+LOG = logging.getLogger(ACCESS_LOGGER)
 
 #: the A2A method of an HTTP+JSON request, by its HTTP method and the end of its path
 REST_METHODS = (

@@ -17,10 +17,9 @@ import os
 import socket
 import sys
 import traceback
-
 from urllib.parse import urlsplit
 
-from ovos_a2a_solver.bridge.config import (ENV_PREFIX, RESERVED_FILES, STORE_FILE_NAME, BridgeSettings,
+from ovos_a2a_solver.bridge.config import (ACCESS_LOGGER, ENV_PREFIX, RESERVED_FILES, STORE_FILE_NAME, BridgeSettings,
                                            default_state_dir, names_of, open_file_limit, read_persona_file,
                                            redact_url, sqlite_path)
 from ovos_a2a_solver.persona_config import PLUGIN_ID, agent_url_of
@@ -30,8 +29,6 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the a2a-sdk logs request and response bodies (message text) at DEBUG under this logger
 MESSAGE_LOGGER = "a2a"
-#: the access log's logger (``edge.access_log``)
-ACCESS_LOGGER = "ovos_a2a_solver.bridge.access"
 DATABASE_PROBE_TIMEOUT = 10.0
 SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
 #: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)

@@ -183,8 +183,10 @@ class SqlAlchemyDatabase:
             try:
                 yield
             finally:
-                await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
-                await conn.commit()
+                # a connection that broke meanwhile took the lock with it: that error is not this one's
+                with contextlib.suppress(Exception):
+                    await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
+                    await conn.commit()
 
     async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
         from sqlalchemy import text

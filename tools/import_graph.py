@@ -38,14 +38,15 @@ def command_line(module: str) -> bool:
 BRIDGE_ROOMS = {
     "__main__": {"process"},
     "config": set(),
+    "observe": set(),
     "backends": set(),
     "storage": set(),
-    "cluster": {"storage"},
-    "push": {"storage"},
-    "edge": {"backends"},
-    "turns": {"backends", "storage", "cluster.peers"},
-    "app": {"edge", "turns", "backends", "storage", "push", "cluster"},
-    "process": {"app", "edge", "backends", "storage"},
+    "cluster": {"storage", "observe"},
+    "push": {"storage", "observe"},
+    "edge": {"backends", "observe"},
+    "turns": {"backends", "storage", "cluster.peers", "observe"},
+    "app": {"edge", "turns", "backends", "storage", "push", "cluster", "observe"},
+    "process": {"app", "edge", "backends", "storage", "observe"},
 }
 
 #: what each room of the picture is, in a few words
@@ -62,6 +63,7 @@ ABOUT = {
     "storage": "storage: what survives a crash",
     "push": "push: webhooks",
     "cluster": "cluster: the other processes",
+    "observe": "observe: metrics and traces",
     "config": "config: settings",
 }
 

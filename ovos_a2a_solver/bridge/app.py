@@ -9,6 +9,7 @@ Routes (``/a2a`` is the path of ``base_url``):
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
 * ``/a2a/rest/...``: HTTP+JSON, A2A 1.0, and ``/a2a/rest/v1/...``: HTTP+JSON, A2A 0.3
 * ``GET /health``: ``{"ok": true, ...}``
+* with ``metrics`` on, ``GET /metrics``: the Prometheus text format (``observe.metrics``)
 
 With SQLite the bridge is one process, or several workers of one command (``--workers``)
 sharing the file and the listening socket: ``siblings`` carries cancels and live events
@@ -31,7 +32,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from ovos_a2a_solver.bridge.backends.protocols import Backend
@@ -43,11 +44,13 @@ from ovos_a2a_solver.bridge.edge.access_log import AccessLog
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.busy import BusyAnswers, BusyContextBuilder, answer_busy
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.edge.request_metrics import RequestMetrics, grpc_request_ended
 from ovos_a2a_solver.bridge.edge.rest_v03 import v03_rest_routes
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
 from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
 from ovos_a2a_solver.bridge.edge.versions import served_versions
 from ovos_a2a_solver.bridge.edge.wire import WireCheck
+from ovos_a2a_solver.bridge.observe.metrics import Metrics, metrics_for
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
@@ -80,12 +83,14 @@ class Bridge:
     ``signing_key`` is the key read from ``settings.card_signing_key`` (read here when not
     given); the card is signed with it once, here. ``worker`` is this process's number
     among the workers of one ``serve --workers N`` (1..N), ``None`` when it serves alone.
+    ``metrics`` are what it counts in (by default its own, when ``settings.metrics`` is on).
     """
 
     def __init__(self, settings: BridgeSettings, backend: Backend, signing_key: "CardKey | None" = None,
-                 worker: int | None = None) -> None:
+                 worker: int | None = None, metrics: Metrics | None = None) -> None:
         self.settings = settings
         self.worker = worker
+        self.metrics = metrics if metrics is not None else metrics_for(settings.metrics)
         self.backend = backend
         self.signing_key = signing_key if signing_key is not None else read_card_signing_key(settings)
         self.card = build_card(settings, backend)
@@ -108,17 +113,18 @@ class Bridge:
                                                           forget=self.push_configs.delete_info)
             self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name)
+            self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks,
                                                                 forget=self.push_configs.delete_info)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
             self.peers = Siblings(self.operations) if worker is not None else None
-        self.tracker = OperationTracker(self.operations, settings.max_concurrent)
+        self.tracker = OperationTracker(self.operations, settings.max_concurrent, self.metrics)
         self.turns = TurnRegistry()
-        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker)
+        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker, self.metrics)
         guard = WebhookGuard(settings.push_allow)
-        self.push_sender = WebhookSender(self.push_configs, guard, settings)
+        self.push_sender = WebhookSender(self.push_configs, guard, settings, metrics=self.metrics)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is
         # released (it stays in the store, and a follow-up brings it back). Sibling workers on
         # SQLite release it at once (10 ms): the follow-up may reach another worker, and the task parked
@@ -145,9 +151,9 @@ class Bridge:
         return urlsplit(self.settings.public_url).path.rstrip("/")
 
     def _middleware(self, app):
-        """Outermost first: the access log (when on), the size of the body, who calls, what of
-        their credentials travels on, whether the request is well-formed, which A2A version it
-        speaks, and the status of an answer that says "busy"."""
+        """Outermost first: the request metrics and the access log (each when on), the size of
+        the body, who calls, what of their credentials travels on, whether the request is
+        well-formed, which A2A version it speaks, and the status of an answer that says "busy"."""
         rest_prefix = self._path + "/rest"
         rpc_paths = {self._path or "/", self._path + "/"}
         app = BusyAnswers(app, rest_prefix=rest_prefix)
@@ -158,11 +164,17 @@ class Bridge:
         app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings),
                                        on_error=unauthenticated(rest_prefix))
         app = BodyLimit(app, max_body=self.settings.max_body, rest_prefix=rest_prefix)
-        return AccessLog(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix) if self.settings.access_log else app
+        if self.settings.access_log:
+            app = AccessLog(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
+        if self.metrics.enabled:
+            app = RequestMetrics(app, metrics=self.metrics, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
+        return app
 
     def _routes(self) -> list:
         path = self._path
         routes: list = [Route("/health", self._health, methods=["GET"])]
+        if self.metrics.enabled:
+            routes.append(Route("/metrics", self._metrics, methods=["GET"]))
         signing = (self.signing_key, self.settings.jwks_url) if self.signing_key is not None else None
         # the pure 1.0 card or the hybrid one, by the A2A-Version asked; each signed as served
         card = CardEndpoint(self.card, signing=signing)
@@ -245,12 +257,16 @@ class Bridge:
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcAccessLog, grpc_limits
+        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcCallEnds, grpc_access_log, grpc_limits
 
         handler = GrpcHandler(self.handler)
         rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
                                self.settings.max_values)
-        interceptors = [GrpcAccessLog(), rules] if self.settings.access_log else [rules]
+        interceptors = [rules]
+        if self.settings.access_log:
+            interceptors.insert(0, grpc_access_log())
+        if self.metrics.enabled:
+            interceptors.insert(0, GrpcCallEnds(grpc_request_ended(self.metrics)))
         server = grpc.aio.server(interceptors=interceptors, options=grpc_limits(self.settings),
                                  maximum_concurrent_rpcs=self.settings.connection_limit)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(handler, server)
@@ -264,6 +280,10 @@ class Bridge:
 
         return JSONResponse(key_set([self.signing_key]), media_type="application/jwk-set+json",
                             headers={"Cache-Control": "max-age=300"})
+
+    async def _metrics(self, _request):
+        body, media_type = self.metrics.exposition()
+        return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
     async def _health(self, _request):
         try:
@@ -283,7 +303,8 @@ class PersonaBridges:
     """Several personas in one process (``--personas-dir``), as ovos-persona-server serves a
     directory of them: each a :class:`Bridge` of its own (its card, persona, memory, task
     store and middleware) at ``BASE_URL/NAME``. A request goes to the bridge whose path it
-    is under; ``GET /health`` answers for all of them (ok when every one is)."""
+    is under; ``GET /health`` answers for all of them (ok when every one is), and ``GET
+    /metrics`` (on) shows the metrics they share, behind the same credentials."""
 
     def __init__(self, settings: BridgeSettings, bridges: list[Bridge]) -> None:
         self.settings = settings
@@ -291,7 +312,11 @@ class PersonaBridges:
         self.draining: asyncio.Future | None = None
         # the longest path first, so that /a2a/bob-2 is not taken for /a2a/bob
         self._by_path = sorted(((bridge._path, bridge) for bridge in bridges), key=lambda item: -len(item[0]))
-        self._rest = Starlette(routes=[Route("/health", self._health, methods=["GET"])], lifespan=self._lifespan)
+        routes = [Route("/health", self._health, methods=["GET"])]
+        if bridges[0].metrics.enabled:  # they count in one (see ``serve``)
+            routes.append(Route("/metrics", bridges[0]._metrics, methods=["GET"]))
+        self._rest = AuthenticationMiddleware(Starlette(routes=routes, lifespan=self._lifespan),
+                                              backend=CredentialsBackend(settings), on_error=unauthenticated(""))
 
     @property
     def served(self) -> tuple[tuple[str, BridgeSettings], ...]:

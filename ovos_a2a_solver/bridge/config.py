@@ -246,6 +246,10 @@ class BridgeSettings:
     access_log: bool = setting(False, kind=bool,
                                help="log one line per request: method, binding, status, duration, owner (never "
                                     "message text)")
+    metrics: bool = setting(False, kind=bool,
+                            help="serve GET /metrics in the Prometheus text format (requests, messages in flight, "
+                                 "turn durations, the backend's circuit, webhooks, leases), behind the same "
+                                 "credentials as the A2A endpoint; needs the metrics extra")
 
     def __post_init__(self) -> None:
         if self.base_url is not None:

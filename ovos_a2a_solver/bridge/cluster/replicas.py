@@ -47,6 +47,7 @@ from collections.abc import AsyncIterator
 from a2a.types import TaskState
 
 from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
+from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import add_column
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
@@ -104,6 +105,7 @@ class ReplicaGroup:
     """This replica's membership: its lease, the others' leases, and cancel requests between them."""
 
     relays_streams = False  # the SDK's shared event log carries every replica's events
+    metrics: Metrics = NO_METRICS  # what the leases are counted in (the bridge's, when metrics are on)
     keeps_parked_tasks = True  # the SDK's shared event log keeps a parked task up to date
 
     def __init__(self, db, operations: OperationLog, lease: float, persona: str) -> None:
@@ -182,6 +184,7 @@ class ReplicaGroup:
         renewed = await self.db.execute(
             f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND state = :live",
             {"lease": self.lease, "boot": self.boot, "live": LeaseState.LIVE})
+        self.metrics.lease_renewal("renewed" if renewed else "lost")
         if not renewed:
             LOG.error("this replica's lease had expired (it stalled for more than %g s); another replica "
                       "failed its running tasks", self.lease)
@@ -201,6 +204,7 @@ class ReplicaGroup:
             await self.db.execute("UPDATE a2a_bridge_replicas SET state = :lost WHERE boot = :boot AND state = :taking",
                                   {"lost": LeaseState.LOST, "boot": row["boot"], "taking": LeaseState.TAKING_OVER})
             LOG.warning("replica %s stopped renewing its lease: %d of its task(s) failed", row["replica"], count)
+            self.metrics.took_over(count)
             failed += count
         return failed
 
@@ -233,6 +237,7 @@ class ReplicaGroup:
                 await self.db.execute(  # requests whose asker died before it removed them
                     f"DELETE FROM a2a_bridge_cancels WHERE expires < {NOW} - :lease", {"lease": self.lease})
             except Exception as exc:  # the database is unreachable: try again at the next round
+                self.metrics.lease_renewal("error")
                 LOG.warning("could not renew this replica's lease (%s); retrying", exc)
                 continue
             try:

@@ -71,21 +71,23 @@ class AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            LOG.info("%s %s %s %s %s %.1fms owner=%s", scope["method"], scope["path"], *self._what(scope),
-                     status or "-", (time.perf_counter() - started) * 1000, owner_of(scope))
+            LOG.info("%s %s %s %s %s %.1fms owner=%s", scope["method"], scope["path"],
+                     *binding_and_method(scope, self.rpc_paths, self.rest_prefix), status or "-",
+                     (time.perf_counter() - started) * 1000, owner_of(scope))
 
-    def _what(self, scope) -> tuple[str, str]:
-        """(binding, A2A method) of a request."""
-        path = scope["path"]
-        if is_rest(path, self.rest_prefix):
-            return "HTTP+JSON", rest_method(scope["method"], path)
-        if path in self.rpc_paths:
-            call = scope.get(JSONRPC_CALL)
-            return "JSON-RPC", (call[0] if call else "-")
-        return "HTTP", "-"
+
+def binding_and_method(scope, rpc_paths: set[str], rest_prefix: str) -> tuple[str, str]:
+    """(binding, A2A method) of a request: ``HTTP`` and ``-`` for what is neither binding's."""
+    path = scope["path"]
+    if is_rest(path, rest_prefix):
+        return "HTTP+JSON", rest_method(scope["method"], path)
+    if path in rpc_paths:
+        call = scope.get(JSONRPC_CALL)
+        return "JSON-RPC", (call[0] if call else "-")
+    return "HTTP", "-"
 
 
 def log_grpc_call(method: str, code: str, started: float) -> None:
-    """The access log's line for a gRPC call (see ``grpc_rules.GrpcAccessLog``): its status
+    """The access log's line for a gRPC call (see ``grpc_rules.grpc_access_log``): its status
     code by name; the owner is always ``anonymous``, the gRPC endpoint takes no credentials."""
     LOG.info("gRPC %s gRPC %s %s %.1fms owner=anonymous", method, method, code, (time.perf_counter() - started) * 1000)

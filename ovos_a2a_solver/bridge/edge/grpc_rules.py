@@ -104,14 +104,21 @@ class A2AStatusRules(grpc.aio.ServerInterceptor):
         return method_handler  # A2A has no client-streaming methods
 
 
-class GrpcAccessLog(grpc.aio.ServerInterceptor):
-    """The access log's line for each gRPC call (see ``access_log``), once it ended."""
+class GrpcCallEnds(grpc.aio.ServerInterceptor):
+    """Calls ``ended(method, metadata, code, started)`` once each gRPC call ended: the A2A
+    method, the call's metadata, its status code by name and when it began
+    (``time.perf_counter()``)."""
+
+    def __init__(self, ended) -> None:
+        self.ended = ended
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
         method = handler_call_details.method.rsplit("/", 1)[-1]
+        metadata = handler_call_details.invocation_metadata or ()
+        ended = self.ended
         if handler.unary_unary is not None:
             inner = handler.unary_unary
 
@@ -120,7 +127,7 @@ class GrpcAccessLog(grpc.aio.ServerInterceptor):
                 try:
                     return await inner(request, context)
                 finally:
-                    log_grpc_call(method, code_name(context), started)
+                    ended(method, metadata, code_name(context), started)
 
             return grpc.unary_unary_rpc_method_handler(unary, handler.request_deserializer,
                                                        handler.response_serializer)
@@ -133,11 +140,16 @@ class GrpcAccessLog(grpc.aio.ServerInterceptor):
                     async for item in inner_stream(request, context):
                         yield item
                 finally:
-                    log_grpc_call(method, code_name(context), started)
+                    ended(method, metadata, code_name(context), started)
 
             return grpc.unary_stream_rpc_method_handler(streaming, handler.request_deserializer,
                                                         handler.response_serializer)
         return handler
+
+
+def grpc_access_log() -> GrpcCallEnds:
+    """The access log's line for each gRPC call (see ``access_log``), once it ended."""
+    return GrpcCallEnds(lambda method, _metadata, code, started: log_grpc_call(method, code, started))
 
 
 def code_name(context) -> str:

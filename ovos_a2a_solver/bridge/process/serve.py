@@ -15,7 +15,7 @@ from typing import Callable
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.process.startup import (SERVER_EXTRA, StartError, check_database, check_file_limit,
                                                     check_relay_target, claim_store, grpc_port, listen, load_backend,
-                                                    sdk_tracing_off_by_default, with_own_store)
+                                                    require_metrics, sdk_tracing_off_by_default, with_own_store)
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -37,6 +37,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
 
     settings.check_exposure()
+    require_metrics(settings)
     signing_key = read_card_signing_key(settings)
     files = settings.persona_files() if settings.personas_dir else []
     configured_port = settings.port  # a default store is named for it, also when it is 0
@@ -63,7 +64,11 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
             from ovos_a2a_solver.bridge.process.server import run_bridge
 
             if files:
-                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key) for each in personas])
+                from ovos_a2a_solver.bridge.observe.metrics import metrics_for
+
+                metrics = metrics_for(settings.metrics)  # one /metrics for all of them
+                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key, metrics=metrics)
+                                                   for each in personas])
             else:
                 bridge = Bridge(settings, load_backend(settings), signing_key)
         except BaseException:

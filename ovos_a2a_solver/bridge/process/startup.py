@@ -34,6 +34,7 @@ SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
 #: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)
 SDK_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
 GRPC_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[grpc]'"
+METRICS_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[metrics]'"
 #: connections the operating system keeps waiting for the bridge to accept them
 LISTEN_QUEUE = 2048
 
@@ -155,6 +156,16 @@ def require_grpc() -> None:
         from a2a.server.request_handlers.grpc_handler import GrpcHandler  # noqa: F401
     except ImportError as exc:
         raise StartError(f"--grpc-port needs gRPC, which is not installed ({exc}): {GRPC_EXTRA}", 2) from None
+
+
+def require_metrics(settings: BridgeSettings) -> None:
+    """Raise a :class:`StartError` (status 2) naming the fix when ``metrics`` is on and
+    ``prometheus_client`` is not installed. It is looked for, not imported: workers must
+    import it only once they know to share their metrics (see ``workers``)."""
+    import importlib.util
+
+    if settings.metrics and importlib.util.find_spec("prometheus_client") is None:
+        raise StartError(f"{names_of('metrics')} needs prometheus-client, which is not installed: {METRICS_EXTRA}", 2)
 
 
 def grpc_port(settings: BridgeSettings) -> int | None:

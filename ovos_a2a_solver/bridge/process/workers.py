@@ -21,6 +21,10 @@ fails the tasks the dead one left (see ``OperationLog.interrupted``). SIGINT or 
 stops every worker gracefully (each drains, as a single bridge does) and the command
 ends with status 0; a worker that outstays ``shutdown_grace`` plus a margin is killed.
 Workers die with the parent, even when it is killed with -9 (``PR_SET_PDEATHSIG``).
+
+With ``metrics`` on, the workers keep their metrics in one directory of this run's (made
+here, removed at the end): each worker's ``/metrics`` shows the sum of all of them (see
+``observe.metrics``).
 """
 from __future__ import annotations
 
@@ -30,13 +34,16 @@ import json
 import logging
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, sqlite_path
+from ovos_a2a_solver.bridge.observe.metrics import share_between_workers, worker_ended
 from ovos_a2a_solver.bridge.process.server import run_bridge
 from ovos_a2a_solver.bridge.process.service_manager import forget_service_manager, notify
 from ovos_a2a_solver.bridge.process.startup import StartError, listen, load_backend
@@ -65,6 +72,9 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
     # (SO_REUSEPORT lets any process of the same user join), listens on it
     sock.close()
     sockets: list[socket.socket] = []
+    metrics_dir = tempfile.mkdtemp(prefix="ovos-a2a-metrics-") if settings.metrics else None
+    if metrics_dir is not None:
+        share_between_workers(metrics_dir)
     try:
         for _ in range(settings.workers):
             sockets.append(listen(settings.host, settings.port, names_of("port"), shared=True))
@@ -79,6 +89,8 @@ def supervise(settings: BridgeSettings, sock: socket.socket, signing_key, ready:
     finally:
         for each in sockets:
             each.close()
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     if failure is not None:
         raise StartError(failure)
 
@@ -209,6 +221,8 @@ class _Workers:
             number = self.pids.pop(pid, None)
             if number is not None:
                 ended.append((number, _how(status)))
+                if self.settings.metrics:  # its gauges go; its counts stay in the sums
+                    worker_ended(pid)
         return ended
 
     def _on_signal(self, _sig: int, _frame) -> None:

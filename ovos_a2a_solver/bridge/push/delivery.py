@@ -30,6 +30,7 @@ from a2a.utils.proto_utils import to_stream_response
 from google.protobuf.json_format import MessageToDict
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.push.guard import Target, WebhookGuard, WebhookRefused
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import caller_of
@@ -88,10 +89,11 @@ class WebhookSender(PushNotificationSender):
     :data:`ANSWER_READ` bytes of body."""
 
     def __init__(self, store: PushConfigStore, guard: WebhookGuard, settings: BridgeSettings, attempts: int = 4,
-                 backoff: float = 0.5) -> None:
+                 backoff: float = 0.5, metrics: Metrics = NO_METRICS) -> None:
         import httpx
 
         self.store, self.guard, self.attempts, self.backoff = store, guard, attempts, backoff
+        self.metrics = metrics
         self.timeout = settings.push_timeout
         self.slots = DeliverySlots(settings.push_in_flight, settings.push_in_flight_per_caller,
                                    settings.push_in_flight_per_host)
@@ -124,6 +126,7 @@ class WebhookSender(PushNotificationSender):
                 try:
                     await self.deliver(config, body, caller)
                 except Exception as exc:  # one broken delivery must not stop the ones queued after it
+                    self.metrics.push_delivery("not_sent")
                     LOG.warning("push notification for task %s not sent: %s: %s", config.task_id,
                                 type(exc).__name__, exc)
         finally:
@@ -148,19 +151,24 @@ class WebhookSender(PushNotificationSender):
                         target = await self.guard.target(config.url)
                         status = await self._post(target, body, headers)
                 if status < 300:
+                    self.metrics.push_delivery("delivered")
                     return True
                 if status not in RETRIED_STATUSES:
                     LOG.warning("push notification for task %s refused by %s: HTTP %d", config.task_id,
                                 target.host, status)
+                    self.metrics.push_delivery("refused")
                     return False
             except WebhookRefused as refusal:
                 LOG.warning("push notification for task %s not sent: %s", config.task_id, refusal)
+                self.metrics.push_delivery("not_sent")
                 return False
             except (httpx.HTTPError, TimeoutError) as exc:
                 LOG.info("push notification for task %s to %s failed (%s); retrying", config.task_id,
                          parts.hostname, type(exc).__name__)
             if attempt + 1 < self.attempts:
+                self.metrics.push_attempt_failed()
                 await asyncio.sleep(full_jitter(attempt, self.backoff))
+        self.metrics.push_delivery("undeliverable")
         LOG.warning("push notification for task %s to %s not delivered after %d attempts", config.task_id,
                     parts.hostname, self.attempts)
         return False

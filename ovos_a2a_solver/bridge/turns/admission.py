@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from a2a.server.context import ServerCallContext
 from a2a.utils.errors import InternalError
 
+from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -93,9 +94,10 @@ class BusyError(InternalError):
 class OperationTracker:
     """The messages this process has admitted: slots, claims, and their ends."""
 
-    def __init__(self, log: OperationLog, max_concurrent: int) -> None:
+    def __init__(self, log: OperationLog, max_concurrent: int, metrics: Metrics = NO_METRICS) -> None:
         self.log = log
         self.max_concurrent = max_concurrent
+        self.metrics = metrics
         self._live: dict[str, Admission] = {}
         self.accepting = True
 
@@ -122,11 +124,13 @@ class OperationTracker:
             return operation
         if not self.accepting or self.running >= self.max_concurrent:
             await self.log.release(operation.key)
+            self.metrics.refused_busy(not self.accepting)
             if not self.accepting:
                 raise BusyError("The bridge is shutting down; retry on another replica or later.", shutting_down=True)
             raise BusyError(f"The bridge is busy ({self.running} messages in progress); retry later.")
         admission = Admission(operation, mode)
         self._live[operation.key] = admission
+        self.metrics.message_began()
         return admission
 
     async def refuse(self, admission: Admission) -> None:
@@ -146,6 +150,7 @@ class OperationTracker:
         admission.executor_holds = True
         if admission.key not in self._live:  # the handler gave up first (its caller went away): claim again
             self._live[admission.key] = admission
+            self.metrics.message_began()
             admission.ended.clear()
             await self.log.reclaim(admission.operation)
 
@@ -159,6 +164,7 @@ class OperationTracker:
         if admission.holds_slot or self._live.get(admission.key) is not admission:
             return
         del self._live[admission.key]
+        self.metrics.message_ended()
         if admission.started:
             await self.log.finish(admission.key)
         else:

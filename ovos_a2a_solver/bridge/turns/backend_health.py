@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.resilience import Breaker, full_jitter
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -32,8 +33,10 @@ class BackendBreaker:
     """The backend's circuit: a :class:`~ovos_a2a_solver.resilience.Breaker` that logs in the
     bridge's words and reports to ``/health``."""
 
-    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] | None = None,
+                 metrics: Metrics = NO_METRICS) -> None:
         self.circuit = Breaker(threshold, cool_down, **({"clock": clock} if clock else {}))
+        self.metrics = metrics
 
     @property
     def state(self) -> str:
@@ -55,9 +58,11 @@ class BackendBreaker:
     def succeeded(self) -> None:
         if self.circuit.succeeded():
             LOG.warning("the backend answers again: circuit closed")
+            self.metrics.circuit(is_open=False)
 
     def failed(self) -> None:
         if self.circuit.failed():
+            self.metrics.circuit(is_open=True, opened=True)
             LOG.warning("the backend failed %d turn(s) in a row: answering 'failed' at once for %g s",
                         self.circuit.failures, self.circuit.cool_down)
 

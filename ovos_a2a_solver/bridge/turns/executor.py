@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 import uuid
 from collections.abc import AsyncIterator
 
@@ -39,6 +40,7 @@ from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOu
                                                        Interruptible, MessageRoutedBackend, NoAnswerError, Rejection,
                                                        Reply)
 from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
+from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
 from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
@@ -80,14 +82,15 @@ class PersonaExecutor(AgentExecutor):
     """Runs persona turns for the a2a-sdk request handler."""
 
     def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
-                 task_store: VersionedTaskStore, tracker: OperationTracker) -> None:
+                 task_store: VersionedTaskStore, tracker: OperationTracker, metrics: Metrics = NO_METRICS) -> None:
         self.backend = backend
+        self.metrics = metrics
         self.settings = settings
         self.persona = settings.persona_name
         self.turns = turns
         self.task_store = task_store
         self.tracker = tracker
-        self.breaker = BackendBreaker(BACKEND_FAILURES_BEFORE_REST, settings.backend_cool_down)
+        self.breaker = BackendBreaker(BACKEND_FAILURES_BEFORE_REST, settings.backend_cool_down, metrics=metrics)
         self._late: set[asyncio.Task] = set()
         # what the backend can do besides replying, asked once (an isinstance of a Protocol is not free)
         self._routed = isinstance(backend, MessageRoutedBackend)
@@ -97,6 +100,7 @@ class PersonaExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         admission = Admission.of(context.call_context)
         handed_on = False  # the turn outlived the deadline: its late answer lets go of the admission
+        started, ended_as = time.perf_counter(), "error"  # how the work ended, for the metrics
         try:
             if admission is not None:
                 await self.tracker.executor_started(admission)
@@ -113,6 +117,7 @@ class PersonaExecutor(AgentExecutor):
                 first = await turn.events.get()
                 if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
                     await event_queue.enqueue_event(_agent_message(first.output.text, context_id))
+                    ended_as = RelayEnd.ANSWERED.name.lower()
                     return
             if task is None:  # its id was chosen (and claimed) by the request handler
                 task = new_task_from_user_message(context.message)
@@ -124,6 +129,7 @@ class PersonaExecutor(AgentExecutor):
                 await updater.failed(_agent_message(
                     f"The persona failed {self.breaker.failures} times in a row; it gets a rest, and the bridge "
                     f"tries it again in {self.breaker.retry_in():.0f} s."))
+                ended_as = "circuit_open"
                 return
             chunked = admission is None or admission.mode is not CallMode.BLOCK
             if chunked:  # a blocking caller sees only the end; others see the work start
@@ -142,6 +148,7 @@ class PersonaExecutor(AgentExecutor):
                 turn = first = None
                 LOG.info("task %s: the persona failed before it said anything; trying again", task.id)
                 await asyncio.sleep(retry_delay(attempt))
+            ended_as = end.name.lower()
             if end is RelayEnd.DEADLINE:  # the turn goes on; keep it cancellable, adopt its late answer
                 self._adopt_late_answer(turn, task.id, context.call_context, admission)
                 handed_on = True
@@ -152,6 +159,7 @@ class PersonaExecutor(AgentExecutor):
                 elif end is RelayEnd.ANSWERED:
                     self.breaker.succeeded()
         finally:
+            self.metrics.turn_ended(time.perf_counter() - started, ended_as)
             if admission is not None and not handed_on:
                 await self.tracker.executor_done(admission)
 

@@ -23,6 +23,7 @@ from ovos_a2a_solver._cards import CardResolver
 from ovos_a2a_solver._schemes import ClientCredentialsToken, card_auth
 from ovos_a2a_solver._wire import ReadableTransport
 from ovos_a2a_solver._wire_log import LoggedTransport
+from ovos_a2a_solver.trace_context import outgoing
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -43,6 +44,13 @@ def supported_bindings() -> list[str]:
     return bindings
 
 
+async def _with_trace_context(request: httpx.Request) -> None:
+    """Send the trace this request is part of on (see ``trace_context``), unless it names one."""
+    for name, value in outgoing().items():
+        if name not in request.headers:
+            request.headers[name] = value
+
+
 class AgentConnection:
     """The card and the SDK clients of one agent; create and use it on the background loop."""
 
@@ -58,6 +66,7 @@ class AgentConnection:
             follow_redirects=False,
             # bodies as real agents bend them, made readable; logged raw for ovos-a2a -v
             transport=ReadableTransport(LoggedTransport(httpx.AsyncHTTPTransport())),
+            event_hooks={"request": [_with_trace_context]},
         )
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
         self._clock = clock

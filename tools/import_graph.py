@@ -23,7 +23,7 @@ PICTURE = REPO_ROOT / "docs" / "rooms.md"
 
 #: the leaf modules every part of the package may import (they import only each other)
 SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state",
-                                           "resilience")}
+                                           "resilience", "trace_context")}
 #: the command line (the package ``cli``, and the demo): it may import every part; nothing imports it
 COMMAND_LINE = {f"{PACKAGE}.cli", f"{PACKAGE}.demo"}
 

@@ -51,6 +51,7 @@ from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
 from ovos_a2a_solver.bridge.edge.versions import served_versions
 from ovos_a2a_solver.bridge.edge.wire import WireCheck
 from ovos_a2a_solver.bridge.observe.metrics import Metrics, metrics_for
+from ovos_a2a_solver.bridge.observe.tracing import TraceRequests
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
@@ -151,7 +152,7 @@ class Bridge:
         return urlsplit(self.settings.public_url).path.rstrip("/")
 
     def _middleware(self, app):
-        """Outermost first: the request metrics and the access log (each when on), the size of
+        """Outermost first: the request's span, its metrics and the access log (each when on), the size of
         the body, who calls, what of their credentials travels on, whether the request is
         well-formed, which A2A version it speaks, and the status of an answer that says "busy"."""
         rest_prefix = self._path + "/rest"
@@ -168,7 +169,7 @@ class Bridge:
             app = AccessLog(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
         if self.metrics.enabled:
             app = RequestMetrics(app, metrics=self.metrics, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
-        return app
+        return TraceRequests(app) if self.settings.tracing else app
 
     def _routes(self) -> list:
         path = self._path

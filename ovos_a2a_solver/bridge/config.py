@@ -250,6 +250,11 @@ class BridgeSettings:
                             help="serve GET /metrics in the Prometheus text format (requests, messages in flight, "
                                  "turn durations, the backend's circuit, webhooks, leases), behind the same "
                                  "credentials as the A2A endpoint; needs the metrics extra")
+    tracing: bool = setting(False, kind=bool,
+                            help="record OpenTelemetry spans (each request, each persona turn, and the a2a-sdk's), "
+                                 "exported as the OTEL_* environment says (OTEL_TRACES_EXPORTER, default otlp); "
+                                 "needs opentelemetry-sdk. Off, a caller's traceparent still reaches the agents a "
+                                 "relay persona asks")
 
     def __post_init__(self) -> None:
         if self.base_url is not None:

@@ -27,7 +27,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
     (none when alone). Raises :class:`StartError` or
     :class:`~ovos_a2a_solver.bridge.config.SettingsError` if it cannot start; ``verbose``
     lets uvicorn's own report of a failed start through (a traceback)."""
-    sdk_tracing_off_by_default()
+    sdk_tracing_off_by_default(settings)
     try:
         import uvicorn  # noqa: F401
 

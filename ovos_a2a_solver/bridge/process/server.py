@@ -65,6 +65,13 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     import uvicorn
 
     settings = bridge.settings
+    if settings.tracing:  # here, in the process that serves: a worker starts its own exporter
+        from ovos_a2a_solver.bridge.observe.tracing import TracingUnavailable, start_tracing
+
+        try:
+            start_tracing()
+        except TracingUnavailable as exc:
+            raise StartError(f"{names_of('tracing')}: {exc}", 2) from None
     guard = connection_guard(settings)
     # the bridge ends its own requests within shutdown_grace (+ the time to write their end); no
     # WebSocket upgrade (the bridge serves none), so every connection stays in the guard's protocol

@@ -335,14 +335,14 @@ def banner(settings: BridgeSettings, served, workers: tuple[int, ...] = ()) -> l
     return lines + ["  Ctrl-C to stop"]
 
 
-def sdk_tracing_off_by_default() -> None:
+def sdk_tracing_off_by_default(settings: BridgeSettings | None = None) -> None:
     """The a2a-sdk opens an OpenTelemetry span around every handler call whenever
     ``opentelemetry-api`` is importable (fastapi and Google's libraries bring it), even with
     no tracer configured: about a fifth of the bridge's throughput, for nothing. Off unless
-    the operator sets ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=true``. Call before the SDK is
-    imported."""
+    ``tracing`` is on, or the operator sets ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=true``.
+    Call before the SDK is imported."""
     if SDK_TRACING not in os.environ and "a2a.utils.telemetry" not in sys.modules:
-        os.environ[SDK_TRACING] = "false"
+        os.environ[SDK_TRACING] = "true" if settings is not None and settings.tracing else "false"
 
 
 def check_file_limit(settings: BridgeSettings) -> None:

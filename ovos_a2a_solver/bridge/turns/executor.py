@@ -41,6 +41,7 @@ from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOu
                                                        Reply)
 from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
+from ovos_a2a_solver.bridge.observe.tracing import headers_of, turn_trace
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
 from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
@@ -98,6 +99,10 @@ class PersonaExecutor(AgentExecutor):
         self._interruptible = isinstance(backend, Interruptible)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        with turn_trace(headers_of(context.call_context)):  # the caller's trace, on to the turn
+            await self._execute(context, event_queue)
+
+    async def _execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         admission = Admission.of(context.call_context)
         handed_on = False  # the turn outlived the deadline: its late answer lets go of the admission
         started, ended_as = time.perf_counter(), "error"  # how the work ended, for the metrics

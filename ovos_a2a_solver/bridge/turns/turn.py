@@ -12,6 +12,7 @@ stopped, so the bridge only reports ``canceled`` for work that was stopped.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import enum
 import logging
 import queue
@@ -112,6 +113,7 @@ class Turn:
     def __init__(self, produce: Callable[[], Iterator[object]], loop: asyncio.AbstractEventLoop,
                  interrupt: Callable[[], object] | None = None) -> None:
         self._produce = produce
+        self._context = contextvars.copy_context()  # the turn runs within its message's (its trace)
         self._loop = loop
         self._interrupt = interrupt  # asks the backend to end a step it is blocked in (a relay's remote task)
         self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
@@ -129,7 +131,7 @@ class Turn:
             self._on_loop = True
             self._run()
         else:
-            TURN_THREADS.submit(self._run)
+            TURN_THREADS.submit(lambda: self._context.run(self._run))
         return self
 
     @property

@@ -1,0 +1,84 @@
+"""One trace from the caller to the agent a relay persona asks: the ``traceparent`` a caller
+sends the bridge reaches the persona's turn, and the persona's handler (this plugin) sends it
+on to a real a2a-sdk agent on loopback. With tracing off, as it came; with ``--tracing``, as
+the turn's span in the same trace, and the bridge's and the a2a-sdk's spans are recorded."""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+
+import httpx
+
+from support.bridge_process import BridgeProcess
+from support.bridge_rpc import HEADERS, message, state, task_of
+from support.personas import relay_persona
+from support.waiting import wait_until
+
+
+def traceparent() -> tuple[str, str]:
+    """A fresh ``traceparent`` and its trace id."""
+    trace_id = secrets.token_hex(16)
+    return f"00-{trace_id}-{secrets.token_hex(8)}-01", trace_id
+
+
+def ask_through_the_relay(bridge: BridgeProcess, parent: str) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hello there")}}
+    response = httpx.post(bridge.url + "/", json=body, timeout=60,
+                          headers={**HEADERS, "traceparent": parent, "tracestate": "vendor=abc"})
+    assert response.status_code == 200, response.text
+    return task_of(response.json())
+
+
+def seen_by_the_agent(agent, trace_id: str) -> list[dict]:
+    """The requests the remote agent got in this trace."""
+    return [seen for seen in agent.headers() if trace_id in seen["headers"].get("traceparent", "")]
+
+
+def spans_of(bridge: BridgeProcess) -> list[dict]:
+    """The spans the console exporter printed so far (one JSON object each)."""
+    return [json.loads(text) for text in re.findall(r"^\{\n.*?^\}$", bridge.stdout_text(), re.S | re.M)]
+
+
+def relay_bridge(tmp_path, agent, *args: str, env: dict | None = None) -> BridgeProcess:
+    return BridgeProcess("--persona", str(relay_persona(tmp_path, agent.agent("echo"))), *args, backend="persona",
+                         env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg"), **(env or {})})
+
+
+def test_the_callers_traceparent_reaches_the_remote_agent_as_it_came(agent, private_state, tmp_path):
+    parent, trace_id = traceparent()
+    with relay_bridge(tmp_path, agent) as bridge:
+        task = ask_through_the_relay(bridge, parent)
+    assert state(task) == "TASK_STATE_COMPLETED", task
+    seen = seen_by_the_agent(agent, trace_id)
+    assert any(each["method"] == "POST" for each in seen), agent.headers()[-3:]
+    for each in seen:
+        assert each["headers"]["traceparent"] == parent, each
+        assert each["headers"].get("tracestate") == "vendor=abc", each
+
+
+def test_a_malformed_traceparent_is_not_sent_on(agent, private_state, tmp_path):
+    trace_id = secrets.token_hex(16)
+    with relay_bridge(tmp_path, agent) as bridge:
+        assert state(ask_through_the_relay(bridge, f"00-{trace_id}-{'0' * 16}-01")) == "TASK_STATE_COMPLETED"
+    assert seen_by_the_agent(agent, trace_id) == []
+
+
+def test_with_tracing_the_turn_is_a_span_of_the_callers_trace(agent, private_state, tmp_path):
+    parent, trace_id = traceparent()
+    env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "bridge-under-test",
+           "OTEL_BSP_SCHEDULE_DELAY": "50"}  # exported every 50 ms (printed on stdout)
+    with relay_bridge(tmp_path, agent, "--tracing", env=env) as bridge:
+        assert state(ask_through_the_relay(bridge, parent)) == "TASK_STATE_COMPLETED"
+        ours = wait_until(lambda: [span for span in spans_of(bridge) if span["context"]["trace_id"] == "0x" + trace_id],
+                          "the spans of the trace to be exported",
+                          until=lambda ours: {"persona turn", "POST /a2a/"} <= {span["name"] for span in ours})
+    seen = [each for each in seen_by_the_agent(agent, trace_id) if each["method"] == "POST"]
+    assert seen, agent.headers()[-3:]
+    sent_on = seen[0]["headers"]["traceparent"]
+    assert sent_on.split("-")[1] == trace_id and sent_on != parent, sent_on  # the same trace, the turn's span
+    names = {span["name"] for span in ours}
+    assert any(span["name"].startswith("a2a.") for span in ours), names  # the a2a-sdk's spans are back on
+    turn = next(span for span in ours if span["name"] == "persona turn")
+    assert turn["context"]["span_id"] == "0x" + sent_on.split("-")[2], (turn, sent_on)
+    assert all(span["resource"]["attributes"]["service.name"] == "bridge-under-test" for span in ours)

@@ -51,6 +51,27 @@ async def _with_trace_context(request: httpx.Request) -> None:
             request.headers[name] = value
 
 
+def _trace_interceptors() -> list:
+    """gRPC client interceptors sending the trace a call is part of on, in its metadata."""
+    import grpc
+
+    def with_trace(details):
+        pairs = [pair for pair in outgoing().items() if pair[0] not in dict(details.metadata or ())]
+        if not pairs:
+            return details
+        return details._replace(metadata=grpc.aio.Metadata(*(details.metadata or ()), *pairs))
+
+    class _Unary(grpc.aio.UnaryUnaryClientInterceptor):
+        async def intercept_unary_unary(self, continuation, details, request):
+            return await continuation(with_trace(details), request)
+
+    class _Stream(grpc.aio.UnaryStreamClientInterceptor):
+        async def intercept_unary_stream(self, continuation, details, request):
+            return await continuation(with_trace(details), request)
+
+    return [_Unary(), _Stream()]
+
+
 class AgentConnection:
     """The card and the SDK clients of one agent; create and use it on the background loop."""
 
@@ -154,7 +175,7 @@ class AgentConnection:
     def _grpc_channel(self, target: str):
         import grpc
 
-        interceptors = grpc_metadata_interceptors(self._credentials, target)
+        interceptors = [*_trace_interceptors(), *grpc_metadata_interceptors(self._credentials, target)]
         if self._secure:
             return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), interceptors=interceptors)
         return grpc.aio.insecure_channel(target, interceptors=interceptors)

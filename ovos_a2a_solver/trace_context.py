@@ -5,7 +5,7 @@ trace covers the plugin, the bridge and the agent a relay persona asks.
 
 The bridge takes the headers a caller sent (:func:`trace_headers`) and runs the persona's
 turn within them (:func:`carrying`); this plugin, as the persona's handler, sends them on
-with every request (:func:`outgoing`). When the program uses OpenTelemetry and a span is
+with every request (:func:`outgoing`: HTTP headers, gRPC metadata). When the program uses OpenTelemetry and a span is
 current, that span's context is sent instead (a child of the caller's, in the same trace);
 otherwise the headers that came in go on as they came. Nothing here imports OpenTelemetry
 unless the program already did.

@@ -4,14 +4,17 @@ on to a real a2a-sdk agent on loopback. With tracing off, as it came; with ``--t
 the turn's span in the same trace, and the bridge's and the a2a-sdk's spans are recorded."""
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import secrets
 
 import httpx
+from a2a.client import ClientCallContext
+from a2a.types import Message, Part, Role, SendMessageRequest
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import HEADERS, message, state, task_of
+from support.bridge_rpc import HEADERS, grpc_client, message, state, task_of
 from support.personas import relay_persona
 from support.waiting import wait_until
 
@@ -55,6 +58,25 @@ def test_the_callers_traceparent_reaches_the_remote_agent_as_it_came(agent, priv
     for each in seen:
         assert each["headers"]["traceparent"] == parent, each
         assert each["headers"].get("tracestate") == "vendor=abc", each
+
+
+def test_over_grpc_in_and_out_the_trace_goes_on(agent, private_state, tmp_path):
+    """The caller asks the bridge over gRPC; the relay asks an agent that speaks only gRPC."""
+    parent, trace_id = traceparent()
+    with BridgeProcess("--persona", str(relay_persona(tmp_path, agent.agent("grpc-only"))), "--grpc-port", "0",
+                       backend="persona", env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+        async def call() -> None:
+            async with grpc_client(bridge.url) as client:
+                request = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=secrets.token_hex(8),
+                                                             parts=[Part(text="hello there")]))
+                async for _ in client.send_message(request, context=ClientCallContext(
+                        service_parameters={"traceparent": parent})):
+                    pass
+
+        asyncio.run(call())
+    seen = seen_by_the_agent(agent, trace_id)
+    assert "GRPC" in [each["method"] for each in seen], seen  # the card over HTTP, then the call over gRPC
+    assert all(each["headers"]["traceparent"] == parent for each in seen), seen
 
 
 def test_a_malformed_traceparent_is_not_sent_on(agent, private_state, tmp_path):

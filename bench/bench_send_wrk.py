@@ -17,7 +17,8 @@ ratios of req/s are reported.
 
 ``--baseline-code DIR``: also the echo bridge of another checkout of the package (``DIR``, its
 root), side by side, with the ratio of this one's req/s to it: a change measured before and after
-in one run. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
+in one run. ``--with-metrics``: also the echo bridge with ``--metrics`` (what counting every
+request, turn and slot costs), with the ratio of its req/s to the bridge without. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
 """
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
                                       "--max-concurrent", str(max(args.concurrency, 8))],
                                      env={"PYTHONPATH": str(Path(args.baseline_code).resolve())}))
         ratios.append(("bridge_echo", "bridge_echo_baseline"))
+    if args.with_metrics:
+        servers.append(BridgeProcess(workdir, "bridge_echo_metrics",
+                                     ["--backend", "echo", "--state-dir", str(workdir / "state-wrk-metrics"),
+                                      "--max-concurrent", str(max(args.concurrency, 8)), "--metrics"]))
+        ratios.append(("bridge_echo_metrics", "bridge_echo"))
     return wrk_rounds(servers, workdir, args.concurrency, args.seconds, args.rounds, args.pin, ratios)
 
 
@@ -58,6 +64,8 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true", help="each server on CPU 1, wrk on CPU 0 (needs taskset)")
     parser.add_argument("--baseline-code", default="", metavar="DIR",
                         help="also the echo bridge of the package in this checkout, for a ratio before/after")
+    parser.add_argument("--with-metrics", action="store_true",
+                        help="also the echo bridge with --metrics, for the ratio of what metrics cost")
     args = parser.parse_args()
     resolve_round_arguments(args)
     run_benchmark("send-wrk", args, bench_send_wrk)

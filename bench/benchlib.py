@@ -21,7 +21,7 @@ A benchmark script builds its parser with :func:`bench_arguments`, then calls
 ``ovos_a2a_solver`` taken at its start (:func:`snapshot_code`), so a run measures one version of
 the code even if the working tree is edited meanwhile.
 
-Internal: ``python bench/benchlib.py _bare-server --persona FILE [--prefill N] [--db FILE] [--echo]``.
+Internal: ``python bench/benchlib.py _bare-server --persona FILE [--prefill N] [--db FILE] [--echo [--heartbeat S]]``.
 """
 from __future__ import annotations
 
@@ -362,6 +362,8 @@ def bare_server_main(argv: list[str]) -> None:
     parser.add_argument("--prefill", type=int, default=0)
     parser.add_argument("--db", default="", help="SQLite file: DatabaseTaskStore instead of InMemoryTaskStore")
     parser.add_argument("--echo", action="store_true", help="answer 'echo: TEXT' on the event loop, no persona")
+    parser.add_argument("--heartbeat", type=float, default=1.0,
+                        help="with --echo: seconds between the status updates of a 'sleep:N' message")
     args = parser.parse_args(argv)
 
     import logging
@@ -393,6 +395,27 @@ def bare_server_main(argv: list[str]) -> None:
             persona.remember(text, " ".join(said), session)
         return " ".join(said)
 
+    from concurrent.futures import ThreadPoolExecutor as Threads
+
+    from a2a.types import TaskState
+
+    sleepers = Threads(max_workers=100_000, thread_name_prefix="bare-sleep")  # a thread per running turn
+
+    async def sleep_with_heartbeats(updater, seconds: float) -> None:
+        """As the bridge's echo backend answers ``sleep:N``: accepted, then N seconds of work on a
+        thread of its own (a blocking backend's turn), with a status update every heartbeat."""
+        await updater.update_status(TaskState.TASK_STATE_WORKING, message=updater.new_agent_message(
+            [Part(text="Message accepted; the persona is working on it.")]))
+        work = asyncio.get_running_loop().run_in_executor(sleepers, time.sleep, seconds)
+        started = time.monotonic()
+        while True:
+            done, _ = await asyncio.wait([work], timeout=args.heartbeat)
+            if done:
+                return
+            working = round(time.monotonic() - started)
+            await updater.update_status(TaskState.TASK_STATE_WORKING,
+                                        metadata={"heartbeat": working, "note": f"Still working ({working} s)."})
+
     class PersonaExecutor(AgentExecutor):
         async def execute(self, context, event_queue) -> None:
             task = context.current_task
@@ -400,7 +423,10 @@ def bare_server_main(argv: list[str]) -> None:
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            if args.echo:
+            if args.echo and context.get_user_input().startswith("sleep:"):
+                await sleep_with_heartbeats(updater, float(context.get_user_input()[6:].split()[0]))
+                answer = "echo: " + context.get_user_input()
+            elif args.echo:
                 answer = "echo: " + context.get_user_input()
             else:
                 answer = await asyncio.to_thread(reply, context.get_user_input(), task.context_id)
@@ -603,12 +629,13 @@ class BareProcess(ServerProcess):
     label = "bare_sdk"
 
     def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "",
-                 echo: bool = False, traced: bool = True) -> None:
+                 echo: bool = False, traced: bool = True, heartbeat: float = 1.0) -> None:
         super().__init__(workdir, name)
         self.persona = persona
         self.prefill = prefill
         self.db = db
         self.echo = echo
+        self.heartbeat = heartbeat
         if not traced:  # as the bridge runs it: the SDK's OpenTelemetry spans off
             self.env = {"OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
         if db:
@@ -618,7 +645,7 @@ class BareProcess(ServerProcess):
         t0 = time.monotonic()
         self._spawn([PY, str(Path(__file__).resolve()), "_bare-server", "--persona", str(self.persona),
                      "--prefill", str(self.prefill), *(["--db", self.db] if self.db else []),
-                     *(["--echo"] if self.echo else [])])
+                     *(["--echo", "--heartbeat", str(self.heartbeat)] if self.echo else [])])
         self.base = self._wait_line(r"bench-bare: serving at (http://\S+)", 300).group(1)
         self._resolve_card()
         self.startup_s = time.monotonic() - t0

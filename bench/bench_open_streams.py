@@ -11,12 +11,13 @@ The bridge runs ``--backend echo --heartbeat 1 --max-concurrent N`` (at least 10
 stream asks ``sleep:15``. The bare a2a-sdk agent (``benchlib.py _bare-server --echo``, its spans
 off as the bridge runs the SDK) answers the same way: accepted, then 15 s on a thread of its own
 per turn (as a blocking persona's turn runs on the bridge) with a status update every second,
-then the answer. For each number of streams, the bridge and then the bare agent, each started
-fresh. Measured: RSS and threads idle and at peak (sampled from /proc), time to the first
+then the answer. For each number of streams, the bridge and the bare agent in turn (each started
+fresh). Measured: RSS and threads idle and at peak (sampled from /proc), time to the first
 event, heartbeat punctuality (gaps between successive heartbeat updates minus 1 s, by the
 server's own timestamps and by arrival here) and the delay from a heartbeat's timestamp to its
-arrival; the bridge's /health is probed meanwhile. Bounded: 120 s per run. The ratios bridge /
-bare of the time to the first event (p50, p99) and of the memory per stream are recorded.
+arrival; the bridge's /health is probed meanwhile. Bounded: 120 s per run. Two rounds, the order
+alternating (``--rounds``); the ratios bridge / bare of the medians of the rounds' time to the
+first event (p50, p99), memory per stream, peak memory and threads are recorded.
 
 Every stream is a connection and a few file descriptors in this process and in the server's:
 the open-file limit is raised to its hard limit first (the servers inherit it). The bridge's own
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
+import statistics
 import time
 import uuid
 from collections import Counter
@@ -167,7 +169,7 @@ def raise_open_file_limit() -> dict:
 
 
 def bench_streams(args, workdir: Path, persona: Path) -> dict:
-    """For each number of streams, the bridge and then the bare agent (each fresh) with that many
+    """For each number of streams, the bridge and the bare agent in turn (each fresh) with that many
     streams at once; the ratios of the bridge's figures to the bare agent's."""
     limit = raise_open_file_limit()
     print(f"open-file limit {limit['soft']}", flush=True)
@@ -175,20 +177,23 @@ def bench_streams(args, workdir: Path, persona: Path) -> dict:
     for n in args.streams:
         if 2 * n + 100 > limit["soft"]:
             print(f"  WARNING: {n} streams need more than the open-file limit of {limit['soft']} allows", flush=True)
-        runs = {}
-        bridge_flags = ["--backend", "echo", "--heartbeat", "1", "--max-concurrent", str(max(n, 1000)),
-                        "--state-dir", str(workdir / f"state-streams-{n}")]
-        for server in (BridgeProcess(workdir, f"bridge_streams_{n}", bridge_flags),
-                       BareProcess(workdir, f"bare_streams_{n}", persona, echo=True, traced=False, heartbeat=1.0)):
-            runs[server.label] = measure_streams(args, server, n)
-        bridge, bare = runs["bridge"], runs["bare_sdk"]
+        runs: dict = {"bridge": [], "bare_sdk": []}
+        bridge_flags = ["--backend", "echo", "--heartbeat", "1", "--max-concurrent", str(max(n, 1000))]
+        for r in range(args.rounds):  # bridge, bare; then bare, bridge; ...
+            servers = [BridgeProcess(workdir, f"bridge_streams_{n}_{r}",
+                                     [*bridge_flags, "--state-dir", str(workdir / f"state-streams-{n}-{r}")]),
+                       BareProcess(workdir, f"bare_streams_{n}_{r}", persona, echo=True, traced=False, heartbeat=1.0)]
+            for server in (servers if r % 2 == 0 else servers[::-1]):
+                runs[server.label].append(measure_streams(args, server, n))
         runs["ratio_bridge_over_bare"] = ratio = {
-            "first_event_p50": _ratio(bridge["first_event"]["p50_ms"], bare["first_event"]["p50_ms"]),
-            "first_event_p99": _ratio(bridge["first_event"]["p99_ms"], bare["first_event"]["p99_ms"]),
-            "rss_kib_per_stream": _ratio(bridge["rss_kib_per_stream"], bare["rss_kib_per_stream"]),
-            "rss_peak": _ratio(bridge["rss_kib"]["peak_sampled"], bare["rss_kib"]["peak_sampled"]),
-        }
-        print(f"  {n} streams, bridge / bare a2a-sdk: {ratio}", flush=True)
+            key: _ratio(statistics.median(pick(x) for x in runs["bridge"]),
+                        statistics.median(pick(x) for x in runs["bare_sdk"]))
+            for key, pick in (("first_event_p50", lambda x: x["first_event"]["p50_ms"]),
+                              ("first_event_p99", lambda x: x["first_event"]["p99_ms"]),
+                              ("rss_kib_per_stream", lambda x: x["rss_kib_per_stream"]),
+                              ("rss_peak", lambda x: x["rss_kib"]["peak_sampled"]),
+                              ("threads_peak", lambda x: x["threads"]["peak"]))}
+        print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}", flush=True)
         out["by_streams"][str(n)] = runs
     return out
 
@@ -273,11 +278,12 @@ def measure_streams(args, server: ServerProcess, n: int) -> dict:
 def print_streams(out: dict) -> None:
     """Each run's streams, memory, threads and timing distributions, and the ratios."""
     for n, runs in out["by_streams"].items():
-        for label, st in runs.items():
+        for label, rounds in runs.items():
             if label.startswith("ratio"):
-                print(f"  {n} streams, bridge / bare a2a-sdk: {st}")
+                print(f"  {n} streams, bridge / bare a2a-sdk (medians of the rounds): {rounds}")
             else:
-                print_run(st)
+                for st in rounds:
+                    print_run(st)
 
 
 def print_run(st: dict) -> None:
@@ -302,8 +308,11 @@ def main() -> None:
     parser = bench_arguments(__doc__, "100 streams of sleep:4")
     parser.add_argument("--streams", default=None, help="numbers of open streams, comma-separated (500,2000; "
                                                          "quick 100)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="runs of each server per number of streams, the order alternating (2; quick 1)")
     args = parser.parse_args()
     args.streams = [int(n) for n in (args.streams or ("100" if args.quick else "500,2000")).split(",")]
+    args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 2)
     args.stream_text = "sleep:4" if args.quick else "sleep:15"
     args.stream_timeout = 120.0
     run_benchmark("streams", args, bench_streams, print_streams)

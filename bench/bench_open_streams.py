@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Many open SSE streams on the bridge: 500 concurrent ``SendStreamingMessage`` streams that
-each stay open for a while, and what they cost.
+"""Many open SSE streams: 500 and 2,000 concurrent ``SendStreamingMessage`` streams that each
+stay open for a while, and what they cost, on the bridge and on a bare a2a-sdk agent in turn.
 
-    python bench/bench_open_streams.py [--streams 500] [--quick] [--keep]
+    python bench/bench_open_streams.py [--streams 500,2000] [--quick] [--keep]
                                        [--json bench/results/bridge-streams.json]
 
-The bridge runs ``--backend echo --heartbeat 1 --max-concurrent 1000``; each stream asks
-``sleep:15``. Measured: RSS and threads idle and at peak (sampled from /proc), time to the
-first event, heartbeat punctuality (gaps between successive heartbeat updates minus 1 s, by
-the bridge's own timestamps and by arrival here) and the delay from a heartbeat's timestamp
-to its arrival; /health is probed meanwhile. Bounded: 120 s overall.
+The bridge runs ``--backend echo --heartbeat 1 --max-concurrent N`` (at least 1000); each
+stream asks ``sleep:15``. The bare a2a-sdk agent (``benchlib.py _bare-server --echo``, its spans
+off as the bridge runs the SDK) answers the same way: accepted, then 15 s on a thread of its own
+per turn (as a blocking persona's turn runs on the bridge) with a status update every second,
+then the answer. For each number of streams, the bridge and the bare agent in turn (each started
+fresh). Measured: RSS and threads idle and at peak (sampled from /proc), time to the first
+event, heartbeat punctuality (gaps between successive heartbeat updates minus 1 s, by the
+server's own timestamps and by arrival here) and the delay from a heartbeat's timestamp to its
+arrival; the bridge's /health is probed meanwhile. Bounded: 120 s per run. Two rounds, the order
+alternating (``--rounds``); the ratios bridge / bare of the medians of the rounds' time to the
+first event (p50, p99), memory per stream, peak memory and threads are recorded.
+
+Every stream is a connection and a few file descriptors in this process and in the server's:
+the open-file limit is raised to its hard limit first (the servers inherit it). The bridge's own
+limits that 2,000 streams need: ``--max-concurrent`` at least the number of streams (each is a
+message in progress), and ``--max-connections`` (by default half the open-file limit) above it.
 
 ``--quick``: 100 streams of ``sleep:4``. The results are recorded under the key ``streams``.
 """
@@ -19,13 +30,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
+import statistics
 import time
 import uuid
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
-from benchlib import (COMPLETED, HEADERS, BridgeProcess, ServerProcess, bench_arguments, keepalive_post,
+from benchlib import (COMPLETED, HEADERS, BareProcess, BridgeProcess, ServerProcess, bench_arguments, keepalive_post,
                       pause_unless_stopped, pct, proc_cpu, proc_status, run_benchmark, sample_process, summary)
 
 
@@ -95,10 +108,12 @@ def analyse_stream(s: dict, heartbeat: float) -> dict:
     return a
 
 
-async def probe_health(url: str, stop: asyncio.Event, lat: list, running: list, period: float = 0.25) -> None:
+async def probe_health(url: str | None, stop: asyncio.Event, lat: list, running: list, period: float = 0.25) -> None:
     """The bridge's /health (a SQLite SELECT 1) while the streams are open: event-loop lag, and
-    how many persona turns it says are running."""
+    how many persona turns it says are running (nothing without a ``url``: the bare agent has none)."""
     import httpx
+    if url is None:
+        return
     async with httpx.AsyncClient(timeout=30) as hc:
         while not stop.is_set():
             t0 = time.perf_counter()
@@ -124,7 +139,7 @@ async def run_streams(server: ServerProcess, n: int, text: str, heartbeat: float
     running: list = []
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample_process(server.pid, stop, samples))
-    health_url = server.base.rsplit("/a2a", 1)[0] + "/health"
+    health_url = server.base.rsplit("/a2a", 1)[0] + "/health" if isinstance(server, BridgeProcess) else None
     prober = asyncio.create_task(probe_health(health_url, stop, health, running))
     cpu0 = proc_cpu(server.pid)
     t0 = time.perf_counter()
@@ -143,20 +158,63 @@ async def run_streams(server: ServerProcess, n: int, text: str, heartbeat: float
             "running_max": max(running, default=0), "wall_s": wall, "server_cpu_s": cpu}
 
 
-def bench_streams(args, workdir: Path) -> dict:
-    """``args.streams`` streams at once on one bridge, sampled and probed while they run; the
-    distributions of their timings."""
-    n, text, hb = args.streams, args.stream_text, 1.0
-    print(f"\n== {n} concurrent open streams on the bridge (echo backend, heartbeat 1 s, {text!r})", flush=True)
-    flags = ["--backend", "echo", "--heartbeat", "1", "--max-concurrent", "1000",
-             "--state-dir", str(workdir / "state-streams")]
-    with BridgeProcess(workdir, "bridge_streams", flags) as s:
+def raise_open_file_limit() -> dict:
+    """The soft open-file limit raised to the hard one (for this process and the servers it
+    starts); both, as they are then."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return {"soft": soft, "hard": hard}
+
+
+def bench_streams(args, workdir: Path, persona: Path) -> dict:
+    """For each number of streams, the bridge and the bare agent in turn (each fresh) with that many
+    streams at once; the ratios of the bridge's figures to the bare agent's."""
+    limit = raise_open_file_limit()
+    print(f"open-file limit {limit['soft']}", flush=True)
+    out: dict = {"open_file_limit": limit, "by_streams": {}}
+    for n in args.streams:
+        if 2 * n + 100 > limit["soft"]:
+            print(f"  WARNING: {n} streams need more than the open-file limit of {limit['soft']} allows", flush=True)
+        runs: dict = {"bridge": [], "bare_sdk": []}
+        bridge_flags = ["--backend", "echo", "--heartbeat", "1", "--max-concurrent", str(max(n, 1000))]
+        for r in range(args.rounds):  # bridge, bare; then bare, bridge; ...
+            servers = [BridgeProcess(workdir, f"bridge_streams_{n}_{r}",
+                                     [*bridge_flags, "--state-dir", str(workdir / f"state-streams-{n}-{r}")]),
+                       BareProcess(workdir, f"bare_streams_{n}_{r}", persona, echo=True, traced=False, heartbeat=1.0)]
+            for server in (servers if r % 2 == 0 else servers[::-1]):
+                runs[server.label].append(measure_streams(args, server, n))
+        runs["ratio_bridge_over_bare"] = ratio = {
+            key: _ratio(statistics.median(pick(x) for x in runs["bridge"]),
+                        statistics.median(pick(x) for x in runs["bare_sdk"]))
+            for key, pick in (("first_event_p50", lambda x: x["first_event"]["p50_ms"]),
+                              ("first_event_p99", lambda x: x["first_event"]["p99_ms"]),
+                              ("rss_kib_per_stream", lambda x: x["rss_kib_per_stream"]),
+                              ("rss_peak", lambda x: x["rss_kib"]["peak_sampled"]),
+                              ("threads_peak", lambda x: x["threads"]["peak"]))}
+        print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}", flush=True)
+        out["by_streams"][str(n)] = runs
+    return out
+
+
+def _ratio(a, b) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def measure_streams(args, server: ServerProcess, n: int) -> dict:
+    """``n`` streams at once on ``server`` (started here, stopped after), sampled and probed while
+    they run; the distributions of their timings."""
+    text, hb = args.stream_text, 1.0
+    print(f"\n== {n} concurrent open streams on {server.label} (echo, heartbeat 1 s, {text!r})", flush=True)
+    with server as s:
         asyncio.run(keepalive_post(s.rpc_url, 20))  # warm: imports, SQLite, first turns
         time.sleep(0.5)
         idle = proc_status(s.pid)
         raw = asyncio.run(run_streams(s, n, text, hb, args.stream_timeout))
         after = proc_status(s.pid)
         log = s.log_findings()
+    flags = getattr(server, "flags", None)
     analysed = [analyse_stream(x, hb) for x in raw["streams"]]
     finals = Counter(a["final"] for a in analysed)
     errors = Counter(a["error"] for a in analysed if a["error"])
@@ -183,7 +241,7 @@ def bench_streams(args, workdir: Path) -> dict:
                 "max_ms": round(v[-1] * 1000, 2) if v else None, "min_ms": round(v[0] * 1000, 2) if v else None}
 
     result = {
-        "streams": n, "text": text, "heartbeat_s": hb, "bridge_flags": flags,
+        "streams": n, "text": text, "heartbeat_s": hb, "server": server.label, "bridge_flags": flags,
         "completed": open_count, "peak_open_at_once": peak_open, "bridge_running_turns_max": raw["running_max"],
         "final_states": dict(finals), "errors": dict(errors.most_common(5)),
         "timed_out": raw["timed_out"], "wall_s": round(raw["wall_s"], 2),
@@ -205,7 +263,7 @@ def bench_streams(args, workdir: Path) -> dict:
     }
     hg = result["heartbeat_gap_minus_1s_server_ts"]
     print(f"  completed {open_count}/{n}, errors {dict(errors)}, timed out {raw['timed_out']}, "
-          f"wall {raw['wall_s']:.1f} s, open at once: {peak_open} (bridge's /health running max "
+          f"wall {raw['wall_s']:.1f} s, open at once: {peak_open} (/health running max "
           f"{raw['running_max']})", flush=True)
     print(f"  RSS idle {(idle.get('VmRSS') or 0) / 1024:.1f} MiB, peak {peak_rss / 1024:.1f} MiB "
           f"({result['rss_kib_per_stream']} KiB/stream), threads peak {peak_threads}", flush=True)
@@ -217,9 +275,20 @@ def bench_streams(args, workdir: Path) -> dict:
     return result
 
 
-def print_streams(st: dict) -> None:
-    """The streams, memory, threads and timing distributions, as a table."""
-    print(f"{st['streams']} open streams ({st['text']!r}, heartbeat {st['heartbeat_s']:g} s): completed "
+def print_streams(out: dict) -> None:
+    """Each run's streams, memory, threads and timing distributions, and the ratios."""
+    for n, runs in out["by_streams"].items():
+        for label, rounds in runs.items():
+            if label.startswith("ratio"):
+                print(f"  {n} streams, bridge / bare a2a-sdk (medians of the rounds): {rounds}")
+            else:
+                for st in rounds:
+                    print_run(st)
+
+
+def print_run(st: dict) -> None:
+    """One run's streams, memory, threads and timing distributions, as a table."""
+    print(f"{st['server']}: {st['streams']} open streams ({st['text']!r}, heartbeat {st['heartbeat_s']:g} s): completed "
           f"{st['completed']}, errors {sum(st['errors'].values())}, timed out {st['timed_out']}, "
           f"open at once {st['peak_open_at_once']}, wall {st['wall_s']} s")
     print(f"  RSS idle {st['rss_kib']['idle'] / 1024:.1f} MiB -> peak {st['rss_kib']['peak_sampled'] / 1024:.1f} "
@@ -237,12 +306,16 @@ def print_streams(st: dict) -> None:
 
 def main() -> None:
     parser = bench_arguments(__doc__, "100 streams of sleep:4")
-    parser.add_argument("--streams", type=int, default=None, help="open streams (500; quick 100)")
+    parser.add_argument("--streams", default=None, help="numbers of open streams, comma-separated (500,2000; "
+                                                         "quick 100)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="runs of each server per number of streams, the order alternating (2; quick 1)")
     args = parser.parse_args()
-    args.streams = args.streams if args.streams is not None else (100 if args.quick else 500)
+    args.streams = [int(n) for n in (args.streams or ("100" if args.quick else "500,2000")).split(",")]
+    args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 2)
     args.stream_text = "sleep:4" if args.quick else "sleep:15"
     args.stream_timeout = 120.0
-    run_benchmark("streams", args, lambda args, workdir, _persona: bench_streams(args, workdir), print_streams)
+    run_benchmark("streams", args, bench_streams, print_streams)
 
 
 if __name__ == "__main__":

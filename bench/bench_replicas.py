@@ -13,7 +13,10 @@ replicas the replicas share them, and the database runs on the same machine.
 With ``--wrk`` the load is wrk (C; 2 threads, N connections, one URL), which takes far less
 CPU from the servers than Python clients; the two replicas are then the two workers of one
 ``serve --workers 2`` (two replicas behind the kernel's spreading of connections), and
-SQLite is measured with one process and with two workers too.
+SQLite is measured with one process and with two workers too. Each setup's CPU per completed
+request is recorded beside its req/s (``cpu_ms_per_request``, medians of the rounds): the bridge
+processes', the PostgreSQL backends serving them, and the PostgreSQL server's shared processes
+(``benchlib.CpuAccount``), so that a regression shows as a number.
 """
 from __future__ import annotations
 
@@ -128,7 +131,8 @@ def main_wrk(options, workdir: Path) -> None:
         for bridge in bridges:
             bridge.stop()
     results = {label: {"rps": entry["median_rps"], "p50": statistics.median(x["p50_ms"] for x in entry["rounds"]),
-                       "p99": entry["median_p99_ms"], "rounds": entry["rounds"]}
+                       "p99": entry["median_p99_ms"], "cpu_ms_per_request": entry["median_cpu_ms_per_ok"],
+                       "rounds": entry["rounds"]}
                for label, entry in measured["servers"].items()}
     base = results["sqlite x1"]["rps"]
     print("median throughput relative to one SQLite process: " +

@@ -13,7 +13,8 @@ taskset). The bare servers run as the a2a-sdk does by default where ``openteleme
 installed (as here: fastapi and Google's libraries bring it), with a span around every handler
 call; ``bare_sdk_echo_untraced`` runs with those spans off, as the bridge does
 (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``). Rounds alternate the order; medians and the
-ratios of req/s are reported.
+ratios of req/s are reported, and each server's CPU (user + system, its processes) per completed
+request (``cpu_ms_per_ok``; medians ``median_cpu_ms_per_ok``).
 
 ``--baseline-code DIR``: also the echo bridge of another checkout of the package (``DIR``, its
 root), side by side, with the ratio of this one's req/s to it: a change measured before and after

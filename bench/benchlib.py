@@ -21,7 +21,7 @@ A benchmark script builds its parser with :func:`bench_arguments`, then calls
 ``ovos_a2a_solver`` taken at its start (:func:`snapshot_code`), so a run measures one version of
 the code even if the working tree is edited meanwhile.
 
-Internal: ``python bench/benchlib.py _bare-server --persona FILE [--prefill N] [--db FILE] [--echo]``.
+Internal: ``python bench/benchlib.py _bare-server --persona FILE [--prefill N] [--db FILE] [--echo [--heartbeat S]]``.
 """
 from __future__ import annotations
 
@@ -148,6 +148,127 @@ async def sample_process(pid: int, stop: asyncio.Event, samples: list, period: f
         await pause_unless_stopped(stop, period)
 
 
+# ---- CPU per request: a server's processes and the PostgreSQL processes serving it --------
+
+def own_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by one process alone (NaN once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants (the workers of ``serve --workers``)."""
+    out = [pid]
+    for thread in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            for child in thread.read_text().split():
+                out += process_tree(int(child))
+        except OSError:
+            pass
+    return out
+
+
+def tcp_ports(pids: list[int]) -> set[int]:
+    """The local ports of the TCP sockets the processes ``pids`` hold open."""
+    inodes: set[str] = set()
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").glob("*"):
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pids[0]}/net/{table}").read_text().splitlines()[1:]
+        except (OSError, IndexError):
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[9] in inodes:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def postgres_processes() -> dict[int, str]:
+    """The PostgreSQL server processes of this machine: pid -> process title (a backend's says
+    its user, database and client, ``… 127.0.0.1(PORT) …``)."""
+    out = {}
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().strip() != "postgres":
+                continue
+            out[int(comm.parent.name)] = (comm.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace").strip()
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+class CpuAccount:
+    """CPU seconds (user + system) spent between :meth:`start` and :meth:`stop` by a server (its
+    process and workers) and, with ``postgres``, by the PostgreSQL processes working for it:
+
+    * ``postgres``: the backends whose client is one of the server's connections (found by the
+      client port in their process titles), those opened meanwhile counted whole;
+    * ``postgres_shared``: the PostgreSQL server's own processes (postmaster, WAL writer,
+      checkpointer, autovacuum), which work for every client of that server: on a machine where
+      nothing else uses it, for this one.
+
+    A backend that ends before :meth:`stop` takes its CPU with it: ``postgres_backends_gone``
+    says how many did."""
+
+    def __init__(self, pid: int, postgres: bool = False) -> None:
+        self.pid = pid
+        self.postgres = postgres
+
+    def _postgres_now(self) -> tuple[dict[int, float], dict[int, float]]:
+        """(serving backends, shared processes): pid -> CPU seconds so far."""
+        ports = tcp_ports(process_tree(self.pid))
+        serving, shared = {}, {}
+        for pid, title in postgres_processes().items():
+            client = re.search(r"\((\d+)\)", title)
+            if client is not None:
+                if int(client.group(1)) in ports:
+                    serving[pid] = own_cpu(pid)
+            elif "[local]" not in title:
+                shared[pid] = own_cpu(pid)
+        return serving, shared
+
+    def start(self) -> "CpuAccount":
+        self.server0 = proc_cpu(self.pid)
+        if self.postgres:
+            self.serving0, self.shared0 = self._postgres_now()
+        return self
+
+    def stop(self) -> dict:
+        """CPU seconds of each part since :meth:`start`."""
+        out = {"server": proc_cpu(self.pid) - self.server0}
+        if self.postgres:
+            serving, shared = self._postgres_now()
+            out["postgres"] = sum(cpu - self.serving0.get(pid, 0.0) for pid, cpu in serving.items())
+            out["postgres_shared"] = sum(cpu - self.shared0.get(pid, 0.0) for pid, cpu in shared.items())
+            out["postgres_backends"] = len(serving)
+            out["postgres_backends_gone"] = len(set(self.serving0) - set(serving))
+        return out
+
+
+def cpu_per_request(cpu: dict, requests: int) -> dict:
+    """:meth:`CpuAccount.stop`'s CPU seconds as ms per request, and their ``total``."""
+    if not requests:
+        return {}
+    parts = {key: round(cpu[key] * 1000 / requests, 3) for key in ("server", "postgres", "postgres_shared")
+             if key in cpu}
+    parts["total"] = round(sum(parts.values()), 3)
+    return parts
+
+
 # ---- which code, which versions ----------------------------------------------------------
 
 def sources_digest(root: Path) -> str:
@@ -241,6 +362,8 @@ def bare_server_main(argv: list[str]) -> None:
     parser.add_argument("--prefill", type=int, default=0)
     parser.add_argument("--db", default="", help="SQLite file: DatabaseTaskStore instead of InMemoryTaskStore")
     parser.add_argument("--echo", action="store_true", help="answer 'echo: TEXT' on the event loop, no persona")
+    parser.add_argument("--heartbeat", type=float, default=1.0,
+                        help="with --echo: seconds between the status updates of a 'sleep:N' message")
     args = parser.parse_args(argv)
 
     import logging
@@ -272,6 +395,27 @@ def bare_server_main(argv: list[str]) -> None:
             persona.remember(text, " ".join(said), session)
         return " ".join(said)
 
+    from concurrent.futures import ThreadPoolExecutor as Threads
+
+    from a2a.types import TaskState
+
+    sleepers = Threads(max_workers=100_000, thread_name_prefix="bare-sleep")  # a thread per running turn
+
+    async def sleep_with_heartbeats(updater, seconds: float) -> None:
+        """As the bridge's echo backend answers ``sleep:N``: accepted, then N seconds of work on a
+        thread of its own (a blocking backend's turn), with a status update every heartbeat."""
+        await updater.update_status(TaskState.TASK_STATE_WORKING, message=updater.new_agent_message(
+            [Part(text="Message accepted; the persona is working on it.")]))
+        work = asyncio.get_running_loop().run_in_executor(sleepers, time.sleep, seconds)
+        started = time.monotonic()
+        while True:
+            done, _ = await asyncio.wait([work], timeout=args.heartbeat)
+            if done:
+                return
+            working = round(time.monotonic() - started)
+            await updater.update_status(TaskState.TASK_STATE_WORKING,
+                                        metadata={"heartbeat": working, "note": f"Still working ({working} s)."})
+
     class PersonaExecutor(AgentExecutor):
         async def execute(self, context, event_queue) -> None:
             task = context.current_task
@@ -279,7 +423,10 @@ def bare_server_main(argv: list[str]) -> None:
                 task = new_task_from_user_message(context.message)
                 await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            if args.echo:
+            if args.echo and context.get_user_input().startswith("sleep:"):
+                await sleep_with_heartbeats(updater, float(context.get_user_input()[6:].split()[0]))
+                answer = "echo: " + context.get_user_input()
+            elif args.echo:
                 answer = "echo: " + context.get_user_input()
             else:
                 answer = await asyncio.to_thread(reply, context.get_user_input(), task.context_id)
@@ -383,6 +530,7 @@ class ServerProcess:
         return self.base + "/.well-known/agent-card.json"
 
     env: dict[str, str] = {}  # set for this server only
+    postgres = False  # whether it keeps its state in PostgreSQL (whose processes' CPU then counts too)
 
     def _spawn(self, cmd: list[str]) -> None:
         log = open(self.log_path, "w")
@@ -463,6 +611,7 @@ class BridgeProcess(ServerProcess):
         super().__init__(workdir, name)
         self.flags = flags
         self.env = dict(env or {})
+        self.postgres = any(flag.startswith("postgresql") for flag in flags)
 
     def start(self) -> "BridgeProcess":
         t0 = time.monotonic()
@@ -480,12 +629,13 @@ class BareProcess(ServerProcess):
     label = "bare_sdk"
 
     def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "",
-                 echo: bool = False, traced: bool = True) -> None:
+                 echo: bool = False, traced: bool = True, heartbeat: float = 1.0) -> None:
         super().__init__(workdir, name)
         self.persona = persona
         self.prefill = prefill
         self.db = db
         self.echo = echo
+        self.heartbeat = heartbeat
         if not traced:  # as the bridge runs it: the SDK's OpenTelemetry spans off
             self.env = {"OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
         if db:
@@ -495,7 +645,7 @@ class BareProcess(ServerProcess):
         t0 = time.monotonic()
         self._spawn([PY, str(Path(__file__).resolve()), "_bare-server", "--persona", str(self.persona),
                      "--prefill", str(self.prefill), *(["--db", self.db] if self.db else []),
-                     *(["--echo"] if self.echo else [])])
+                     *(["--echo", "--heartbeat", str(self.heartbeat)] if self.echo else [])])
         self.base = self._wait_line(r"bench-bare: serving at (http://\S+)", 300).group(1)
         self._resolve_card()
         self.startup_s = time.monotonic() - t0
@@ -610,8 +760,11 @@ end
 """
 
 
-def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Path, pin: bool) -> dict:
-    """One round of wrk (C, two threads) against ``url``: completed SendMessages per second.
+def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Path, pin: bool,
+              postgres: bool = False) -> dict:
+    """One round of wrk (C, two threads) against ``url``: completed SendMessages per second, and
+    the CPU per completed request of the server (``pid``) and, with ``postgres``, of the
+    PostgreSQL processes working for it (:class:`CpuAccount`), in ms: ``cpu_ms_per_ok``.
 
     With ``pin``, wrk runs on CPU 0 and the server was pinned to CPU 1, so the load generator
     does not compete with the server for its core."""
@@ -620,15 +773,17 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
     command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url]
     if pin:
         command = ["taskset", "-c", "0", *command]
-    cpu0 = proc_cpu(pid)
+    account = CpuAccount(pid, postgres).start()
     out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
-    cpu1 = proc_cpu(pid)
+    cpu = account.stop()
     line = next((l for l in out.splitlines() if l.startswith("WRK ")), None)
     if line is None:
         raise RuntimeError(f"wrk printed no result: {out[-500:]}")
     data = json.loads(line[4:])
     data["rps"] = round(data["ok"] / data["seconds"], 2)
-    data["server_cpu_ms_per_ok"] = round((cpu1 - cpu0) * 1000 / data["ok"], 3) if data["ok"] else None
+    data["cpu_s"] = {key: round(value, 3) for key, value in cpu.items()}
+    data["cpu_ms_per_ok"] = cpu_per_request(cpu, data["ok"])
+    data["server_cpu_ms_per_ok"] = data["cpu_ms_per_ok"].get("server")
     return data
 
 
@@ -648,17 +803,24 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
                 subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
         for r in range(rounds):
             for s in (servers if r % 2 == 0 else servers[::-1]):
-                res = wrk_round(s.rpc_url, s.pid, connections, seconds, workdir, pin)
+                res = wrk_round(s.rpc_url, s.pid, connections, seconds, workdir, pin, s.postgres)
                 result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
+                cpu = res["cpu_ms_per_ok"]
                 print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
-                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
-                      f"{res['server_cpu_ms_per_ok'] or 0:.2f} ms/req", flush=True)
+                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  CPU {cpu.get('total', 0):.2f} ms/req"
+                      + (f" (server {cpu['server']:.2f}, PostgreSQL {cpu['postgres']:.2f} + shared "
+                         f"{cpu['postgres_shared']:.2f})" if "postgres" in cpu else ""), flush=True)
     finally:
         for s in servers:
             s.stop()
-    for entry in result["servers"].values():
+    for name, entry in result["servers"].items():
         entry["median_rps"] = statistics.median(x["rps"] for x in entry["rounds"])
         entry["median_p99_ms"] = statistics.median(x["p99_ms"] for x in entry["rounds"])
+        entry["median_cpu_ms_per_ok"] = {key: round(statistics.median(x["cpu_ms_per_ok"].get(key, float("nan"))
+                                                                      for x in entry["rounds"]), 3)
+                                         for key in entry["rounds"][0]["cpu_ms_per_ok"]}
+        print(f"  median CPU per request {name:17s} " + ", ".join(
+            f"{key} {value:.3f}" for key, value in entry["median_cpu_ms_per_ok"].items()) + " ms", flush=True)
     rps = {k: v["median_rps"] for k, v in result["servers"].items()}
     result["ratios"] = {f"{a}/{b}": round(rps[a] / rps[b], 3) for a, b in ratios}
     if ratios:

@@ -164,7 +164,7 @@ class BridgeSettings:
     shutdown_grace: float = setting(3.0, kind=float, bounds=(0, 300),
                                     help="seconds running turns get to finish on SIGTERM or Ctrl-C; then they "
                                          "end 'failed'")
-    max_concurrent: int = setting(8, kind=int, bounds=(1, 1000),
+    max_concurrent: int = setting(8, kind=int, bounds=(1, 10000),
                                   help="messages worked on at once before 'busy'")
     workers: int = setting(1, kind=int, bounds=(1, 64),
                            help="processes serving the same port and store, each with its own persona (on "

@@ -212,7 +212,52 @@ TASKS_SCHEMA = (
     # (context, order) in one index: ListTasks by context then reads just its page
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context_updated "
     "ON bridge_tasks (owner, context_id, updated DESC, id DESC)",
+    # and (state, order): ListTasks by status reads its page, not every task of the owner
+    "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_state_updated "
+    "ON bridge_tasks (owner, state, updated DESC, id DESC)",
 )
+
+#: How many tasks each owner has in each state, kept right by the database itself: triggers
+#: count every insert, change of state and delete of a task row, whichever process or statement
+#: makes it. ListTasks' ``total_size`` is then a lookup, not a count of all of an owner's tasks.
+#: (A statement that replaces rows, ``INSERT OR REPLACE``, would delete without its trigger:
+#: the bridge uses none.) Made once, in one transaction with the counts of the rows already
+#: there (a store made before the counts existed).
+TASK_COUNTS_SCHEMA = (
+    """CREATE TABLE bridge_task_counts (
+        owner TEXT NOT NULL, state INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (owner, state)) WITHOUT ROWID""",
+    "INSERT INTO bridge_task_counts (owner, state, n) "
+    "SELECT owner, state, count(*) FROM bridge_tasks GROUP BY owner, state",
+    """CREATE TRIGGER bridge_task_counts_insert AFTER INSERT ON bridge_tasks BEGIN
+        INSERT INTO bridge_task_counts (owner, state, n) VALUES (new.owner, new.state, 1)
+        ON CONFLICT (owner, state) DO UPDATE SET n = n + 1;
+    END""",
+    """CREATE TRIGGER bridge_task_counts_update AFTER UPDATE OF owner, state ON bridge_tasks
+    WHEN old.owner IS NOT new.owner OR old.state IS NOT new.state BEGIN
+        UPDATE bridge_task_counts SET n = n - 1 WHERE owner = old.owner AND state = old.state;
+        INSERT INTO bridge_task_counts (owner, state, n) VALUES (new.owner, new.state, 1)
+        ON CONFLICT (owner, state) DO UPDATE SET n = n + 1;
+    END""",
+    """CREATE TRIGGER bridge_task_counts_delete AFTER DELETE ON bridge_tasks BEGIN
+        UPDATE bridge_task_counts SET n = n - 1 WHERE owner = old.owner AND state = old.state;
+    END""",
+)
+
+
+def _count_tasks(conn: sqlite3.Connection) -> None:
+    """Make :data:`TASK_COUNTS_SCHEMA` unless it is there. The write lock is taken first, so
+    that no task is written between the first count and the triggers, and so that processes
+    starting together make it once."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'bridge_task_counts'"
+                        ).fetchone() is None:
+            for statement in TASK_COUNTS_SCHEMA:
+                conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
 
 
 def _updated(task: Task) -> int:
@@ -229,6 +274,7 @@ class SqliteTaskStore(TaskStore):
     async def initialize(self) -> None:
         for statement in TASKS_SCHEMA:
             await self.db.execute(statement)
+        self.db.on_loop(_count_tasks)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         row = (task.id, owner_scope(context), task.context_id, int(task.status.state), _updated(task),
@@ -250,32 +296,45 @@ class SqliteTaskStore(TaskStore):
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
+        """A page of the owner's tasks, newest first, and how many there are in all (the
+        filters applied to both). Without a filter, or by status alone, the total is read from
+        :data:`TASK_COUNTS_SCHEMA`'s counts; with another filter it is counted on the index the
+        filter uses (a context's tasks, or those updated since a time)."""
         where, args = ["owner = :owner"], {"owner": owner_scope(context)}
-        if params.context_id:
-            where.append("context_id = :context")
-            args["context"] = params.context_id
+        counted = "SELECT coalesce(sum(n), 0) FROM bridge_task_counts WHERE owner = :owner"
         if params.status:
             where.append("state = :state")
             args["state"] = int(params.status)
+            counted += " AND state = :state"
+        if params.context_id:
+            where.append("context_id = :context")
+            args["context"] = params.context_id
+            counted = ""
         if params.HasField("status_timestamp_after"):
             where.append("updated >= :after")
             args["after"] = params.status_timestamp_after.ToNanoseconds()
-        filtered = " AND ".join(where)
+            counted = ""
+        count = counted or f"SELECT count(*) FROM bridge_tasks WHERE {' AND '.join(where)}"
         page = list(where)
         if params.page_token:
             cursor = decode_list_tasks_cursor(params.page_token)
             if cursor is None:
                 raise InvalidParamsError(message="invalid page token")
-            page.append("(updated < :cts OR (updated = :cts AND id < :cid))")
+            page.append("(updated, id) < (:cts, :cid)")  # after the cursor's task, in the listing's order
             args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
             args["cid"] = cursor.task_id
         size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
         args["limit"] = size + 1
 
         def query(conn):
-            total = conn.execute(f"SELECT count(*) FROM bridge_tasks WHERE {filtered}", args).fetchone()[0]
-            rows = conn.execute(f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
-                                f"ORDER BY updated DESC, id DESC LIMIT :limit", args).fetchall()
+            # one read transaction: the total and the page see the same tasks
+            conn.execute("BEGIN")
+            try:
+                total = conn.execute(count, args).fetchone()[0]
+                rows = conn.execute(f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
+                                    f"ORDER BY updated DESC, id DESC LIMIT :limit", args).fetchall()
+            finally:
+                conn.execute("COMMIT")
             return total, rows
 
         total, rows = await self.db.call(query)

@@ -1,12 +1,12 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Where the bridge keeps its state: SQLite by default, any SQLAlchemy database by URL.
+"""Where the bridge keeps its state: SQLite by default, PostgreSQL by URL.
 
 SQLite (one bridge process) is the stdlib ``sqlite3``, WAL journal (durable across
 crashes, readers never blocked), no ORM: point statements on the event loop, listings on
 a thread. It holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore``
 interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
-database) uses the a2a-sdk's own ``DatabaseTaskStore`` and SQLAlchemy instead.
+database) uses asyncpg and the bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
 
 Both offer the operation log the same small interface, :class:`Sql`: ``execute`` and
 ``fetch`` of plain SQL with ``:name`` parameters, valid in SQLite and PostgreSQL alike.
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
-from a2a.types import ListTasksResponse, Task, TaskState
+from a2a.types import ListTasksResponse, Task
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
@@ -154,7 +154,8 @@ class SqliteDatabase:
 
 
 class SqlAlchemyDatabase:
-    """Any SQLAlchemy async database (PostgreSQL for several replicas)."""
+    """Any SQLAlchemy async database: the bridge's :class:`Sql` on a SQLAlchemy engine, for
+    tools and tests that hold one (the bridge itself uses :class:`.postgres.PostgresDatabase`)."""
 
     def __init__(self, engine) -> None:
         self.engine = engine
@@ -200,8 +201,8 @@ class SqlAlchemyDatabase:
     async def aclose(self) -> None:
         await self.engine.dispose()
 
-    FINISHED_TASK_IDS = ("SELECT id FROM tasks WHERE owner = :owner AND status->>'state' IN ("
-                         + ", ".join(f"'{TaskState.Name(state)}'" for state in sorted(TERMINAL)) + ")")
+    FINISHED_TASK_IDS = ("SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN ("
+                         + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")")
 
 
 TASKS_SCHEMA = (
@@ -250,42 +251,55 @@ class SqliteTaskStore(TaskStore):
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
-        where, args = ["owner = :owner"], {"owner": owner_scope(context)}
-        if params.context_id:
-            where.append("context_id = :context")
-            args["context"] = params.context_id
-        if params.status:
-            where.append("state = :state")
-            args["state"] = int(params.status)
-        if params.HasField("status_timestamp_after"):
-            where.append("updated >= :after")
-            args["after"] = params.status_timestamp_after.ToNanoseconds()
-        filtered = " AND ".join(where)
-        page = list(where)
-        if params.page_token:
-            cursor = decode_list_tasks_cursor(params.page_token)
-            if cursor is None:
-                raise InvalidParamsError(message="invalid page token")
-            page.append("(updated < :cts OR (updated = :cts AND id < :cid))")
-            args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
-            args["cid"] = cursor.task_id
-        size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-        args["limit"] = size + 1
+        count_sql, page_sql, args, size = list_statements(params, owner_scope(context))
 
         def query(conn):
-            total = conn.execute(f"SELECT count(*) FROM bridge_tasks WHERE {filtered}", args).fetchone()[0]
-            rows = conn.execute(f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
-                                f"ORDER BY updated DESC, id DESC LIMIT :limit", args).fetchall()
-            return total, rows
+            return conn.execute(count_sql, args).fetchone()[0], conn.execute(page_sql, args).fetchall()
 
         total, rows = await self.db.call(query)
-        tasks = [Task.FromString(r[1]) for r in rows[:size]]
-        token = ""
-        if len(rows) > size:
-            last = rows[size - 1]
-            token = encode_list_tasks_cursor(ListTasksCursor(
-                timestamp_ns=None if last[0] < 0 else last[0], task_id=tasks[-1].id))
-        return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)
+        return list_response([(row[0], row[1]) for row in rows], total, size)
+
+
+def list_statements(params, owner: str) -> tuple[str, str, dict, int]:
+    """ListTasks on ``bridge_tasks`` (SQLite and PostgreSQL alike): the statement that counts
+    the owner's tasks that match ``params``, the one that reads the page (``updated``, ``task``),
+    their parameters, and the page size."""
+    where, args = ["owner = :owner"], {"owner": owner}
+    if params.context_id:
+        where.append("context_id = :context")
+        args["context"] = params.context_id
+    if params.status:
+        where.append("state = :state")
+        args["state"] = int(params.status)
+    if params.HasField("status_timestamp_after"):
+        where.append("updated >= :after")
+        args["after"] = params.status_timestamp_after.ToNanoseconds()
+    filtered = " AND ".join(where)
+    page = list(where)
+    if params.page_token:
+        cursor = decode_list_tasks_cursor(params.page_token)
+        if cursor is None:
+            raise InvalidParamsError(message="invalid page token")
+        page.append("(updated < :cts OR (updated = :cts AND id < :cid))")
+        args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
+        args["cid"] = cursor.task_id
+    size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+    args["limit"] = size + 1
+    return (f"SELECT count(*) AS n FROM bridge_tasks WHERE {filtered}",
+            f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
+            f"ORDER BY updated DESC, id DESC LIMIT :limit", args, size)
+
+
+def list_response(rows: list[tuple[int, bytes]], total: int, size: int) -> ListTasksResponse:
+    """The ListTasks answer of the rows (``updated``, ``task``) the page statement of
+    :func:`list_statements` read: one more than ``size`` means there is a next page."""
+    tasks = [Task.FromString(task) for _updated_ns, task in rows[:size]]
+    token = ""
+    if len(rows) > size:
+        last = rows[size - 1][0]
+        token = encode_list_tasks_cursor(ListTasksCursor(timestamp_ns=None if last < 0 else last,
+                                                         task_id=tasks[-1].id))
+    return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)
 
 
 #: PostgreSQL connections a process keeps open beyond those of its messages in progress: for
@@ -298,23 +312,21 @@ MOST_KEPT_CONNECTIONS = 32
 def open_stores(url: str, messages_at_once: int = 0):
     """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
     (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
-    PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
-    (versioned tasks and a shared event log: what several replicas need). An in-memory
-    SQLite URL raises ``SettingsError``.
+    PostgreSQL database on asyncpg, with the bridge's ``PostgresTaskStore`` (versioned tasks
+    and a shared event log: what several replicas need). An in-memory SQLite URL raises
+    ``SettingsError``.
 
-    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections, and one and a half
-    for each of ``messages_at_once`` messages in progress (a message's events are saved
-    while its request reads; ``--max-concurrent``, or 0 for a process that serves none), at
-    most :data:`MOST_KEPT_CONNECTIONS`. A smaller pool closed and opened connections under
-    load, each one a new login and new prepared statements."""
+    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections open, and opens up to
+    one and a half for each of ``messages_at_once`` messages in progress (a message's events
+    are saved while its request reads; ``--max-concurrent``, or 0 for a process that serves
+    none), at most :data:`MOST_KEPT_CONNECTIONS`; those it opened stay open while in use, so
+    that a steady load does not log in again and prepare its statements again."""
     path = sqlite_path(url)
     if path is not None:
         db = SqliteDatabase(path)
         return db, SqliteTaskStore(db)
-    from a2a.server.cluster import VersionedDatabaseTaskStore
-    from sqlalchemy.ext.asyncio import create_async_engine
+    from ovos_a2a_solver.bridge.storage.postgres import PostgresDatabase, PostgresTaskStore
 
     kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
-    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True, pool_size=kept,
-                                                max_overflow=2 * SPARE_CONNECTIONS))
-    return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
+    db = PostgresDatabase(url, min_size=SPARE_CONNECTIONS, max_size=kept)
+    return db, PostgresTaskStore(db)

@@ -75,6 +75,15 @@ def _rowcount(status: str) -> int:
     return int(last) if last.isdigit() else 0
 
 
+async def _end_transaction(connection) -> None:
+    """What a connection needs when it goes back to the pool: no transaction left open. (The
+    bridge sets no session state, takes session locks only on connections of their own, and
+    listens on one of its own: asyncpg's full reset would cost one more round trip for each
+    statement.)"""
+    if connection.is_in_transaction():
+        await connection.execute("ROLLBACK")
+
+
 def asyncpg_dsn(url: str) -> str:
     """The DSN asyncpg takes for a ``postgresql+asyncpg://`` URL."""
     from sqlalchemy.engine import make_url
@@ -106,7 +115,8 @@ class PostgresDatabase:
             if self._pool is None:
                 import asyncpg
 
-                self._pool = await asyncpg.create_pool(self.dsn, min_size=self.min_size, max_size=self.max_size)
+                self._pool = await asyncpg.create_pool(self.dsn, min_size=self.min_size, max_size=self.max_size,
+                                                       reset=_end_transaction)
         return self._pool
 
     async def execute(self, sql: str, params: dict | None = None) -> int:
@@ -128,16 +138,17 @@ class PostgresDatabase:
     @contextlib.asynccontextmanager
     async def schema_lock(self):
         """While held, no other process on this database holds it: a session advisory lock on
-        a connection of the pool (released with it, also when this process dies)."""
-        async with (await self.pool()).acquire() as conn:
-            key = ADVISORY_LOCK_PREFIX + "schema"
-            await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", key)
-            try:
-                yield
-            finally:
-                # a connection that broke meanwhile took the lock with it: that error is not this one's
-                with contextlib.suppress(Exception):
-                    await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key)
+        a connection of its own (released when it closes, also when this process dies)."""
+        import asyncpg
+
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", ADVISORY_LOCK_PREFIX + "schema")
+            yield
+        finally:
+            # a connection that broke meanwhile took the lock with it: that error is not this one's
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     async def listen(self, channel: str, callback: Callable) -> object:
         """Call ``callback(connection, pid, channel, payload)`` at each ``NOTIFY`` on ``channel``.

@@ -207,6 +207,7 @@ class Bridge:
             if self.buffered_store is not None:
                 await self.buffered_store.aclose()
             if self.event_stream is not None:
+                await self.database_store.aclose()  # progress held for a moment
                 await self.event_stream.aclose()
             await self.operations.flush()
             await self.db.aclose()

@@ -45,7 +45,7 @@ from a2a.utils.proto_utils import to_stream_response
 
 from ovos_a2a_solver.bridge.storage.database import ADVISORY_LOCK_PREFIX, list_response, list_statements
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
-from ovos_a2a_solver.states import TERMINAL
+from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -219,22 +219,32 @@ TASKS_SCHEMA = (
         at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (task_id, version))""",
 )
 
-_LOG_AND_RING = (", logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
-                 "SELECT $1, version, $2, $7 FROM saved) "
-                 f"SELECT version, pg_notify('{EVENTS_CHANNEL}', '') FROM saved")
-_JUST_SAVED = " SELECT version FROM saved"
-#: the three ways of a save ($1 id, $2 owner, $3 context, $4 state, $5 updated, $6 task,
-#: $7 event, $8 the version it was read at); each with and without an event
-_FIRST = ("WITH saved AS (INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
-          "VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (id) DO NOTHING RETURNING version)")
-_NEXT = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
-         "version = version + 1 WHERE id = $1 AND owner = $2 AND version = $8 RETURNING version)")
-_CANCEL = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
-           f"version = version + 1 WHERE id = $1 AND owner = $2 AND state NOT IN {TERMINAL_STATES} "
-           "RETURNING version)")
-SAVE_WITH_EVENT = {head: head + _LOG_AND_RING for head in (_FIRST, _NEXT, _CANCEL)}
-#: without an event, ``$7`` is not sent: the version read at is ``$7`` instead of ``$8``
-SAVE_WITHOUT_EVENT = {head: head.replace("$8", "$7") + _JUST_SAVED for head in (_FIRST, _NEXT, _CANCEL)}
+_RING = f"SELECT version, pg_notify('{EVENTS_CHANNEL}', '') FROM saved"
+#: a task's first write ($1 id, $2 owner, $3 context, $4 state, $5 updated, $6 task, $7 its
+#: event or null): an insert, which loses to a task already there
+FIRST_WRITE = ("WITH saved AS (INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
+               "VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (id) DO NOTHING RETURNING version), "
+               "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+               "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING)
+#: a cancel (the same parameters): overwrites any task not yet final, whatever its version
+CANCEL_WRITE = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
+                f"version = version + 1 WHERE id = $1 AND owner = $2 AND state NOT IN {TERMINAL_STATES} "
+                "RETURNING version), "
+                "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+                "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING)
+#: one or more later writes at once ($1-$6 as above, $7 the versions of their events, $8 the
+#: events, $9 the new version, $10 the version they were read at): only that version is updated
+LATER_WRITES = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
+                "version = $9 WHERE id = $1 AND owner = $2 AND version = $10 RETURNING version), "
+                "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+                "SELECT $1, e.version, $2, e.event FROM saved, unnest($7::bigint[], $8::bytea[]) AS e(version, event)) "
+                + _RING)
+
+#: how long a task's progress (a save that neither creates it nor settles it) may wait to be
+#: written together with the task's next save: a message's answer and its end are one write
+HOLD_SECONDS = 0.005
+#: how long held progress waits again when the database could not take it
+HOLD_AGAIN_SECONDS = 1.0
 
 
 def _updated(task: Task) -> int:
@@ -242,59 +252,192 @@ def _updated(task: Task) -> int:
     return task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else -1
 
 
+class _Held:
+    """A task's saves not yet written: its latest snapshot, and the events (with the versions
+    they make) of each save since ``base``, the version stored."""
+
+    __slots__ = ("task", "owner", "base", "events", "timer")
+
+    def __init__(self, task: Task, owner: str, base: int) -> None:
+        self.task, self.owner, self.base = task, owner, base
+        self.events: list[tuple[int, bytes]] = []
+        self.timer: asyncio.TimerHandle | None = None
+
+    @property
+    def version(self) -> int:
+        return self.base + len(self.events)
+
+
 class PostgresTaskStore(VersionedTaskStore):
     """Tasks in PostgreSQL, one row each (the protobuf ``Task`` as bytes and its version),
-    per owner; each save with an event appends it to ``bridge_task_events`` and rings the
-    doorbell, in one statement."""
+    per owner; a save appends its event to ``bridge_task_events`` and rings the doorbell,
+    in the same statement.
+
+    A task's progress (a save that neither creates it, nor cancels it, nor settles it) is
+    held for at most :data:`HOLD_SECONDS`, and written with the task's next save if that
+    comes sooner: one statement for both, each event with its own version. Reads here see
+    it at once; other replicas see it that much later. Held progress that another writer
+    overtook (a cancel from another replica) is dropped, and the next save of the task
+    raises :class:`ConcurrentTaskModificationError`, as that save would have."""
 
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
+        self._held: dict[str, _Held] = {}
+        self._overtaken: set[str] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._flushes: set[asyncio.Task] = set()
 
     async def initialize(self) -> None:
         for statement in TASKS_SCHEMA:
             await self.db.execute(statement)
 
+    def _lock(self, task_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(task_id, asyncio.Lock())
+
     async def save(self, task: Task, *, event, prev, prev_version: TaskVersion,
                    context: ServerCallContext) -> TaskVersion:
-        """One statement. A first write (``prev_version`` missing) inserts, and loses to a
-        task already there; a later one updates only the version it was read at; a cancel
-        overwrites any task not yet final (the a2a-sdk's ``VersionedTaskStore`` rules).
-        :class:`ConcurrentTaskModificationError` when nothing was written."""
+        """A first write (``prev_version`` missing) inserts, and loses to a task already
+        there; a later one updates only the version it was read at; a cancel overwrites any
+        task not yet final (the a2a-sdk's ``VersionedTaskStore`` rules).
+        :class:`ConcurrentTaskModificationError` when the task was not written."""
         del prev  # the whole task is written
         number = version_number(prev_version)
-        if task.status.state == TaskState.TASK_STATE_CANCELED:
-            head, args = _CANCEL, ()
-        elif number == 0:
-            head, args = _FIRST, ()
-        else:
-            head, args = _NEXT, (number,)
-        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), _updated(task),
-               task.SerializeToString())
-        pool = await self.db.pool()
-        if event is not None:
-            saved = await pool.fetchval(SAVE_WITH_EVENT[head], *row, to_stream_response(event).SerializeToString(),
-                                        *args)
-        else:
-            saved = await pool.fetchval(SAVE_WITHOUT_EVENT[head], *row, *args)
+        owner = owner_scope(context)
+        record = to_stream_response(event).SerializeToString() if event is not None else None
+        lock = self._lock(task.id)
+        try:
+            async with lock:
+                if task.id in self._overtaken:
+                    self._overtaken.discard(task.id)
+                    raise ConcurrentTaskModificationError(task.id)
+                held = self._held.get(task.id)
+                cancel = task.status.state == TaskState.TASK_STATE_CANCELED
+                if held is not None and (cancel or number == 0 or held.owner != owner or number != held.version):
+                    try:  # not a continuation of what is held: that is written first
+                        await self._write_held(task.id)
+                    except ConcurrentTaskModificationError:
+                        self._overtaken.discard(task.id)  # refused once: here
+                        raise
+                    held = None
+                if cancel or number == 0:
+                    return await self._write_one(CANCEL_WRITE if cancel else FIRST_WRITE, task, owner, record)
+                if held is None:
+                    held = _Held(task, owner, number)
+                held.task = task
+                held.events.append((number + 1, record) if record is not None else (number + 1, b""))
+                if record is not None and task.status.state in ACTIVE:
+                    return self._hold(held)
+                if self._held.pop(task.id, None) is not None and held.timer is not None:
+                    held.timer.cancel()
+                return await self._write_later(held)
+        finally:
+            if task.status.state not in ACTIVE and not lock.locked() and task.id not in self._held:
+                self._locks.pop(task.id, None)
+
+    def _hold(self, held: _Held) -> StoreVersion:
+        snapshot = Task()
+        snapshot.CopyFrom(held.task)
+        held.task = snapshot
+        task_id = snapshot.id
+        if self._held.setdefault(task_id, held) is held and held.timer is None:
+            held.timer = asyncio.get_running_loop().call_later(HOLD_SECONDS, self._write_later_in_background, task_id)
+        return StoreVersion(held.version)
+
+    def _write_later_in_background(self, task_id: str) -> None:
+        flush = asyncio.get_running_loop().create_task(self._write_held_locked(task_id))
+        self._flushes.add(flush)
+        flush.add_done_callback(self._flushes.discard)
+
+    async def _write_held_locked(self, task_id: str) -> None:
+        async with self._lock(task_id):
+            try:
+                await self._write_held(task_id)
+            except ConcurrentTaskModificationError:
+                pass  # recorded: the task's next save is refused
+            except Exception as exc:  # the database is unreachable: hold it, and try again later
+                held = self._held.get(task_id)
+                if held is not None:
+                    LOG.warning("could not write the progress of task %s (%s); retrying", task_id, exc)
+                    held.timer = asyncio.get_running_loop().call_later(
+                        HOLD_AGAIN_SECONDS, self._write_later_in_background, task_id)
+
+    async def _write_held(self, task_id: str) -> None:
+        """Write what is held of ``task_id`` now (under its lock); if another writer overtook it,
+        drop it, and refuse the task's next save."""
+        held = self._held.pop(task_id, None)
+        if held is None:
+            return
+        if held.timer is not None:
+            held.timer.cancel()
+            held.timer = None
+        try:
+            await self._write_later(held)
+        except ConcurrentTaskModificationError:
+            self._overtaken.add(task_id)
+            raise
+        except BaseException:
+            self._held.setdefault(task_id, held)
+            raise
+
+    async def _write_one(self, sql: str, task: Task, owner: str, record: bytes | None) -> StoreVersion:
+        saved = await (await self.db.pool()).fetchval(sql, task.id, owner, task.context_id, int(task.status.state),
+                                                      _updated(task), task.SerializeToString(), record)
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
         return StoreVersion(saved)
 
+    async def _write_later(self, held: _Held) -> StoreVersion:
+        task = held.task
+        logged = [(version, record) for version, record in held.events if record]
+        saved = await (await self.db.pool()).fetchval(
+            LATER_WRITES, task.id, held.owner, task.context_id, int(task.status.state), _updated(task),
+            task.SerializeToString(), [version for version, _ in logged], [record for _, record in logged],
+            held.version, held.base)
+        if saved is None:
+            raise ConcurrentTaskModificationError(task.id)
+        return StoreVersion(saved)
+
+    async def write_held(self) -> None:
+        """Write all progress held now (before a listing, and at shutdown)."""
+        for task_id in list(self._held):
+            with contextlib.suppress(ConcurrentTaskModificationError):
+                async with self._lock(task_id):
+                    await self._write_held(task_id)
+
     async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        owner = owner_scope(context)
+        held = self._held.get(task_id)
+        if held is not None and held.owner == owner:
+            task = Task()
+            task.CopyFrom(held.task)
+            return StoredTask(task, StoreVersion(held.version))
         row = await (await self.db.pool()).fetchrow(
-            "SELECT task, version FROM bridge_tasks WHERE id = $1 AND owner = $2", task_id, owner_scope(context))
+            "SELECT task, version FROM bridge_tasks WHERE id = $1 AND owner = $2", task_id, owner)
         return StoredTask(Task.FromString(row[0]), StoreVersion(row[1])) if row else None
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
+        await self.write_held()
         count_sql, page_sql, args, size = list_statements(params, owner_scope(context))
         total = (await self.db.fetch(count_sql, args))[0]["n"]
         rows = await self.db.fetch(page_sql, args)
         return list_response([(row["updated"], row["task"]) for row in rows], total, size)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        await (await self.db.pool()).execute(
-            "WITH gone AS (DELETE FROM bridge_tasks WHERE id = $1 AND owner = $2 RETURNING id) "
-            "DELETE FROM bridge_task_events WHERE task_id IN (SELECT id FROM gone)", task_id, owner_scope(context))
+        owner = owner_scope(context)
+        async with self._lock(task_id):
+            held = self._held.get(task_id)
+            if held is not None and held.owner == owner:
+                if held.timer is not None:
+                    held.timer.cancel()
+                del self._held[task_id]
+            await (await self.db.pool()).execute(
+                "WITH gone AS (DELETE FROM bridge_tasks WHERE id = $1 AND owner = $2 RETURNING id) "
+                "DELETE FROM bridge_task_events WHERE task_id IN (SELECT id FROM gone)", task_id, owner)
+
+    async def aclose(self) -> None:
+        """Write what is held (at shutdown)."""
+        await self.write_held()
+        await asyncio.gather(*self._flushes, return_exceptions=True)
 
 
 def _event_of(record: bytes):

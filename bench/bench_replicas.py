@@ -84,6 +84,24 @@ class Databases:
         self.made.append(name)
         return self.url.set(database=name).render_as_string(hide_password=False)
 
+    def backends_cpu(self, url: str) -> float:
+        """CPU seconds used so far by the PostgreSQL server processes serving the database of
+        ``url`` (NaN if the server runs on another machine)."""
+        import asyncpg
+        from sqlalchemy.engine import make_url
+
+        from benchlib import proc_cpu
+
+        async def pids() -> list[int]:
+            connection = await asyncpg.connect(self.url.set(drivername="postgresql").render_as_string(False))
+            try:
+                return [row[0] for row in await connection.fetch(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = $1", make_url(url).database)]
+            finally:
+                await connection.close()
+
+        return sum(proc_cpu(pid) for pid in asyncio.run(pids()))
+
     def drop_all(self) -> None:
         for name in self.made:
             self._admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -127,11 +145,15 @@ def main() -> None:
     parser.add_argument("--baseline-code", default="", help="with --wrk: a folder holding another ovos_a2a_solver, "
                                                             "whose PostgreSQL setups are measured alongside")
     parser.add_argument("--events", action="store_true", help="with --wrk: live events between two replicas")
+    parser.add_argument("--events-only", action="store_true", help="only the live events between two replicas")
     parser.add_argument("--event-tasks", type=int, default=12, help="tasks of five sentences for --events")
+    parser.add_argument("--event-load", type=int, default=4, help="wrk connections to each replica during --events")
     options = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench_replicas_"))
     try:
-        if options.wrk:
+        if options.events_only:
+            main_events(options, workdir)
+        elif options.wrk:
             main_wrk(options, workdir)
         else:
             main_python_clients(options, workdir)
@@ -174,10 +196,21 @@ def main_wrk(options, workdir: Path) -> None:
             setups += [("postgresql x1 (baseline)", databases.new(), 1, options.baseline_code),
                        ("postgresql 2 workers (baseline)", databases.new(), 2, options.baseline_code)]
         bridges = [echo_bridge(workdir, label, db, workers, code) for label, db, workers, code in setups]
+        database_cpu: dict[str, float] = {}
+
+        def database_cpu_per_request(result: dict) -> None:
+            """The CPU the database's server processes spent per completed message, over all
+            rounds (they serve the bridges' connections, which stay open from start to stop)."""
+            for label, db, _workers, _code in setups:
+                if db:
+                    ok = sum(r["ok"] for r in result["servers"][label]["rounds"])
+                    database_cpu[label] = round(databases.backends_cpu(db) * 1000 / ok, 3) if ok else None
+
         try:
             for bridge in bridges:  # one at a time
                 bridge.start()
-            measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [])
+            measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [],
+                                  before_stop=database_cpu_per_request)
         finally:
             for bridge in bridges:
                 bridge.stop()
@@ -189,9 +222,15 @@ def main_wrk(options, workdir: Path) -> None:
     finally:
         databases.drop_all()
     results = {label: {"rps": entry["median_rps"], "p50": statistics.median(x["p50_ms"] for x in entry["rounds"]),
-                       "p99": entry["median_p99_ms"], "rounds": entry["rounds"]}
+                       "p99": entry["median_p99_ms"],
+                       "bridge_cpu_ms_per_request": statistics.median(x["server_cpu_ms_per_ok"]
+                                                                      for x in entry["rounds"]),
+                       "database_cpu_ms_per_request": database_cpu.get(label), "rounds": entry["rounds"]}
                for label, entry in measured["servers"].items()}
     base = results["sqlite x1"]["rps"]
+    for label, r in results.items():
+        print(f"  {label:32s} CPU per message: bridge {r['bridge_cpu_ms_per_request']:.2f} ms"
+              + (f", database {r['database_cpu_ms_per_request']:.2f} ms" if r["database_cpu_ms_per_request"] else ""))
     print("median throughput relative to one SQLite process: " +
           ", ".join(f"{label} {r['rps'] / base:.2f}" for label, r in results.items()))
     ratios = {"postgresql x1 / sqlite x1": results["postgresql x1"]["rps"] / base,
@@ -215,10 +254,28 @@ def main_wrk(options, workdir: Path) -> None:
 EVENT_TOKEN = "bench-replica-events-3Jd8"
 
 
+def main_events(options, workdir: Path) -> None:
+    """Only the live events between replicas (of this code, and of ``--baseline-code``)."""
+    databases = Databases(options.db)
+    events = {}
+    try:
+        codes = [("", None)] + ([(" (baseline)", options.baseline_code)] if options.baseline_code else [])
+        for suffix, code in codes:
+            events["postgresql A to B" + suffix] = measure_events(workdir, databases.new(), code, options)
+    finally:
+        databases.drop_all()
+    target = options.json.replace(".json", "-events.json") if options.json.endswith(".json") else options.json
+    write_json(target, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --events-only "
+                                   f"--event-tasks {options.event_tasks} --event-load {options.event_load}"
+                                   + (" --baseline-code DIR" if options.baseline_code else ""),
+                        "events_between_replicas": events})
+
+
 def measure_events(workdir: Path, db: str, code: str | None, options) -> dict:
-    """Replicas A and B on ``db``, wrk on each meanwhile; ``--event-tasks`` tasks of five
-    sentences 0.1 s apart run on A, four at a time, each subscribed on A and on B. The delays
-    (ms) of B's subscriber behind A's, per sentence: median, p90, max."""
+    """Replicas A and B on ``db``, wrk on each meanwhile (``--event-load`` connections);
+    ``--event-tasks`` tasks of five sentences 0.3 s apart run on A, four at a time, each
+    subscribed on A and on B. The delays (ms) of B's subscriber behind A's, per sentence seen
+    by both: median, p90, max."""
     import subprocess
     import threading
 
@@ -235,7 +292,7 @@ def measure_events(workdir: Path, db: str, code: str | None, options) -> dict:
             script = workdir / f"events-load-{uuid.uuid4().hex}.lua"  # message ids of its own
             script.write_text(WRK_SCRIPT.replace("RUN", uuid.uuid4().hex).replace(
                 '["A2A-Version"] = "1.0"', f'["A2A-Version"] = "1.0", ["Authorization"] = "Bearer {EVENT_TOKEN}"'))
-            loads.append(subprocess.Popen(["wrk", "-t1", f"-c{options.concurrency // 2}", "-d600s", "-s", str(script),
+            loads.append(subprocess.Popen(["wrk", "-t1", f"-c{options.event_load}", "-d600s", "-s", str(script),
                                            bridge.rpc_url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(2)  # the load is on
         seen: dict[str, dict] = {"a": {}, "b": {}}
@@ -256,7 +313,7 @@ def measure_events(workdir: Path, db: str, code: str | None, options) -> dict:
             threads = []
             for _ in range(min(4, options.event_tasks - start)):
                 body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-                    "message": {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "slow:0.1"}]},
+                    "message": {"role": "ROLE_USER", "messageId": uuid.uuid4().hex, "parts": [{"text": "slow:0.3"}]},
                     "configuration": {"returnImmediately": True}}}
                 task_id = httpx.post(a.rpc_url, json=body, headers=headers, timeout=60).json()["result"]["task"]["id"]
                 for url, into in ((a.rpc_url, seen["a"]), (b.rpc_url, seen["b"])):

@@ -633,10 +633,10 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
 
 
 def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, rounds: int, pin: bool,
-               ratios: list[tuple[str, str]]) -> dict:
+               ratios: list[tuple[str, str]], before_stop=None) -> dict:
     """Start those of ``servers`` not yet running (side by side), then ``rounds`` rounds of
-    :func:`wrk_round` against each, the order alternating; stop them all. Their rounds, medians
-    and the median ratios ``(a, b)`` of req/s, by name."""
+    :func:`wrk_round` against each, the order alternating; ``before_stop(result)`` if given;
+    stop them all. Their rounds, medians and the median ratios ``(a, b)`` of req/s, by name."""
     result: dict = {"load": "wrk", "connections": connections, "seconds": seconds, "rounds": rounds,
                     "pinned": pin, "servers": {}}
     try:
@@ -653,6 +653,8 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
                 print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
                       f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  server CPU "
                       f"{res['server_cpu_ms_per_ok'] or 0:.2f} ms/req", flush=True)
+        if before_stop is not None:
+            before_stop(result)
     finally:
         for s in servers:
             s.stop()

@@ -102,6 +102,7 @@ class PostgresDatabase:
         self._opening: asyncio.Lock | None = None
         self._listener = None                                   # the connection that LISTENs
         self._listeners: dict[str, list[Callable]] = {}         # channel -> callbacks
+        self._listening: asyncio.Lock | None = None             # held while listening changes
 
     FINISHED_TASK_IDS = f"SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN {TERMINAL_STATES}"
 
@@ -157,25 +158,32 @@ class PostgresDatabase:
         ``is_closed()``)."""
         import asyncpg
 
-        if self._listener is None or self._listener.is_closed():
-            self._listener = await asyncpg.connect(self.dsn)
-            for known, callbacks in self._listeners.items():
-                for known_callback in callbacks:
-                    await self._listener.add_listener(known, known_callback)
-        callbacks = self._listeners.setdefault(channel, [])
-        if callback not in callbacks:
-            callbacks.append(callback)
-            await self._listener.add_listener(channel, callback)
-        return self._listener
+        async with self._listen_lock():
+            if self._listener is None or self._listener.is_closed():
+                self._listener = await asyncpg.connect(self.dsn)
+                for known, callbacks in self._listeners.items():
+                    for known_callback in callbacks:
+                        await self._listener.add_listener(known, known_callback)
+            callbacks = self._listeners.setdefault(channel, [])
+            if callback not in callbacks:
+                callbacks.append(callback)
+                await self._listener.add_listener(channel, callback)
+            return self._listener
 
     async def unlisten(self, channel: str, callback: Callable) -> None:
         """Stop calling ``callback`` for ``channel``."""
-        callbacks = self._listeners.get(channel, [])
-        if callback in callbacks:
-            callbacks.remove(callback)
-            if self._listener is not None and not self._listener.is_closed():
-                with contextlib.suppress(Exception):  # the connection is gone already
-                    await self._listener.remove_listener(channel, callback)
+        async with self._listen_lock():
+            callbacks = self._listeners.get(channel, [])
+            if callback in callbacks:
+                callbacks.remove(callback)
+                if self._listener is not None and not self._listener.is_closed():
+                    with contextlib.suppress(Exception):  # the connection is gone already
+                        await self._listener.remove_listener(channel, callback)
+
+    def _listen_lock(self) -> asyncio.Lock:
+        if self._listening is None:
+            self._listening = asyncio.Lock()
+        return self._listening
 
     async def aclose(self) -> None:
         if self._listener is not None:
@@ -449,14 +457,16 @@ def _event_of(record: bytes):
 class PostgresEventStream(TaskEventStream):
     """The events :class:`PostgresTaskStore` appended, for subscribers on any replica: a
     subscriber reads those after its version when the doorbell rings (or, a ring being
-    lost, after :data:`UNRUNG_READ_SECONDS`)."""
+    lost, after :data:`UNRUNG_READ_SECONDS`). The process listens for the doorbell only
+    while it has subscribers: the rings of every save of every replica wake no other one."""
 
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
         self._bells: set[asyncio.Event] = set()  # one per subscriber of this process
+        self._listening = asyncio.Lock()
 
     async def initialize(self) -> None:
-        await self.db.listen(EVENTS_CHANNEL, self._rung)
+        """Nothing to prepare: the store made the table."""
 
     def _rung(self, _connection, _pid, _channel, _payload: str) -> None:
         """A ring: whatever its payload (any role may notify), every subscriber reads again."""
@@ -467,11 +477,23 @@ class PostgresEventStream(TaskEventStream):
         """Nothing to do: the store appended the event and rang in the save's own statement."""
         del task_id, event
 
+    async def _ring_for(self, bell: asyncio.Event) -> None:
+        async with self._listening:
+            self._bells.add(bell)
+            if len(self._bells) == 1:
+                await self.db.listen(EVENTS_CHANNEL, self._rung)
+
+    async def _no_ring_for(self, bell: asyncio.Event) -> None:
+        async with self._listening:
+            self._bells.discard(bell)
+            if not self._bells:
+                await self.db.unlisten(EVENTS_CHANNEL, self._rung)
+
     async def subscribe(self, task_id: str, *, after: TaskVersion) -> AsyncGenerator[VersionedEvent, None]:
         """The events of ``task_id`` after version ``after``, in order, as they are written."""
         seen = version_number(after)
         bell = asyncio.Event()
-        self._bells.add(bell)
+        await self._ring_for(bell)  # listening before the first read: no event falls between
         try:
             while True:
                 bell.clear()
@@ -489,7 +511,7 @@ class PostgresEventStream(TaskEventStream):
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(bell.wait(), UNRUNG_READ_SECONDS)
         finally:
-            self._bells.discard(bell)
+            await asyncio.shield(self._no_ring_for(bell))
 
     async def destroy(self, task_id: str) -> None:
         """Nothing to release: the events go with the task, or when it ended long ago."""

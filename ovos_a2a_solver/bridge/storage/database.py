@@ -24,11 +24,10 @@ from typing import Any, Protocol
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
-from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError
-from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
 
 from ovos_a2a_solver.bridge.config import sqlite_path
+from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
+                                                  updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 from ovos_a2a_solver.states import TERMINAL
@@ -99,7 +98,6 @@ async def add_column(db: "Sql", table: str, column: str, definition: str) -> Non
 
 
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
-ADVISORY_LOCK_PREFIX = "ovos-a2a-bridge:"  # the bridge's PostgreSQL advisory locks, apart from others'
 
 
 class SqliteDatabase:
@@ -216,11 +214,6 @@ TASKS_SCHEMA = (
 )
 
 
-def _updated(task: Task) -> int:
-    """The sort position ListTasks uses: the status timestamp (ns); -1 (last) without one."""
-    return task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else -1
-
-
 class SqliteTaskStore(TaskStore):
     """Tasks in SQLite, one row each (the protobuf ``Task`` as bytes), per owner."""
 
@@ -232,7 +225,7 @@ class SqliteTaskStore(TaskStore):
             await self.db.execute(statement)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), _updated(task),
+        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), updated_position(task),
                task.SerializeToString())
         self.db.on_loop(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
@@ -258,48 +251,6 @@ class SqliteTaskStore(TaskStore):
 
         total, rows = await self.db.call(query)
         return list_response([(row[0], row[1]) for row in rows], total, size)
-
-
-def list_statements(params, owner: str) -> tuple[str, str, dict, int]:
-    """ListTasks on ``bridge_tasks`` (SQLite and PostgreSQL alike): the statement that counts
-    the owner's tasks that match ``params``, the one that reads the page (``updated``, ``task``),
-    their parameters, and the page size."""
-    where, args = ["owner = :owner"], {"owner": owner}
-    if params.context_id:
-        where.append("context_id = :context")
-        args["context"] = params.context_id
-    if params.status:
-        where.append("state = :state")
-        args["state"] = int(params.status)
-    if params.HasField("status_timestamp_after"):
-        where.append("updated >= :after")
-        args["after"] = params.status_timestamp_after.ToNanoseconds()
-    filtered = " AND ".join(where)
-    page = list(where)
-    if params.page_token:
-        cursor = decode_list_tasks_cursor(params.page_token)
-        if cursor is None:
-            raise InvalidParamsError(message="invalid page token")
-        page.append("(updated < :cts OR (updated = :cts AND id < :cid))")
-        args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
-        args["cid"] = cursor.task_id
-    size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-    args["limit"] = size + 1
-    return (f"SELECT count(*) AS n FROM bridge_tasks WHERE {filtered}",
-            f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
-            f"ORDER BY updated DESC, id DESC LIMIT :limit", args, size)
-
-
-def list_response(rows: list[tuple[int, bytes]], total: int, size: int) -> ListTasksResponse:
-    """The ListTasks answer of the rows (``updated``, ``task``) the page statement of
-    :func:`list_statements` read: one more than ``size`` means there is a next page."""
-    tasks = [Task.FromString(task) for _updated_ns, task in rows[:size]]
-    token = ""
-    if len(rows) > size:
-        last = rows[size - 1][0]
-        token = encode_list_tasks_cursor(ListTasksCursor(timestamp_ns=None if last < 0 else last,
-                                                         task_id=tasks[-1].id))
-    return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)
 
 
 #: PostgreSQL connections a process keeps open beyond those of its messages in progress: for

@@ -43,7 +43,8 @@ from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksResponse, StreamResponse, Task, TaskState
 from a2a.utils.proto_utils import to_stream_response
 
-from ovos_a2a_solver.bridge.storage.database import ADVISORY_LOCK_PREFIX, list_response, list_statements
+from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
+                                                  updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
@@ -255,11 +256,6 @@ HOLD_SECONDS = 0.005
 HOLD_AGAIN_SECONDS = 1.0
 
 
-def _updated(task: Task) -> int:
-    """The sort position ListTasks uses: the status timestamp (ns); -1 (last) without one."""
-    return task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else -1
-
-
 class _Held:
     """A task's saves not yet written: its latest snapshot, and the events (with the versions
     they make) of each save since ``base``, the version stored."""
@@ -389,7 +385,7 @@ class PostgresTaskStore(VersionedTaskStore):
 
     async def _write_one(self, sql: str, task: Task, owner: str, record: bytes | None) -> StoreVersion:
         saved = await (await self.db.pool()).fetchval(sql, task.id, owner, task.context_id, int(task.status.state),
-                                                      _updated(task), task.SerializeToString(), record)
+                                                      updated_position(task), task.SerializeToString(), record)
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
         return StoreVersion(saved)
@@ -398,7 +394,7 @@ class PostgresTaskStore(VersionedTaskStore):
         task = held.task
         logged = [(version, record) for version, record in held.events if record]
         saved = await (await self.db.pool()).fetchval(
-            LATER_WRITES, task.id, held.owner, task.context_id, int(task.status.state), _updated(task),
+            LATER_WRITES, task.id, held.owner, task.context_id, int(task.status.state), updated_position(task),
             task.SerializeToString(), [version for version, _ in logged], [record for _, record in logged],
             held.version, held.base)
         if saved is None:
@@ -559,7 +555,7 @@ async def move_sdk_tasks(db: PostgresDatabase) -> int:
                     await conn.executemany(
                         "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
                         "VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (id) DO NOTHING",
-                        [(task.id, owner, task.context_id, int(task.status.state), _updated(task),
+                        [(task.id, owner, task.context_id, int(task.status.state), updated_position(task),
                           task.SerializeToString()) for task in page.tasks])
                     await conn.execute("DELETE FROM tasks WHERE owner = $1 AND id = ANY($2::text[])", owner, ids)
                     if present[0]["versions"]:

@@ -100,7 +100,11 @@ class Databases:
             finally:
                 await connection.close()
 
-        return sum(proc_cpu(pid) for pid in asyncio.run(pids()))
+        try:
+            return sum(proc_cpu(pid) for pid in asyncio.run(pids()))
+        except Exception as exc:  # the server's connections are all taken: no figure rather than no run
+            print(f"  (no CPU figure for the database: {exc})", flush=True)
+            return float("nan")
 
     def drop_all(self) -> None:
         for name in self.made:
@@ -187,33 +191,18 @@ def main_python_clients(options, workdir: Path) -> None:
 
 def main_wrk(options, workdir: Path) -> None:
     """All setups started, then wrk against each one's URL, ``--seconds`` per round, 3 rounds
-    with the order alternating (:func:`benchlib.wrk_rounds`); medians."""
+    with the order alternating (:func:`benchlib.wrk_rounds`); medians. With ``--baseline-code``
+    a second run of the same kind follows: one PostgreSQL process of this code beside one of
+    the other (PostgreSQL's connections may be too few for all setups at once)."""
     databases = Databases(options.db)
     try:
-        setups = [("sqlite x1", None, 1, None), ("sqlite 2 workers", None, 2, None),
-                  ("postgresql x1", databases.new(), 1, None), ("postgresql 2 workers", databases.new(), 2, None)]
+        results = run_setups(workdir, databases, options, [
+            ("sqlite x1", False, 1, None), ("sqlite 2 workers", False, 2, None),
+            ("postgresql x1", True, 1, None), ("postgresql 2 workers", True, 2, None)])
         if options.baseline_code:
-            setups += [("postgresql x1 (baseline)", databases.new(), 1, options.baseline_code),
-                       ("postgresql 2 workers (baseline)", databases.new(), 2, options.baseline_code)]
-        bridges = [echo_bridge(workdir, label, db, workers, code) for label, db, workers, code in setups]
-        database_cpu: dict[str, float] = {}
-
-        def database_cpu_per_request(result: dict) -> None:
-            """The CPU the database's server processes spent per completed message, over all
-            rounds (they serve the bridges' connections, which stay open from start to stop)."""
-            for label, db, _workers, _code in setups:
-                if db:
-                    ok = sum(r["ok"] for r in result["servers"][label]["rounds"])
-                    database_cpu[label] = round(databases.backends_cpu(db) * 1000 / ok, 3) if ok else None
-
-        try:
-            for bridge in bridges:  # one at a time
-                bridge.start()
-            measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [],
-                                  before_stop=database_cpu_per_request)
-        finally:
-            for bridge in bridges:
-                bridge.stop()
+            results.update(run_setups(workdir, databases, options, [
+                ("postgresql x1 (beside the baseline)", True, 1, None),
+                ("postgresql x1 (baseline)", True, 1, options.baseline_code)]))
         events = {}
         if options.events:
             codes = [("", None)] + ([(" (baseline)", options.baseline_code)] if options.baseline_code else [])
@@ -221,34 +210,61 @@ def main_wrk(options, workdir: Path) -> None:
                 events["postgresql A to B" + suffix] = measure_events(workdir, databases.new(), code, options)
     finally:
         databases.drop_all()
-    results = {label: {"rps": entry["median_rps"], "p50": statistics.median(x["p50_ms"] for x in entry["rounds"]),
-                       "p99": entry["median_p99_ms"],
-                       "bridge_cpu_ms_per_request": statistics.median(x["server_cpu_ms_per_ok"]
-                                                                      for x in entry["rounds"]),
-                       "database_cpu_ms_per_request": database_cpu.get(label), "rounds": entry["rounds"]}
-               for label, entry in measured["servers"].items()}
     base = results["sqlite x1"]["rps"]
-    for label, r in results.items():
-        print(f"  {label:32s} CPU per message: bridge {r['bridge_cpu_ms_per_request']:.2f} ms"
-              + (f", database {r['database_cpu_ms_per_request']:.2f} ms" if r["database_cpu_ms_per_request"] else ""))
     print("median throughput relative to one SQLite process: " +
           ", ".join(f"{label} {r['rps'] / base:.2f}" for label, r in results.items()))
     ratios = {"postgresql x1 / sqlite x1": results["postgresql x1"]["rps"] / base,
               "postgresql 2 workers / postgresql x1": results["postgresql 2 workers"]["rps"]
               / results["postgresql x1"]["rps"]}
     if options.baseline_code:
-        ratios["postgresql x1 / postgresql x1 (baseline)"] = (results["postgresql x1"]["rps"]
+        ratios["postgresql x1 / postgresql x1 (baseline)"] = (results["postgresql x1 (beside the baseline)"]["rps"]
                                                               / results["postgresql x1 (baseline)"]["rps"])
-        ratios["postgresql 2 workers (baseline) / postgresql x1 (baseline)"] = (
-            results["postgresql 2 workers (baseline)"]["rps"] / results["postgresql x1 (baseline)"]["rps"])
     print("ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     target = options.json.replace(".json", "-wrk.json") if options.json.endswith(".json") else options.json
     write_json(target, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --wrk "
                                    f"--seconds {options.seconds:g} --concurrency {options.concurrency}"
                                    + (" --baseline-code DIR" if options.baseline_code else "")
                                    + (" --events" if options.events else ""),
-                        "results": results, "relative_to_sqlite_x1": {k: r["rps"] / base for k, r in results.items()},
-                        "ratios": ratios, "events_between_replicas": events})
+                        "results": results, "ratios": ratios, "events_between_replicas": events})
+
+
+def run_setups(workdir: Path, databases: "Databases", options, setups: list) -> dict:
+    """The setups (label, on PostgreSQL, workers, code) side by side, in alternating rounds of
+    wrk: per setup the median req/s, p50, p99, and the CPU per message of the bridge and (on
+    PostgreSQL, a database of its own each) of the database's server processes."""
+    setups = [(label, databases.new() if on_postgres else None, workers, code)
+              for label, on_postgres, workers, code in setups]
+    bridges = [echo_bridge(workdir, label, db, workers, code) for label, db, workers, code in setups]
+    database_cpu: dict[str, float] = {}
+
+    def database_cpu_per_request(result: dict) -> None:
+        """The CPU the database's server processes spent per completed message, over all rounds
+        (they serve the bridges' connections, which stay open from start to stop)."""
+        for label, db, _workers, _code in setups:
+            if db:
+                ok = sum(r["ok"] for r in result["servers"][label]["rounds"])
+                spent = databases.backends_cpu(db)
+                database_cpu[label] = round(spent * 1000 / ok, 3) if ok and spent == spent else None
+
+    try:
+        for bridge in bridges:  # one at a time
+            bridge.start()
+        measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [],
+                              before_stop=database_cpu_per_request)
+    finally:
+        for bridge in bridges:
+            bridge.stop()
+    results = {label: {"rps": entry["median_rps"], "p50": statistics.median(x["p50_ms"] for x in entry["rounds"]),
+                       "p99": entry["median_p99_ms"], "errors": sum(x["bad"] for x in entry["rounds"]),
+                       "bridge_cpu_ms_per_request": statistics.median(x["server_cpu_ms_per_ok"]
+                                                                      for x in entry["rounds"]),
+                       "database_cpu_ms_per_request": database_cpu.get(label), "rounds": entry["rounds"]}
+               for label, entry in measured["servers"].items()}
+    for label, r in results.items():
+        print(f"  {label:36s} {r['rps']:7.1f} req/s; CPU per message: bridge {r['bridge_cpu_ms_per_request']:.2f} ms"
+              + (f", database {r['database_cpu_ms_per_request']:.2f} ms" if r["database_cpu_ms_per_request"] else ""),
+              flush=True)
+    return results
 
 
 EVENT_TOKEN = "bench-replica-events-3Jd8"

@@ -147,3 +147,26 @@ def test_held_progress_overtaken_by_a_cancel_elsewhere_is_dropped_and_the_next_s
         assert stored.task.status.state == TaskState.TASK_STATE_CANCELED and not stored.task.artifacts
 
     run(database, scenario)
+
+
+def test_the_event_log_forgets_the_events_of_tasks_that_ended_long_ago(database):
+    from ovos_a2a_solver.bridge.cluster.replicas import EVENTS_KEPT, ReplicaGroup
+    from ovos_a2a_solver.bridge.storage.operations import OperationLog
+
+    async def scenario(store, other, context):
+        ids = {}
+        for label, state_now in (("old", TaskState.TASK_STATE_COMPLETED), ("recent", TaskState.TASK_STATE_COMPLETED),
+                                 ("running", TaskState.TASK_STATE_WORKING)):
+            task = new_task(state_now)
+            await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=context)
+            ids[label] = task.id
+        for label in ("old", "running"):  # their events were written long ago
+            await store.db.execute("UPDATE bridge_task_events SET at = now() - make_interval(secs => :age) "
+                                   "WHERE task_id = :id", {"age": EVENTS_KEPT + 60, "id": ids[label]})
+        group = ReplicaGroup(store.db, OperationLog(store.db, "pruner", single_process=False), lease=5, persona="echo")
+        await group.prune_event_log()
+        left = {label: (await store.db.fetch("SELECT count(*) AS n FROM bridge_task_events WHERE task_id = :id",
+                                             {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
+        assert left == {"old": 0, "recent": 1, "running": 1}
+
+    run(database, scenario)

@@ -208,13 +208,16 @@ class ReplicaGroup:
         :data:`EVENTS_KEPT` seconds ago. A subscriber tails a task only until it ends, so
         nobody reads them any more; return how many. The a2a-sdk's event log, where an
         earlier version of the bridge kept them, is pruned alike while it exists."""
-        terminal = ", ".join(str(int(state)) for state in sorted(TERMINAL))
-        pruned = await self.db.execute(
-            f"DELETE FROM bridge_task_events e USING bridge_tasks t WHERE e.task_id = t.id AND t.state IN ({terminal}) "
-            f"AND e.at < now() - make_interval(secs => :kept)", {"kept": EVENTS_KEPT})
-        sdk_log = await self.db.fetch("SELECT to_regclass('task_events') IS NOT NULL AND "
-                                      "to_regclass('tasks') IS NOT NULL AS present")
-        if sdk_log[0]["present"]:
+        present = (await self.db.fetch("SELECT to_regclass('bridge_task_events') IS NOT NULL AS bridge, "
+                                       "to_regclass('task_events') IS NOT NULL AND to_regclass('tasks') IS NOT NULL "
+                                       "AS sdk"))[0]
+        pruned = 0
+        if present["bridge"]:
+            terminal = ", ".join(str(int(state)) for state in sorted(TERMINAL))
+            pruned += await self.db.execute(
+                f"DELETE FROM bridge_task_events e USING bridge_tasks t WHERE e.task_id = t.id "
+                f"AND t.state IN ({terminal}) AND e.at < now() - make_interval(secs => :kept)", {"kept": EVENTS_KEPT})
+        if present["sdk"]:
             sdk_terminal = ", ".join(f"'{name}'" for name in TERMINAL_NAMES)
             pruned += await self.db.execute(
                 f"DELETE FROM task_events e USING tasks t WHERE e.task_id = t.id AND t.status->>'state' IN "

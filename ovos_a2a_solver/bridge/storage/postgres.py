@@ -8,7 +8,8 @@
 * :class:`PostgresTaskStore`: the tasks, versioned for replicas (the a2a-sdk's
   ``VersionedTaskStore``), one row each in ``bridge_tasks`` as in SQLite, plus a version
   number. A save is one statement: the version check in its ``WHERE``, the event appended to
-  ``bridge_task_events`` and the doorbell rung, all in the same statement.
+  ``bridge_task_events`` and the doorbell rung, all in the same statement; a task's progress
+  may wait a few milliseconds to go in the statement of its next save.
 * :class:`PostgresEventStream`: the live events of a task running on another replica (the
   a2a-sdk's ``TaskEventStream``): the subscriber reads the event table when the doorbell
   rings, not on a timer.

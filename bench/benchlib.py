@@ -788,10 +788,10 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
 
 
 def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, rounds: int, pin: bool,
-               ratios: list[tuple[str, str]]) -> dict:
+               ratios: list[tuple[str, str]], before_stop=None) -> dict:
     """Start those of ``servers`` not yet running (side by side), then ``rounds`` rounds of
-    :func:`wrk_round` against each, the order alternating; stop them all. Their rounds, medians
-    and the median ratios ``(a, b)`` of req/s, by name."""
+    :func:`wrk_round` against each, the order alternating; ``before_stop(result)`` if given;
+    stop them all. Their rounds, medians and the median ratios ``(a, b)`` of req/s, by name."""
     result: dict = {"load": "wrk", "connections": connections, "seconds": seconds, "rounds": rounds,
                     "pinned": pin, "servers": {}}
     try:
@@ -810,6 +810,8 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
                       f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  CPU {cpu.get('total', 0):.2f} ms/req"
                       + (f" (server {cpu['server']:.2f}, PostgreSQL {cpu['postgres']:.2f} + shared "
                          f"{cpu['postgres_shared']:.2f})" if "postgres" in cpu else ""), flush=True)
+        if before_stop is not None:
+            before_stop(result)
     finally:
         for s in servers:
             s.stop()

@@ -14,9 +14,9 @@ Routes (``/a2a`` is the path of ``base_url``):
 With SQLite the bridge is one process, or several workers of one command (``--workers``)
 sharing the file and the listening socket: ``siblings`` carries cancels and live events
 between them. With PostgreSQL it may be several processes (replicas, or workers: each
-worker is a replica) behind one URL, without sticky routing: the SDK's cluster components
-share tasks and their live events, and ``replicas`` carries cancels between them and
-watches their leases.
+worker is a replica) behind one URL, without sticky routing: ``storage.postgres`` shares
+tasks and their live events, and ``replicas`` carries cancels between them and watches
+their leases.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ from ovos_a2a_solver.bridge.observe.tracing import TraceRequests
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
-from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase, StoreUnusable, in_words, open_stores
+from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
@@ -69,8 +69,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.jwk import CardKey
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
-
-EVENT_POLL_SECONDS = 0.2  # how often a subscriber on one replica reads the events another one appended
 
 
 async def _say_busy(context, busy: BusyError) -> None:
@@ -98,8 +96,8 @@ class Bridge:
         if self.signing_key is not None:
             self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
         self.db, self.database_store = open_stores(settings.database_url, settings.max_concurrent)
-        # PostgreSQL: a store that replicas share, with the a2a-sdk's event log between them
-        self.shared_store = shared = isinstance(self.db, SqlAlchemyDatabase)
+        # PostgreSQL: a store that replicas share, with its event log between them
+        self.shared_store = shared = not isinstance(self.db, SqliteDatabase)
         self.peers: Peers | None
         # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
@@ -107,12 +105,12 @@ class Bridge:
         self.new_tasks = NewTasks()
         self.push_configs = PushConfigStore(self.db, settings)
         if shared:  # every save versioned and logged at once, for the other replicas
-            from a2a.server.cluster import DatabaseTaskEventStream
+            from ovos_a2a_solver.bridge.storage.postgres import PostgresEventStream
 
             self.buffered_store = None
             sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks,
                                                           forget=self.push_configs.delete_info)
-            self.event_stream = DatabaseTaskEventStream(self.db.engine, poll_interval_s=EVENT_POLL_SECONDS)
+            self.event_stream = PostgresEventStream(self.db)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name)
             self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
@@ -221,13 +219,18 @@ class Bridge:
             await self.push_sender.aclose(self.settings.shutdown_grace)
             if self.buffered_store is not None:
                 await self.buffered_store.aclose()
+            if self.event_stream is not None:
+                await self.database_store.aclose()  # progress held for a moment
+                await self.event_stream.aclose()
             await self.operations.flush()
             await self.db.aclose()
 
     async def _prepare_store(self) -> None:
         await self.database_store.initialize()
-        if self.shared_store:  # ListTasks by context: without it, a scan of every task
-            await self.db.execute("CREATE INDEX IF NOT EXISTS ix_tasks_owner_context ON tasks (owner, context_id)")
+        if self.shared_store:  # tasks an earlier version kept in the a2a-sdk's tables
+            from ovos_a2a_solver.bridge.storage.postgres import move_sdk_tasks
+
+            await move_sdk_tasks(self.db)
         await self.operations.initialize()
         await self.push_configs.initialize()
         await self.handler.recover_interrupted()

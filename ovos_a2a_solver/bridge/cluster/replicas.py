@@ -4,10 +4,9 @@
 
 What a replica needs from the others, and how it gets it:
 
-* Tasks, their versions and their live events: the a2a-sdk's cluster components
-  (``VersionedDatabaseTaskStore``, ``DatabaseTaskEventStream``; see ``app.open_stores``).
-  Any replica reads, lists and subscribes to any task; a subscriber on B tails the events
-  A appends to the shared event log.
+* Tasks, their versions and their live events: the bridge's PostgreSQL task store and
+  event stream (``storage.postgres``). Any replica reads, lists and subscribes to any task;
+  a subscriber on B reads the events A appends to the shared event log when A rings.
 * Cancel: the SDK alone would record ``canceled`` on B while A's persona goes on talking.
   Here B asks A to stop the turn: it writes the request into ``a2a_bridge_cancels`` and
   rings the doorbell (see below); A claims it, stops the turn, the SDK on A records
@@ -24,7 +23,7 @@ What a replica needs from the others, and how it gets it:
   the taker died), the take-over expires and is taken over again. A run that shuts down
   gracefully marks its row ``stopped``.
 * The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
-  ago are deleted (the SDK appends, and never deletes).
+  ago are deleted (the store appends, and deletes only with a task).
 
 The doorbell: a PostgreSQL ``NOTIFY`` on :data:`CHANNEL`, with an empty payload, which
 every replica ``LISTEN``\\s to. It carries nothing and proves nothing: any role that may
@@ -104,12 +103,12 @@ RING = f"SELECT pg_notify('{CHANNEL}', '') FROM changed"
 class ReplicaGroup:
     """This replica's membership: its lease, the others' leases, and cancel requests between them."""
 
-    relays_streams = False  # the SDK's shared event log carries every replica's events
+    relays_streams = False  # the shared event log carries every replica's events
     metrics: Metrics = NO_METRICS  # what the leases are counted in (the bridge's, when metrics are on)
-    keeps_parked_tasks = True  # the SDK's shared event log keeps a parked task up to date
+    keeps_parked_tasks = True  # the shared event log keeps a parked task up to date
 
     def __init__(self, db, operations: OperationLog, lease: float, persona: str) -> None:
-        self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
+        self.db = db                    # a PostgresDatabase (or a SqlAlchemyDatabase on asyncpg)
         self.operations = operations
         self.lease = lease
         self.persona = persona          # whom this replica serves: replicas of another are refused
@@ -210,13 +209,25 @@ class ReplicaGroup:
 
     async def prune_event_log(self) -> int:
         """Delete the shared event log's entries of tasks that ended more than
-        :data:`EVENTS_KEPT` seconds ago (the SDK keeps the log forever). A subscriber
-        tails a task only until it ends, so nobody reads them any more; return how many."""
-        terminal = ", ".join(f"'{name}'" for name in TERMINAL_NAMES)
-        return await self.db.execute(
-            f"DELETE FROM task_events e USING tasks t WHERE e.task_id = t.id AND t.status->>'state' IN ({terminal}) "
-            f"AND t.last_updated < (now() AT TIME ZONE 'UTC') - make_interval(secs => :kept)",
-            {"kept": EVENTS_KEPT})
+        :data:`EVENTS_KEPT` seconds ago. A subscriber tails a task only until it ends, so
+        nobody reads them any more; return how many. The a2a-sdk's event log, where an
+        earlier version of the bridge kept them, is pruned alike while it exists."""
+        present = (await self.db.fetch("SELECT to_regclass('bridge_task_events') IS NOT NULL AS bridge, "
+                                       "to_regclass('task_events') IS NOT NULL AND to_regclass('tasks') IS NOT NULL "
+                                       "AS sdk"))[0]
+        pruned = 0
+        if present["bridge"]:
+            terminal = ", ".join(str(int(state)) for state in sorted(TERMINAL))
+            pruned += await self.db.execute(
+                f"DELETE FROM bridge_task_events e USING bridge_tasks t WHERE e.task_id = t.id "
+                f"AND t.state IN ({terminal}) AND e.at < now() - make_interval(secs => :kept)", {"kept": EVENTS_KEPT})
+        if present["sdk"]:
+            sdk_terminal = ", ".join(f"'{name}'" for name in TERMINAL_NAMES)
+            pruned += await self.db.execute(
+                f"DELETE FROM task_events e USING tasks t WHERE e.task_id = t.id AND t.status->>'state' IN "
+                f"({sdk_terminal}) AND t.last_updated < (now() AT TIME ZONE 'UTC') - make_interval(secs => :kept)",
+                {"kept": EVENTS_KEPT})
+        return pruned
 
     async def _keep_renewing(self) -> None:
         every = self.lease / 3
@@ -272,9 +283,9 @@ class ReplicaGroup:
                                       {"request": request})
 
     def follow(self, operation: Operation) -> AsyncIterator:
-        """Not needed between replicas: the SDK's shared event log carries the events of every
+        """Not needed between replicas: the shared event log carries the events of every
         replica's tasks (``relays_streams`` is False)."""
-        raise NotImplementedError("replicas share live events through the a2a-sdk's event log")
+        raise NotImplementedError("replicas share live events through the shared event log")
 
     async def _answer_cancel(self, request: dict) -> None:
         try:
@@ -324,9 +335,14 @@ class ReplicaGroup:
         self._rung.set()
 
     async def _listen(self) -> None:
-        """LISTEN on a connection of its own, held for the life of the run (asyncpg's
-        ``add_listener``, reached through SQLAlchemy's public ``driver_connection``)."""
+        """LISTEN on a connection held for the life of the run: the database's own listening
+        connection (``PostgresDatabase.listen``), or one of its own on a SQLAlchemy engine
+        (asyncpg's ``add_listener``, reached through SQLAlchemy's public ``driver_connection``)."""
         await self._unlisten()
+        if hasattr(self.db, "listen"):
+            self._driver = await self.db.listen(CHANNEL, self._received)
+            self._rung.set()  # rings made while nobody listened were lost: read now
+            return
         connection = await self.db.engine.connect()
         try:
             driver = (await connection.get_raw_connection()).driver_connection
@@ -339,6 +355,9 @@ class ReplicaGroup:
 
     async def _unlisten(self) -> None:
         connection, driver, self._listener, self._driver = self._listener, self._driver, None, None
+        if hasattr(self.db, "unlisten"):
+            await self.db.unlisten(CHANNEL, self._received)
+            return
         if connection is not None:
             try:
                 if not driver.is_closed():

@@ -1,6 +1,7 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What survives a crash: the database (:mod:`.database`), the tasks (:mod:`.tasks`), the
+"""What survives a crash: the database (:mod:`.database`; PostgreSQL for replicas in
+:mod:`.postgres`, with what both share in :mod:`.rows`), the tasks (:mod:`.tasks`), the
 operation log that makes a message idempotent (:mod:`.operations`), the webhook configs
 (:mod:`.push_configs`), and every way the work a run left unfinished is failed
 (:mod:`.lost_work`).

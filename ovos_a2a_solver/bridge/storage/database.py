@@ -1,12 +1,12 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Where the bridge keeps its state: SQLite by default, any SQLAlchemy database by URL.
+"""Where the bridge keeps its state: SQLite by default, PostgreSQL by URL.
 
 SQLite (one bridge process) is the stdlib ``sqlite3``, WAL journal (durable across
 crashes, readers never blocked), no ORM: point statements on the event loop, listings on
 a thread. It holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore``
 interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
-database) uses the a2a-sdk's own ``DatabaseTaskStore`` and SQLAlchemy instead.
+database) uses asyncpg and the bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
 
 Both offer the operation log the same small interface, :class:`Sql`: ``execute`` and
 ``fetch`` of plain SQL with ``:name`` parameters, valid in SQLite and PostgreSQL alike.
@@ -23,12 +23,11 @@ from typing import Any, Protocol
 
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
-from a2a.types import ListTasksResponse, Task, TaskState
-from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
-from a2a.utils.errors import InvalidParamsError
-from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
+from a2a.types import ListTasksResponse, Task
 
 from ovos_a2a_solver.bridge.config import sqlite_path
+from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
+                                                  updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 from ovos_a2a_solver.states import TERMINAL
@@ -99,7 +98,6 @@ async def add_column(db: "Sql", table: str, column: str, definition: str) -> Non
 
 
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
-ADVISORY_LOCK_PREFIX = "ovos-a2a-bridge:"  # the bridge's PostgreSQL advisory locks, apart from others'
 
 
 class SqliteDatabase:
@@ -154,7 +152,8 @@ class SqliteDatabase:
 
 
 class SqlAlchemyDatabase:
-    """Any SQLAlchemy async database (PostgreSQL for several replicas)."""
+    """Any SQLAlchemy async database: the bridge's :class:`Sql` on a SQLAlchemy engine, for
+    tools and tests that hold one (the bridge itself uses :class:`.postgres.PostgresDatabase`)."""
 
     def __init__(self, engine) -> None:
         self.engine = engine
@@ -200,8 +199,8 @@ class SqlAlchemyDatabase:
     async def aclose(self) -> None:
         await self.engine.dispose()
 
-    FINISHED_TASK_IDS = ("SELECT id FROM tasks WHERE owner = :owner AND status->>'state' IN ("
-                         + ", ".join(f"'{TaskState.Name(state)}'" for state in sorted(TERMINAL)) + ")")
+    FINISHED_TASK_IDS = ("SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN ("
+                         + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")")
 
 
 TASKS_SCHEMA = (
@@ -260,11 +259,6 @@ def _count_tasks(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
-def _updated(task: Task) -> int:
-    """The sort position ListTasks uses: the status timestamp (ns); -1 (last) without one."""
-    return task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else -1
-
-
 class SqliteTaskStore(TaskStore):
     """Tasks in SQLite, one row each (the protobuf ``Task`` as bytes), per owner."""
 
@@ -277,7 +271,7 @@ class SqliteTaskStore(TaskStore):
         self.db.on_loop(_count_tasks)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), _updated(task),
+        row = (task.id, owner_scope(context), task.context_id, int(task.status.state), updated_position(task),
                task.SerializeToString())
         self.db.on_loop(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
@@ -297,54 +291,20 @@ class SqliteTaskStore(TaskStore):
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
         """A page of the owner's tasks, newest first, and how many there are in all (the
-        filters applied to both). Without a filter, or by status alone, the total is read from
-        :data:`TASK_COUNTS_SCHEMA`'s counts; with another filter it is counted on the index the
-        filter uses (a context's tasks, or those updated since a time)."""
-        where, args = ["owner = :owner"], {"owner": owner_scope(context)}
-        counted = "SELECT coalesce(sum(n), 0) FROM bridge_task_counts WHERE owner = :owner"
-        if params.status:
-            where.append("state = :state")
-            args["state"] = int(params.status)
-            counted += " AND state = :state"
-        if params.context_id:
-            where.append("context_id = :context")
-            args["context"] = params.context_id
-            counted = ""
-        if params.HasField("status_timestamp_after"):
-            where.append("updated >= :after")
-            args["after"] = params.status_timestamp_after.ToNanoseconds()
-            counted = ""
-        count = counted or f"SELECT count(*) FROM bridge_tasks WHERE {' AND '.join(where)}"
-        page = list(where)
-        if params.page_token:
-            cursor = decode_list_tasks_cursor(params.page_token)
-            if cursor is None:
-                raise InvalidParamsError(message="invalid page token")
-            page.append("(updated, id) < (:cts, :cid)")  # after the cursor's task, in the listing's order
-            args["cts"] = -1 if cursor.timestamp_ns is None else cursor.timestamp_ns
-            args["cid"] = cursor.task_id
-        size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
-        args["limit"] = size + 1
+        filters applied to both; the total read from :data:`TASK_COUNTS_SCHEMA`'s counts where
+        it can be, see :func:`list_statements`)."""
+        count_sql, page_sql, args, size = list_statements(params, owner_scope(context), counted=True)
 
         def query(conn):
             # one read transaction: the total and the page see the same tasks
             conn.execute("BEGIN")
             try:
-                total = conn.execute(count, args).fetchone()[0]
-                rows = conn.execute(f"SELECT updated, task FROM bridge_tasks WHERE {' AND '.join(page)} "
-                                    f"ORDER BY updated DESC, id DESC LIMIT :limit", args).fetchall()
+                return conn.execute(count_sql, args).fetchone()[0], conn.execute(page_sql, args).fetchall()
             finally:
                 conn.execute("COMMIT")
-            return total, rows
 
         total, rows = await self.db.call(query)
-        tasks = [Task.FromString(r[1]) for r in rows[:size]]
-        token = ""
-        if len(rows) > size:
-            last = rows[size - 1]
-            token = encode_list_tasks_cursor(ListTasksCursor(
-                timestamp_ns=None if last[0] < 0 else last[0], task_id=tasks[-1].id))
-        return ListTasksResponse(tasks=tasks, total_size=total, next_page_token=token, page_size=size)
+        return list_response([(row[0], row[1]) for row in rows], total, size)
 
 
 #: PostgreSQL connections a process keeps open beyond those of its messages in progress: for
@@ -357,23 +317,21 @@ MOST_KEPT_CONNECTIONS = 32
 def open_stores(url: str, messages_at_once: int = 0):
     """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
     (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
-    PostgreSQL database through SQLAlchemy and the a2a-sdk's ``VersionedDatabaseTaskStore``
-    (versioned tasks and a shared event log: what several replicas need). An in-memory
-    SQLite URL raises ``SettingsError``.
+    PostgreSQL database on asyncpg, with the bridge's ``PostgresTaskStore`` (versioned tasks
+    and a shared event log: what several replicas need). An in-memory SQLite URL raises
+    ``SettingsError``.
 
-    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections, and one and a half
-    for each of ``messages_at_once`` messages in progress (a message's events are saved
-    while its request reads; ``--max-concurrent``, or 0 for a process that serves none), at
-    most :data:`MOST_KEPT_CONNECTIONS`. A smaller pool closed and opened connections under
-    load, each one a new login and new prepared statements."""
+    On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections open, and opens up to
+    one and a half for each of ``messages_at_once`` messages in progress (a message's events
+    are saved while its request reads; ``--max-concurrent``, or 0 for a process that serves
+    none), at most :data:`MOST_KEPT_CONNECTIONS`; those it opened stay open while in use, so
+    that a steady load does not log in again and prepare its statements again."""
     path = sqlite_path(url)
     if path is not None:
         db = SqliteDatabase(path)
         return db, SqliteTaskStore(db)
-    from a2a.server.cluster import VersionedDatabaseTaskStore
-    from sqlalchemy.ext.asyncio import create_async_engine
+    from ovos_a2a_solver.bridge.storage.postgres import PostgresDatabase, PostgresTaskStore
 
     kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
-    db = SqlAlchemyDatabase(create_async_engine(url, pool_pre_ping=True, pool_size=kept,
-                                                max_overflow=2 * SPARE_CONNECTIONS))
-    return db, VersionedDatabaseTaskStore(db.engine, owner_resolver=owner_scope)
+    db = PostgresDatabase(url, min_size=SPARE_CONNECTIONS, max_size=kept)
+    return db, PostgresTaskStore(db)

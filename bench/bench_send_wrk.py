@@ -5,7 +5,7 @@
 server, each with the persona and with an echo, and ovos-persona-server, side by side on loopback.
 
     python bench/bench_send_wrk.py [--pin] [--seconds 10] [--concurrency 16] [--rounds 3] [--quick] [--keep]
-                                   [--json bench/results/bridge-wrk.json]
+                                   [--servers NAME,...] [--json bench/results/bridge-wrk.json]
 
 The load is that of ``bench_send.py`` (a fresh messageId per request, only COMPLETED tasks
 count) from wrk (``apt-get install wrk``); ``--pin``: servers on CPU 1, wrk on CPU 0 (needs
@@ -17,7 +17,8 @@ ratios of req/s are reported.
 
 ``--baseline-code DIR``: also the echo bridge of another checkout of the package (``DIR``, its
 root), side by side, with the ratio of this one's req/s to it: a change measured before and after
-in one run. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
+in one run. ``--servers``: only those named (e.g. ``bridge_echo,bare_sdk_echo_untraced``; the
+baseline is added with ``--baseline-code``), and the ratios among them. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
 """
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
                                       "--max-concurrent", str(max(args.concurrency, 8))],
                                      env={"PYTHONPATH": str(Path(args.baseline_code).resolve())}))
         ratios.append(("bridge_echo", "bridge_echo_baseline"))
+    if args.servers:
+        chosen = set(args.servers.split(",")) | ({"bridge_echo_baseline"} if args.baseline_code else set())
+        unknown = chosen - {server.name for server in servers}
+        if unknown:
+            raise SystemExit(f"--servers: no server named {', '.join(sorted(unknown))}")
+        servers = [server for server in servers if server.name in chosen]
+        ratios = [(a, b) for a, b in ratios if a in chosen and b in chosen]
     return wrk_rounds(servers, workdir, args.concurrency, args.seconds, args.rounds, args.pin, ratios)
 
 
@@ -58,6 +66,9 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true", help="each server on CPU 1, wrk on CPU 0 (needs taskset)")
     parser.add_argument("--baseline-code", default="", metavar="DIR",
                         help="also the echo bridge of the package in this checkout, for a ratio before/after")
+    parser.add_argument("--servers", default="", metavar="NAME,...",
+                        help="only these servers (bridge, bridge_echo, bare_sdk, bare_sdk_echo, "
+                             "bare_sdk_echo_untraced, persona_server)")
     args = parser.parse_args()
     resolve_round_arguments(args)
     run_benchmark("send-wrk", args, bench_send_wrk)

@@ -42,7 +42,7 @@ import asyncio
 import enum
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from a2a.types import TaskState
 
@@ -106,8 +106,12 @@ class ReplicaGroup:
     relays_streams = False  # the SDK's shared event log carries every replica's events
     keeps_parked_tasks = True  # the SDK's shared event log keeps a parked task up to date
 
-    def __init__(self, db, operations: OperationLog, lease: float, persona: str) -> None:
+    def __init__(self, db, operations: OperationLog, lease: float, persona: str,
+                 notices: dict[str, Callable[[str | None], None]] | None = None) -> None:
         self.db = db                    # a SqlAlchemyDatabase on PostgreSQL (asyncpg)
+        # other channels listened to on the same connection: channel -> what hears each payload
+        # (a hint: any role may notify), and None when notices may have been missed
+        self.notices = dict(notices or {})
         self.operations = operations
         self.lease = lease
         self.persona = persona          # whom this replica serves: replicas of another are refused
@@ -326,11 +330,18 @@ class ReplicaGroup:
         try:
             driver = (await connection.get_raw_connection()).driver_connection
             await driver.add_listener(CHANNEL, self._received)
+            for channel in self.notices:
+                await driver.add_listener(channel, self._noticed)
         except BaseException:
             await connection.close()
             raise
         self._listener, self._driver = connection, driver
         self._rung.set()  # rings made while nobody listened were lost: read now
+        for hear in self.notices.values():
+            hear(None)  # and so were the notices
+
+    def _noticed(self, _connection, _pid, channel: str, payload: str) -> None:
+        self.notices[channel](payload)
 
     async def _unlisten(self) -> None:
         connection, driver, self._listener, self._driver = self._listener, self._driver, None, None
@@ -338,6 +349,8 @@ class ReplicaGroup:
             try:
                 if not driver.is_closed():
                     await driver.remove_listener(CHANNEL, self._received)
+                    for channel in self.notices:
+                        await driver.remove_listener(channel, self._noticed)
             except Exception as exc:  # the connection is gone already
                 LOG.debug("could not stop listening: %r", exc)
             try:

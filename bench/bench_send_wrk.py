@@ -5,7 +5,7 @@
 server, each with the persona and with an echo, and ovos-persona-server, side by side on loopback.
 
     python bench/bench_send_wrk.py [--pin] [--seconds 10] [--concurrency 16] [--rounds 3] [--quick] [--keep]
-                                   [--json bench/results/bridge-wrk.json]
+                                   [--servers NAME,...] [--json bench/results/bridge-wrk.json]
 
 The load is that of ``bench_send.py`` (a fresh messageId per request, only COMPLETED tasks
 count) from wrk (``apt-get install wrk``); ``--pin``: servers on CPU 1, wrk on CPU 0 (needs
@@ -19,7 +19,10 @@ request (``cpu_ms_per_ok``; medians ``median_cpu_ms_per_ok``).
 ``--baseline-code DIR``: also the echo bridge of another checkout of the package (``DIR``, its
 root), side by side, with the ratio of this one's req/s to it: a change measured before and after
 in one run. ``--with-metrics``: also the echo bridge with ``--metrics`` (what counting every
-request, turn and slot costs), with the ratio of its req/s to the bridge without. ``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
+request, turn and slot costs), with the ratio of its req/s to the bridge without. ``--servers``:
+only those named (e.g. ``bridge_echo,bare_sdk_echo_untraced``; the baseline is added with
+``--baseline-code``, the metrics bridge with ``--with-metrics``), and the ratios among them.
+``--quick``: 2 rounds x 3 s. The results are recorded under the key ``send-wrk``.
 """
 from __future__ import annotations
 
@@ -56,6 +59,14 @@ def bench_send_wrk(args, workdir: Path, persona: Path) -> dict:
                                      ["--backend", "echo", "--state-dir", str(workdir / "state-wrk-metrics"),
                                       "--max-concurrent", str(max(args.concurrency, 8)), "--metrics"]))
         ratios.append(("bridge_echo_metrics", "bridge_echo"))
+    if args.servers:
+        chosen = (set(args.servers.split(",")) | ({"bridge_echo_baseline"} if args.baseline_code else set())
+                  | ({"bridge_echo_metrics"} if args.with_metrics else set()))
+        unknown = chosen - {server.name for server in servers}
+        if unknown:
+            raise SystemExit(f"--servers: no server named {', '.join(sorted(unknown))}")
+        servers = [server for server in servers if server.name in chosen]
+        ratios = [(a, b) for a, b in ratios if a in chosen and b in chosen]
     return wrk_rounds(servers, workdir, args.concurrency, args.seconds, args.rounds, args.pin, ratios)
 
 
@@ -67,6 +78,9 @@ def main() -> None:
                         help="also the echo bridge of the package in this checkout, for a ratio before/after")
     parser.add_argument("--with-metrics", action="store_true",
                         help="also the echo bridge with --metrics, for the ratio of what metrics cost")
+    parser.add_argument("--servers", default="", metavar="NAME,...",
+                        help="only these servers (bridge, bridge_echo, bare_sdk, bare_sdk_echo, "
+                             "bare_sdk_echo_untraced, persona_server)")
     args = parser.parse_args()
     resolve_round_arguments(args)
     run_benchmark("send-wrk", args, bench_send_wrk)

@@ -740,7 +740,7 @@ function setup(thread)
   thread:set("tid", counter)
   table.insert(threads, thread)
 end
-function init(args) n, ok, bad = 0, 0, 0 end
+function init(args) n, ok, bad, busy = 0, 0, 0, 0 end
 function request()
   n = n + 1
   local body = '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":' ..
@@ -749,12 +749,19 @@ function request()
   return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}, body)
 end
 function response(status, headers, body)
-  if status == 200 and body:find("TASK_STATE_COMPLETED", 1, true) then ok = ok + 1 else bad = bad + 1 end
+  if status == 200 and body:find("TASK_STATE_COMPLETED", 1, true) then ok = ok + 1
+  else
+    bad = bad + 1
+    if status == 429 then busy = busy + 1 end
+  end
 end
 function done(summary, latency, requests)
-  local good, errors = 0, 0
-  for _, t in ipairs(threads) do good = good + t:get("ok"); errors = errors + t:get("bad") end
-  io.write(string.format('WRK {"ok":%d,"bad":%d,"seconds":%f,"p50_ms":%f,"p99_ms":%f}\n', good, errors,
+  local good, errors, refused = 0, 0, 0
+  for _, t in ipairs(threads) do
+    good = good + t:get("ok"); errors = errors + t:get("bad"); refused = refused + t:get("busy")
+  end
+  io.write(string.format('WRK {"ok":%d,"bad":%d,"busy":%d,"seconds":%f,"p50_ms":%f,"p99_ms":%f}\n', good, errors,
+    refused,
     summary.duration / 1e6, latency:percentile(50) / 1000, latency:percentile(99) / 1000))
 end
 """
@@ -787,6 +794,20 @@ def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Pat
     return data
 
 
+def wait_quiet(pid: int, timeout: float = 10.0) -> None:
+    """Wait until the server ``pid`` used less than 10 ms of CPU in 0.2 s (or ``timeout``
+    passed): the requests a round's wrk left in flight when it stopped are finished, so they
+    neither take the next round's CPU nor, at the bridge, its slots (answered "busy")."""
+    deadline = time.monotonic() + timeout
+    before = proc_cpu(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = proc_cpu(pid)
+        if now - before < 0.01:
+            return
+        before = now
+
+
 def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, rounds: int, pin: bool,
                ratios: list[tuple[str, str]], before_stop=None) -> dict:
     """Start those of ``servers`` not yet running (side by side), then ``rounds`` rounds of
@@ -803,11 +824,12 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
                 subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
         for r in range(rounds):
             for s in (servers if r % 2 == 0 else servers[::-1]):
+                wait_quiet(s.pid)
                 res = wrk_round(s.rpc_url, s.pid, connections, seconds, workdir, pin, s.postgres)
                 result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
                 cpu = res["cpu_ms_per_ok"]
                 print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "
-                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']}  CPU {cpu.get('total', 0):.2f} ms/req"
+                      f"p99 {res['p99_ms']:7.2f} ms  errors {res['bad']} (busy {res['busy']})  CPU {cpu.get('total', 0):.2f} ms/req"
                       + (f" (server {cpu['server']:.2f}, PostgreSQL {cpu['postgres']:.2f} + shared "
                          f"{cpu['postgres_shared']:.2f})" if "postgres" in cpu else ""), flush=True)
         if before_stop is not None:

@@ -57,7 +57,7 @@ from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
-from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
+from ovos_a2a_solver.bridge.storage.push_configs import CHANNEL as PUSH_CONFIGS_CHANNEL, PushConfigStore
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
 from ovos_a2a_solver.bridge.turns.admission import BusyError, OperationTracker
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
@@ -102,8 +102,8 @@ class Bridge:
         # alone on a SQLite file, every earlier run's unfinished work is this process's to fail at
         # start; a worker fails only its own earlier runs' (the parent failed the rest, see ``workers``)
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
-        self.new_tasks = NewTasks()
-        self.push_configs = PushConfigStore(self.db, settings)
+        self.push_configs = PushConfigStore(self.db, settings, among_workers=worker is not None)
+        self.new_tasks = NewTasks(made=self.push_configs.none_yet)
         if shared:  # every save versioned and logged at once, for the other replicas
             from ovos_a2a_solver.bridge.storage.postgres import PostgresEventStream
 
@@ -111,7 +111,8 @@ class Bridge:
             sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks,
                                                           forget=self.push_configs.delete_info)
             self.event_stream = PostgresEventStream(self.db)
-            self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name)
+            self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name,
+                                      notices={PUSH_CONFIGS_CHANNEL: self.push_configs.without_webhooks.heard})
             self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks,

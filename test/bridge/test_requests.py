@@ -81,6 +81,8 @@ JSONRPC_TABLE = [
                  -32700, id="invalid-utf8"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","metadata":' + deep(1000).encode()
                  + b"}}", -32600, id="nested-1000-deep"),
+    pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","metadata":' + deep(62).encode()
+                 + b"}}", -32600, id="nested-65-deep-in-a-short-body"),
     pytest.param(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"GetTask","params":{"id":"x"}}', -32600,
                  id="5000-digit-id"),
     pytest.param(rpc_body("SendMessage", {"message": message("")}), -32602, id="empty-text-part"),
@@ -359,3 +361,18 @@ def test_a_grpc_message_of_too_many_values_is_invalid_argument_and_one_within_is
         call = channel.unary_unary("/lf.a2a.v1.A2AService/SendMessage", request_serializer=lambda raw: raw,
                                    response_deserializer=lambda raw: raw)
         assert call(request(300), metadata=(("a2a-version", "1.0"),), timeout=30)
+
+
+@pytest.mark.parametrize("padding", [0, 5000], ids=["short", "long"])
+def test_json_nested_64_deep_is_read_and_65_deep_is_refused_in_short_and_long_bodies(padding):
+    """A short body skips the walk that counts values and depth only when it cannot break
+    either rule: the limit is the same for short and long bodies."""
+    import ovos_a2a_solver.bridge.edge.wire  # noqa: F401  (the SDK's routes first: its modules import in that order)
+    from ovos_a2a_solver.bridge.edge.json_rules import MAX_DEPTH, Refusal, load_json
+
+    def body(levels: int) -> bytes:  # the value 1 at depth ``levels``, after a string of ``padding`` characters
+        return ('{"pad":"' + "x" * padding + '","a":' + deep(levels - 2) + "}").encode()
+
+    assert load_json(body(MAX_DEPTH), 1000)["a"]
+    with pytest.raises(Refusal, match=f"nested deeper than {MAX_DEPTH}"):
+        load_json(body(MAX_DEPTH + 1), 1000)

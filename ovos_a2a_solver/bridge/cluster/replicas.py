@@ -41,7 +41,7 @@ import asyncio
 import enum
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from a2a.types import TaskState
 
@@ -107,8 +107,12 @@ class ReplicaGroup:
     metrics: Metrics = NO_METRICS  # what the leases are counted in (the bridge's, when metrics are on)
     keeps_parked_tasks = True  # the shared event log keeps a parked task up to date
 
-    def __init__(self, db, operations: OperationLog, lease: float, persona: str) -> None:
+    def __init__(self, db, operations: OperationLog, lease: float, persona: str,
+                 notices: dict[str, Callable[[str | None], None]] | None = None) -> None:
         self.db = db                    # a PostgresDatabase (or a SqlAlchemyDatabase on asyncpg)
+        # other channels listened to on the same connection: channel -> what hears each payload
+        # (a hint: any role may notify), and None when notices may have been missed
+        self.notices = dict(notices or {})
         self.operations = operations
         self.lease = lease
         self.persona = persona          # whom this replica serves: replicas of another are refused
@@ -341,27 +345,42 @@ class ReplicaGroup:
         await self._unlisten()
         if hasattr(self.db, "listen"):
             self._driver = await self.db.listen(CHANNEL, self._received)
+            for channel in self.notices:
+                await self.db.listen(channel, self._noticed)
             self._rung.set()  # rings made while nobody listened were lost: read now
+            for hear in self.notices.values():
+                hear(None)  # and so were the notices
             return
         connection = await self.db.engine.connect()
         try:
             driver = (await connection.get_raw_connection()).driver_connection
             await driver.add_listener(CHANNEL, self._received)
+            for channel in self.notices:
+                await driver.add_listener(channel, self._noticed)
         except BaseException:
             await connection.close()
             raise
         self._listener, self._driver = connection, driver
         self._rung.set()  # rings made while nobody listened were lost: read now
+        for hear in self.notices.values():
+            hear(None)  # and so were the notices
+
+    def _noticed(self, _connection, _pid, channel: str, payload: str) -> None:
+        self.notices[channel](payload)
 
     async def _unlisten(self) -> None:
         connection, driver, self._listener, self._driver = self._listener, self._driver, None, None
         if hasattr(self.db, "unlisten"):
             await self.db.unlisten(CHANNEL, self._received)
+            for channel in self.notices:
+                await self.db.unlisten(channel, self._noticed)
             return
         if connection is not None:
             try:
                 if not driver.is_closed():
                     await driver.remove_listener(CHANNEL, self._received)
+                    for channel in self.notices:
+                        await driver.remove_listener(channel, self._noticed)
             except Exception as exc:  # the connection is gone already
                 LOG.debug("could not stop listening: %r", exc)
             try:

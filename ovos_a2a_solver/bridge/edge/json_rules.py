@@ -92,6 +92,8 @@ def load_json(body: bytes, max_values: int) -> Any:
         raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels")) from None
     except ValueError:  # an integer of more than 4300 digits
         raise Refusal(InvalidRequestError(message="the body has a number too long to read")) from None
+    if len(text) <= max_values and text.count("{") + text.count("[") < MAX_DEPTH:
+        return value  # too short to hold more values, too few brackets to nest deeper (a message)
     values = count_values(value, MAX_DEPTH, max_values + 1)
     if values < 0:
         raise Refusal(InvalidRequestError(message=f"the body is nested deeper than {MAX_DEPTH} levels"))

@@ -39,6 +39,8 @@ class VersionCheck:
 
     def __init__(self, app, *, rest_prefix: str, served: dict[str, tuple[str, ...]]) -> None:
         self.app, self.rest_prefix, self.served = app, rest_prefix, served
+        # (value named, method or path version) -> the version decided: requests repeat a few
+        self._decided: dict[tuple, str] = {}
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -50,22 +52,39 @@ class VersionCheck:
         value = requested_value(scope)
         try:
             if rest:
-                negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")
                 path_version = "0.3" if is_v03_rest(scope["path"], self.rest_prefix) else "1.0"
-                version = negotiate(value, (path_version,), f"at {scope['path'][:80]} (an A2A {path_version} path)")
+                version = self._decided.get((value, path_version))
+                if version is None:
+                    negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")
+                    version = negotiate(value, (path_version,),
+                                        f"at {scope['path'][:80]} (an A2A {path_version} path)")
+                    self._remember((value, path_version), version)
             else:
                 method, request_id = call
                 if method not in METHOD_VERSIONS:  # the SDK answers -32601
                     return await self.app(scope, receive, send)
-                negotiate(value, self.served.get("JSONRPC", ()), "over JSON-RPC")
-                version = negotiate(value, (METHOD_VERSIONS[method],),
-                                    f"for {method} (an A2A {METHOD_VERSIONS[method]} method)")
+                version = self._decided.get((value, method))
+                if version is None:
+                    negotiate(value, self.served.get("JSONRPC", ()), "over JSON-RPC")
+                    version = negotiate(value, (METHOD_VERSIONS[method],),
+                                        f"for {method} (an A2A {METHOD_VERSIONS[method]} method)")
+                    self._remember((value, method), version)
         except VersionNotSupportedError as error:
             if rest:
                 return await send_json(send, *rest_error_body(error))
             return await send_json(send, 200, jsonrpc_error_body(error, request_id))
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
         await self.app({**scope, "headers": [*headers, (VERSION_KEY, version.encode())]}, receive, send)
+
+    def _remember(self, key: tuple, version: str) -> None:
+        """Keep a decision passed, for the next request naming the same; a few hundred at most
+        (a client may send any value)."""
+        if len(self._decided) >= REMEMBERED:
+            self._decided.clear()
+        self._decided[key] = version
+
+
+REMEMBERED = 256  # version decisions kept (see ``VersionCheck._remember``)
 
 
 VERSION_KEY = VERSION_HEADER.lower().encode()

@@ -126,12 +126,14 @@ class WireCheck:
 
 
 JSON_TYPE = re.compile(r"^application/(?:[\w.+-]+\+)?json$")
+#: the Content-Type headers clients send most, known to be JSON without a look
+JSON_HEADERS = frozenset({b"application/json", b"application/json; charset=utf-8", b"application/a2a+json"})
 
 
 def check_content_type(scope) -> None:
     """:class:`Refusal` (-32005) when a JSON-RPC request says its body is not JSON."""
     header = next((v for k, v in scope["headers"] if k == b"content-type"), None)
-    if header is None:
+    if header is None or header in JSON_HEADERS:
         return
     media_type = header.decode("latin-1").split(";", 1)[0].strip().lower()
     if not JSON_TYPE.match(media_type):

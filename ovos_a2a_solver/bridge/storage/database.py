@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import re
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,8 @@ from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_resp
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 from ovos_a2a_solver.states import TERMINAL
+
+LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 
 class Sql(Protocol):
@@ -100,17 +103,33 @@ async def add_column(db: "Sql", table: str, column: str, definition: str) -> Non
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
 
 
+#: rows written on the event loop after which the WAL is copied into the database file (a checkpoint)
+CHECKPOINT_CHANGES = 200
+
+
 class SqliteDatabase:
     """SQLite in WAL mode, two connections: point statements run right on the event loop
     (a commit without fsync takes tens of microseconds, far less than a hop to another
-    thread), and long reads (listings) run on a thread of their own."""
+    thread), and long reads (listings) run on a thread of their own.
+
+    The WAL is copied back into the database file (a checkpoint: two fsyncs and a few
+    megabytes written) on that thread too, after every :data:`CHECKPOINT_CHANGES` rows
+    written, never by a statement on the event loop: SQLite's own automatic checkpoint
+    would run inside whichever write crossed its threshold, and stall every request for
+    the milliseconds (on a slow disk, a tenth of a second) it takes. Writes wait for a
+    checkpoint under way (:meth:`writable`; the loop serves everything else meanwhile), so
+    that it copies the whole WAL and the next write starts it again from its beginning: the
+    WAL stays small."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._now = self._connect()
+        self._now.execute("PRAGMA wal_autocheckpoint = 0")  # see the class: the thread checkpoints
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovos-a2a-sqlite")
         self._reader = self._connect()
+        self._checkpointed_at = 0          # the loop connection's total_changes at the last checkpoint asked
+        self._checkpoint: asyncio.Future | None = None
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS)
@@ -124,17 +143,47 @@ class SqliteDatabase:
 
     def on_loop(self, fn, *args) -> Any:
         """``fn(connection, *args)`` right here on the event loop's thread, for short statements."""
-        return fn(self._now, *args)
+        result = fn(self._now, *args)
+        self._checkpoint_when_due()
+        return result
 
     async def call(self, fn, *args) -> Any:
         """``fn(connection, *args)`` on the reader thread, for long reads."""
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, self._reader, *args)
 
+    async def writable(self) -> None:
+        """Return once no checkpoint is under way (at once, almost always): a write made
+        during one would keep the WAL from starting again at its beginning."""
+        checkpoint = self._checkpoint
+        if checkpoint is not None and not checkpoint.done():
+            await asyncio.wait((checkpoint,))
+
     async def execute(self, sql: str, params: dict | None = None) -> int:
-        return self._now.execute(sql, params or {}).rowcount
+        await self.writable()
+        count = self._now.execute(sql, params or {}).rowcount
+        self._checkpoint_when_due()
+        return count
 
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
-        return [dict(r) for r in self._now.execute(sql, params or {}).fetchall()]
+        rows = [dict(r) for r in self._now.execute(sql, params or {}).fetchall()]
+        self._checkpoint_when_due()  # a fetch may write (UPDATE … RETURNING)
+        return rows
+
+    def _checkpoint_when_due(self) -> None:
+        """Start a checkpoint on the reader thread once :data:`CHECKPOINT_CHANGES` rows were
+        written here since the last one, unless one is under way."""
+        if self._now.total_changes - self._checkpointed_at < CHECKPOINT_CHANGES:
+            return
+        if self._checkpoint is not None and not self._checkpoint.done():
+            return
+        self._checkpointed_at = self._now.total_changes
+        self._checkpoint = asyncio.get_running_loop().run_in_executor(self._thread, _checkpoint, self._reader)
+        self._checkpoint.add_done_callback(_report_checkpoint)
+
+    async def checkpoint(self) -> tuple[int, int, int]:
+        """Copy the WAL into the database file now, without blocking writers (a passive
+        checkpoint): SQLite's (busy, WAL frames, frames copied)."""
+        return await self.call(_checkpoint)
 
     def schema_lock(self) -> contextlib.AbstractAsyncContextManager:
         """Nothing to take: SQLite's own locks (and the WAL switch's retries) serialize the schema."""
@@ -149,6 +198,15 @@ class SqliteDatabase:
         await self.call(lambda conn: conn.close())
         self._thread.shutdown(wait=True)
         self._now.close()
+
+
+def _checkpoint(connection: sqlite3.Connection) -> tuple[int, int, int]:
+    return tuple(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
+
+
+def _report_checkpoint(done: asyncio.Future) -> None:
+    if not done.cancelled() and done.exception() is not None:  # the next one tries again
+        LOG.warning("could not copy the SQLite WAL into the database file: %s", done.exception())
 
 
 class SqlAlchemyDatabase:
@@ -273,6 +331,7 @@ class SqliteTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         row = (task.id, owner_scope(context), task.context_id, int(task.status.state), updated_position(task),
                task.SerializeToString())
+        await self.db.writable()
         self.db.on_loop(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, "
@@ -286,6 +345,7 @@ class SqliteTaskStore(TaskStore):
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         owner = owner_scope(context)
+        await self.db.writable()
         self.db.on_loop(lambda conn: conn.execute(
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 

@@ -51,6 +51,9 @@ SCHEMA = (
 )
 COLUMNS = ("key", "owner", "message_id", "sent_task_id", "content", "context_id", "task_id", "state", "replica",
            "boot", "created", "updated")
+CLAIM = (f"INSERT INTO a2a_bridge_operations ({', '.join(COLUMNS)}) VALUES ({', '.join(':' + c for c in COLUMNS)}) "
+         f"ON CONFLICT (key) DO NOTHING")
+_FRAMING = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # json.dumps(..., these options), made once
 
 
 def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "", content: str = "",
@@ -58,7 +61,7 @@ def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "
     """Digest of (caller, taskId, messageId, contextId, content digest[, generation]); JSON
     framing keeps ("a:b","c") apart from ("a","b:c")."""
     fields = [owner, task_id, message_id, context_id, content] + ([generation] if generation else [])
-    framed = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+    framed = _FRAMING.encode(fields)
     return hashlib.sha256(framed.encode("utf-8")).hexdigest()
 
 
@@ -146,11 +149,8 @@ class OperationLog:
         await self._insert(operation, time.time())
 
     async def _insert(self, operation: Operation, now: float) -> bool:
-        row = {name: getattr(operation, name) for name in Operation.__dataclass_fields__}
-        return bool(await self.db.execute(
-            f"INSERT INTO a2a_bridge_operations ({', '.join(COLUMNS)}) "
-            f"VALUES ({', '.join(':' + c for c in COLUMNS)}) ON CONFLICT (key) DO NOTHING",
-            {**row, "created": now, "updated": now}))
+        row = dict(operation.__dict__, created=now, updated=now)
+        return bool(await self.db.execute(CLAIM, row))
 
     async def get(self, key: str) -> Operation | None:
         rows = await self.db.fetch("SELECT * FROM a2a_bridge_operations WHERE key = :key", {"key": key})

@@ -88,15 +88,19 @@ class NewTasks:
     up the active task, in its producer, and at the first event. For a new task, whose id
     the request handler has only just made up (:meth:`make`), each of those reads can only
     miss. The stores answer them "not found" at once, without the database, until the
-    task's first save; the handler lets go of the id when it is done (:meth:`discard`)."""
+    task's first save; the handler lets go of the id when it is done (:meth:`discard`).
+    ``made(task_id)``, if given, hears of each new id (what else a new task cannot have yet)."""
 
-    def __init__(self) -> None:
+    def __init__(self, made: Callable[[str], None] | None = None) -> None:
         self._unsaved: set[str] = set()
+        self._made = made
 
     def make(self) -> str:
         """A new task id, not stored anywhere yet."""
         task_id = str(uuid.uuid4())
         self._unsaved.add(task_id)
+        if self._made is not None:
+            self._made(task_id)
         return task_id
 
     def discard(self, task_id: str | None) -> None:

@@ -97,7 +97,23 @@ class ScrubCredentials:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
-            headers = [(k, v) for k, v in scope["headers"] if not CREDENTIAL_HEADER.search(k.decode("latin-1"))]
-            if len(headers) != len(scope["headers"]):  # in place: what the layers inside note stays visible
-                scope["headers"] = headers
+            if any(_is_credential(k) for k, _ in scope["headers"]):
+                # in place: what the layers inside note stays visible
+                scope["headers"] = [(k, v) for k, v in scope["headers"] if not _is_credential(k)]
         await self.app(scope, receive, send)
+
+
+#: header names seen, and whether each is credential-like: requests repeat a few names
+_CREDENTIAL_NAMES: dict[bytes, bool] = {}
+CREDENTIAL_NAMES_KEPT = 512  # names remembered at most (a client may send any)
+
+
+def _is_credential(name: bytes) -> bool:
+    """Whether a header ``name`` is credential-like (:data:`CREDENTIAL_HEADER`), remembered."""
+    known = _CREDENTIAL_NAMES.get(name)
+    if known is None:
+        known = CREDENTIAL_HEADER.search(name.decode("latin-1")) is not None
+        if len(_CREDENTIAL_NAMES) >= CREDENTIAL_NAMES_KEPT:
+            _CREDENTIAL_NAMES.clear()
+        _CREDENTIAL_NAMES[name] = known
+    return known

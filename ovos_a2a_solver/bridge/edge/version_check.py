@@ -73,8 +73,12 @@ class VersionCheck:
             if rest:
                 return await send_json(send, *rest_error_body(error))
             return await send_json(send, 200, jsonrpc_error_body(error, request_id))
+        encoded = version.encode()
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
-        await self.app({**scope, "headers": [*headers, (VERSION_KEY, version.encode())]}, receive, send)
+        if value == encoded and len(headers) == len(scope["headers"]) - 1:
+            # the one header already names the version decided (as most clients send it): as it is
+            return await self.app(scope, receive, send)
+        await self.app({**scope, "headers": [*headers, (VERSION_KEY, encoded)]}, receive, send)
 
     def _remember(self, key: tuple, version: str) -> None:
         """Keep a decision passed, for the next request naming the same; a few hundred at most

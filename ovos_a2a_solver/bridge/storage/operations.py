@@ -68,11 +68,14 @@ def operation_key(owner: str, task_id: str, message_id: str, context_id: str = "
 def content_digest(message: Message) -> str:
     """Digest of what a message says, ids aside (a resend may or may not carry them): its
     deterministic protobuf bytes (map entries, as in ``metadata``, sorted by key)."""
-    content = Message()
-    content.CopyFrom(message)
-    for field in ("message_id", "task_id", "context_id"):
-        content.ClearField(field)
-    return hashlib.sha256(content.SerializeToString(deterministic=True)).hexdigest()
+    # the ids cleared for a moment and put back (no copy of the whole message): nothing else
+    # runs meanwhile, and a cleared string field serializes as one never set
+    ids = message.message_id, message.task_id, message.context_id
+    message.message_id = message.task_id = message.context_id = ""
+    try:
+        return hashlib.sha256(message.SerializeToString(deterministic=True)).hexdigest()
+    finally:
+        message.message_id, message.task_id, message.context_id = ids
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,9 @@
 
 No test may write to the user's own state: at import, before any fixture or test runs,
 ``XDG_STATE_HOME`` is pointed at a private temporary directory (support/state_home.py).
+
+Run with pytest-xdist (``-n``), each worker has that directory, its session servers, and
+(with ``OVOS_A2A_TEST_POSTGRES``) a PostgreSQL database of its own (support/postgres.py).
 """
 
 import os
@@ -13,9 +16,32 @@ import pytest
 
 from support.agent_process import AgentProcess
 from support.bridge_process import BridgeProcess
+from support.postgres import POSTGRES_VAR, create_database, drop_database
 from support.state_home import PRIVATE_STATE_HOME_VAR, isolate_user_state
 
 isolate_user_state()
+
+_SHARED_POSTGRES = "A2A_SOLVER_TESTS_SHARED_POSTGRES"  # the database given to the run, under a worker's own
+
+
+def pytest_configure(config):
+    """A pytest-xdist worker points OVOS_A2A_TEST_POSTGRES at a new database of its own
+    (before the test modules, which read it at import, are collected)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    given = os.environ.get(POSTGRES_VAR)
+    if worker and given and _SHARED_POSTGRES not in os.environ:
+        from sqlalchemy.engine import make_url
+
+        prefix = f"{make_url(given).database}_{worker}"
+        os.environ[POSTGRES_VAR] = create_database(given, prefix)
+        os.environ[_SHARED_POSTGRES] = given
+
+
+def pytest_unconfigure(config):
+    given = os.environ.pop(_SHARED_POSTGRES, None)
+    if given:
+        drop_database(os.environ[POSTGRES_VAR], given)
+        os.environ[POSTGRES_VAR] = given
 
 
 @pytest.fixture(scope='session', autouse=True)

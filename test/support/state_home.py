@@ -20,6 +20,8 @@ import tempfile
 USER_STATE_HOME_VAR = "A2A_SOLVER_TESTS_USER_STATE_HOME"
 #: the environment variable that names the run's private state directory
 PRIVATE_STATE_HOME_VAR = "A2A_SOLVER_TESTS_PRIVATE_STATE_HOME"
+#: the environment variable that names the directory of the whole run (its workers' directories are in it)
+RUN_STATE_HOME_VAR = "A2A_SOLVER_TESTS_RUN_STATE_HOME"
 #: the environment variable that names the pytest-xdist worker the private directory is for ("": no worker)
 PRIVATE_STATE_OWNER_VAR = "A2A_SOLVER_TESTS_PRIVATE_STATE_OWNER"
 
@@ -39,11 +41,13 @@ def isolate_user_state() -> None:
     if inherited and os.environ.get(PRIVATE_STATE_OWNER_VAR, "") == worker:
         return
     if inherited:  # a worker of the outer run: a directory of its own, inside the run's
+        os.environ.setdefault(RUN_STATE_HOME_VAR, private)
         private = tempfile.mkdtemp(prefix=f"{worker}_", dir=private)
     else:
         os.environ[USER_STATE_HOME_VAR] = (os.environ.get("XDG_STATE_HOME")
                                            or os.path.join(os.path.expanduser("~"), ".local", "state"))
         private = tempfile.mkdtemp(prefix="ovos_a2a_tests_state_")
+        os.environ[RUN_STATE_HOME_VAR] = private
         atexit.register(shutil.rmtree, private, ignore_errors=True)
     os.environ[PRIVATE_STATE_HOME_VAR] = os.environ["XDG_STATE_HOME"] = private
     os.environ[PRIVATE_STATE_OWNER_VAR] = worker

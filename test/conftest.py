@@ -3,6 +3,11 @@
 
 No test may write to the user's own state: at import, before any fixture or test runs,
 ``XDG_STATE_HOME`` is pointed at a private temporary directory (support/state_home.py).
+
+Run with pytest-xdist (``-n``), each worker has that directory, its session servers, and
+(with ``OVOS_A2A_TEST_POSTGRES``) a PostgreSQL database of its own (support/postgres.py). A
+test marked ``alone`` measures time: it runs while no other worker runs a test
+(support/alone.py).
 """
 
 import os
@@ -12,10 +17,44 @@ from pathlib import Path
 import pytest
 
 from support.agent_process import AgentProcess
+from support.alone import one_at_a_time
 from support.bridge_process import BridgeProcess
+from support.postgres import POSTGRES_VAR, create_database, drop_database
 from support.state_home import PRIVATE_STATE_HOME_VAR, isolate_user_state
 
 isolate_user_state()
+
+_SHARED_POSTGRES = "A2A_SOLVER_TESTS_SHARED_POSTGRES"  # the database given to the run, under a worker's own
+
+
+def pytest_configure(config):
+    """The ``alone`` mark. A pytest-xdist worker points OVOS_A2A_TEST_POSTGRES at a new
+    database of its own (before the test modules, which read it at import, are collected)."""
+    config.addinivalue_line("markers", "alone: the test measures time, so it runs while no other test runs")
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    given = os.environ.get(POSTGRES_VAR)
+    if worker and given and _SHARED_POSTGRES not in os.environ:
+        from sqlalchemy.engine import make_url
+
+        prefix = f"{make_url(given).database}_{worker}"
+        os.environ[POSTGRES_VAR] = create_database(given, prefix)
+        os.environ[_SHARED_POSTGRES] = given
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test, its fixtures' set-up and tear-down included, under the run's lock (see
+    support/alone.py): shared, or whole for a test marked ``alone``. Outermost, so that the
+    wait for the lock is not counted in the test's timeout."""
+    with one_at_a_time(alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
+def pytest_unconfigure(config):
+    given = os.environ.pop(_SHARED_POSTGRES, None)
+    if given:
+        drop_database(os.environ[POSTGRES_VAR], given)
+        os.environ[POSTGRES_VAR] = given
 
 
 @pytest.fixture(scope='session', autouse=True)

@@ -192,6 +192,7 @@ def test_a_body_sent_slowly_within_its_time_is_answered():
                 assert answer.startswith(b"HTTP/1.1 200 "), answer
 
 
+@pytest.mark.alone  # twenty requests within a turn of 3 s
 def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_logged_once(tmp_path):
     """Requests in progress are never closed to make room, nor timed out while they are
     answered (a blocking SendMessage of 3 s, beyond the 1 s timeouts); connections closed to

@@ -66,6 +66,7 @@ def bridge_with_two_callers(**env: str) -> BridgeProcess:
     return BridgeProcess(env={"OVOS_A2A_TOKENS": f"{TOKEN_A},{TOKEN_B}", "OVOS_A2A_PUSH_ALLOW": "127.0.0.1", **env})
 
 
+@pytest.mark.alone  # measures time
 def test_health_answers_at_once_while_the_allowed_webhooks_are_delivered_to(webhooks):
     """300 webhooks on one task (the limits raised for it: 1 s of a frozen loop before)."""
     receivers = [webhooks(quick) for _ in range(3)]

@@ -2,7 +2,6 @@
 whoever comes first, as a compose file or an orchestrator starts them (and as --workers does)."""
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import threading
@@ -12,6 +11,7 @@ import pytest
 
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import answer, message, send, task_of
+from support.postgres import new_database as fresh_database, run_statement
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
@@ -19,39 +19,12 @@ pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
 TRIES = 2
 
 
-def _admin(statement: str) -> None:
-    _admin_on(POSTGRES, statement)
-
-
-def _admin_on(url: str, statement: str) -> None:
-    """Run ``statement`` on the database of ``url``, outside a transaction."""
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-    async def run() -> None:
-        connection = await asyncpg.connect(dsn)
-        try:
-            await connection.execute(statement)
-        finally:
-            await connection.close()
-
-    asyncio.run(run())
-
-
 @contextlib.contextmanager
 def new_database():
     """The URL of a new, empty database (dropped afterwards)."""
-    from sqlalchemy.engine import make_url
-
     assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    name = f"ovos_a2a_fresh_{uuid.uuid4().hex[:10]}"
-    _admin(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(POSTGRES).set(database=name).render_as_string(hide_password=False)
-    finally:
-        _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(POSTGRES) as url:
+        yield url
 
 
 def start_together(*argvs: tuple[str, ...]) -> list[BridgeProcess | BaseException]:
@@ -99,7 +72,7 @@ def test_workers_on_a_new_database_all_serve(attempt):
 
 def test_a_store_the_bridge_cannot_prepare_is_said_in_the_databases_words(tmp_path):
     with new_database() as url:
-        _admin_on(url, "CREATE TABLE a2a_bridge_operations (unrelated INTEGER)")  # a table of the same name
+        run_statement(url, "CREATE TABLE a2a_bridge_operations (unrelated INTEGER)")  # a table of the same name
         with pytest.raises(BridgeStartError) as failed:
             BridgeProcess("--db", url).stop()
     line = failed.value.stderr.strip().splitlines()[-1]

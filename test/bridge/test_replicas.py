@@ -357,6 +357,7 @@ def running_operation(task_id: str) -> dict:
     return asyncio.run(read())
 
 
+@pytest.mark.alone  # measures time
 def test_a_listener_on_the_replicas_channel_learns_nothing_and_its_answers_are_not_taken(pair):
     """A cancel between replicas: a bystander listening on the channel hears only empty
     rings (no task id, owner or boot id), and its forged refusal does not answer the cancel."""

@@ -194,6 +194,7 @@ def structured_send(objects: int) -> bytes:
                                                 "parts": [{"text": "hi"}], "metadata": metadata}})
 
 
+@pytest.mark.alone  # measures time
 def test_structured_metadata_over_the_value_limit_is_refused_and_health_answers_meanwhile(one_slot_bridge):
     """Eight callers each sending 780 KiB SendMessages whose metadata is 30,000 small objects
     (about 1.8 s of event-loop time each when the SDK parsed and walked them): each is refused

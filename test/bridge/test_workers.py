@@ -365,14 +365,29 @@ def test_a_second_bridge_with_workers_cannot_take_the_same_port(two_workers):
     assert f"port {two_workers.port} on 127.0.0.1 is already in use" in refused.value.stderr
 
 
+def worker_sockets(bridge: BridgeProcess) -> list[str]:
+    """The names of the worker sockets (abstract namespace, without the leading NUL) that the
+    workers of ``bridge`` hold open, from /proc."""
+    held = set()
+    for pid in process_ids(bridge):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except FileNotFoundError:  # closed meanwhile
+                pass
+    with open("/proc/net/unix") as table:
+        rows = [line.split() for line in table]
+    return sorted({row[-1][1:] for row in rows[1:]
+                   if row[-1].startswith("@ovos-a2a-bridge/") and f"socket:[{row[6]}]" in held})
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")
 def test_a_worker_answers_only_the_other_workers_of_its_bridge(two_workers):
     """The workers' sockets are in the abstract namespace, open to every local user: a
     request from another user is not answered (SO_PEERCRED), nor one from a process of the
     same user that is not a worker of the bridge. (The workers' own requests are answered:
     every cancel and subscription across workers above.)"""
-    with open("/proc/net/unix") as table:
-        names = sorted({line.split()[-1][1:] for line in table if "@ovos-a2a-bridge/" in line})
+    names = worker_sockets(two_workers)  # this bridge's: other bridges on the machine may come and go meanwhile
     assert names, "no worker socket found"
     request = b'{"kind":"cancel","task":"no-such-task","owner":"nobody"}\n'
 

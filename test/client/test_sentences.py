@@ -4,6 +4,8 @@ the text from its start for every period)."""
 import random
 import time
 
+import pytest
+
 from support import sentences_before
 from ovos_a2a_solver import _sentences
 from ovos_a2a_solver._revisions import Revision
@@ -77,6 +79,7 @@ def split_streamed(text: str) -> None:
     assert spoken(_sentences, [text[i:i + 64] for i in range(0, len(text), 64)])
 
 
+@pytest.mark.alone  # measures time
 def test_four_times_the_text_costs_at_most_six_times_the_time():
     # before, 4x the text took 18x the time: the cost grew with the square of the text
     small, large = short_sentences(25_000), short_sentences(100_000)
@@ -85,6 +88,7 @@ def test_four_times_the_text_costs_at_most_six_times_the_time():
         assert ratio < 6, f"{work.__name__}: 4x the text took {ratio:.1f}x the time"
 
 
+@pytest.mark.alone  # measures time
 def test_a_long_run_of_exclamation_marks_costs_time_linear_in_its_length():
     # 40,000 "!" took 40 s before (each one started the same failed match again): 100,000 would take 4 min
     for make in (lambda n: "!" * n + "x", lambda n: "a " + "!" * n):

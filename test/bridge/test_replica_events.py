@@ -54,6 +54,7 @@ def arrivals(caller: OwnerCalls, task_id: str, times: dict, ready: threading.Eve
                 times[(task_id, text)] = time.monotonic()
 
 
+@pytest.mark.alone  # measures time
 def test_a_live_event_on_one_replica_reaches_a_subscriber_on_the_other_within_milliseconds():
     with replica("events-a") as a, replica("events-b") as b:
         doer, other = OwnerCalls(a, TOKEN), OwnerCalls(b, TOKEN)

@@ -170,3 +170,40 @@ def test_the_event_log_forgets_the_events_of_tasks_that_ended_long_ago(database)
         assert left == {"old": 0, "recent": 1, "running": 1}
 
     run(database, scenario)
+
+
+def test_the_saves_of_a_moment_ring_the_doorbell_once_after_they_committed(database):
+    """The doorbell rings after the saves, not inside them (PostgreSQL lets one transaction
+    that notified commit at a time in the whole server, so saves that rang waited for each
+    other's disk writes): many saves at once ring a few times, and a ring comes after the last."""
+    import asyncpg
+
+    from ovos_a2a_solver.bridge.storage.postgres import EVENTS_CHANNEL, asyncpg_dsn
+
+    async def scenario(store, other, context):
+        rings: list[float] = []
+        heard = asyncio.Event()
+        listener = await asyncpg.connect(asyncpg_dsn(database))
+
+        def rung(*_args) -> None:
+            rings.append(asyncio.get_running_loop().time())
+            heard.set()
+
+        await listener.add_listener(EVENTS_CHANNEL, rung)
+        try:
+            tasks = [new_task() for _ in range(20)]
+            await asyncio.gather(*(store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
+                                              context=context) for task in tasks))
+            saved = asyncio.get_running_loop().time()
+            await asyncio.wait_for(heard.wait(), 5)
+            for _ in range(50):  # the rings of these saves are all sent within a few milliseconds
+                await asyncio.sleep(0.01)
+                if rings and asyncio.get_running_loop().time() - rings[-1] > 0.1:
+                    break
+            assert rings[-1] >= saved, "no ring came after the saves committed"
+            assert len(rings) < len(tasks) / 2, f"{len(rings)} rings for {len(tasks)} saves"
+            assert all(await asyncio.gather(*(other.get(task.id, context) for task in tasks)))
+        finally:
+            await listener.close()
+
+    run(database, scenario)

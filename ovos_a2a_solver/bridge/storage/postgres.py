@@ -7,14 +7,15 @@
   keeps it), with no transaction around it unless it needs one.
 * :class:`PostgresTaskStore`: the tasks, versioned for replicas (the a2a-sdk's
   ``VersionedTaskStore``), one row each in ``bridge_tasks`` as in SQLite, plus a version
-  number. A save is one statement: the version check in its ``WHERE``, the event appended to
-  ``bridge_task_events`` and the doorbell rung, all in the same statement; a task's progress
-  may wait a few milliseconds to go in the statement of its next save.
+  number. A save is one statement: the version check in its ``WHERE`` and the event appended to
+  ``bridge_task_events`` in the same statement; a task's progress may wait a few milliseconds
+  to go in the statement of its next save. The doorbell rings after the save (:class:`Doorbell`).
 * :class:`PostgresEventStream`: the live events of a task running on another replica (the
   a2a-sdk's ``TaskEventStream``): the subscriber reads the event table when the doorbell
   rings, not on a timer.
 
-The doorbell is a ``NOTIFY`` on :data:`EVENTS_CHANNEL` with an empty payload. It carries
+The doorbell is a ``NOTIFY`` on :data:`EVENTS_CHANNEL` with an empty payload, rung after the
+saves commit, once for the saves of a few milliseconds, in a transaction of its own. It carries
 nothing (any role that may connect may listen and notify): a ring only makes the
 subscribers of this process read the table again, and a forged ring costs one read each.
 A ring lost while the listening connection was away is made up for by a read every
@@ -231,7 +232,7 @@ TASKS_SCHEMA = (
         at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (task_id, version))""",
 )
 
-_RING = f"SELECT version, pg_notify('{EVENTS_CHANNEL}', '') FROM saved"
+_RING = "SELECT version FROM saved"
 #: a task's first write ($1 id, $2 owner, $3 context, $4 state, $5 updated, $6 task, $7 its
 #: event or null): an insert, which loses to a task already there
 FIRST_WRITE = ("WITH saved AS (INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
@@ -251,6 +252,54 @@ LATER_WRITES = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state =
                 "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
                 "SELECT $1, e.version, $2, e.event FROM saved, unnest($7::bigint[], $8::bytea[]) AS e(version, event)) "
                 + _RING)
+
+#: how long a ring waits for the saves that follow to go with it
+RING_GATHER_SECONDS = 0.002
+
+
+class Doorbell:
+    """Rings :data:`EVENTS_CHANNEL` after saves committed, in a transaction of its own: the
+    saves made while a ring waits (:data:`RING_GATHER_SECONDS`) or is sent ring once more, after it.
+
+    Not in the saves' own statements: PostgreSQL lets one transaction that notified commit at a
+    time, in the whole server (a lock held until its commit is on disk), so saves that rang
+    waited for each other's disk writes, in one process and across replicas. The ring's own
+    connection commits without waiting for the disk (``synchronous_commit`` off): a ring lost
+    in a crash costs a subscriber one :data:`UNRUNG_READ_SECONDS` wait, nothing stored."""
+
+    def __init__(self, dsn: str) -> None:
+        self.dsn = dsn
+        self._connection = None
+        self._due = False                       # a save committed that no ring sent yet covers
+        self._ringing: asyncio.Task | None = None
+
+    def ring(self) -> None:
+        """Ring soon for a save that committed."""
+        self._due = True
+        if self._ringing is None or self._ringing.done():
+            self._ringing = asyncio.get_running_loop().create_task(self._ring_while_due())
+
+    async def _ring_while_due(self) -> None:
+        while self._due:
+            await asyncio.sleep(RING_GATHER_SECONDS)
+            self._due = False
+            try:
+                if self._connection is None or self._connection.is_closed():
+                    import asyncpg
+
+                    self._connection = await asyncpg.connect(self.dsn,
+                                                             server_settings={"synchronous_commit": "off"})
+                await self._connection.execute(f"NOTIFY {EVENTS_CHANNEL}")
+            except Exception as exc:  # the database is away: subscribers read again on their own
+                LOG.debug("could not ring for new task events: %r", exc)
+
+    async def aclose(self) -> None:
+        if self._ringing is not None:
+            await asyncio.gather(self._ringing, return_exceptions=True)
+        if self._connection is not None:
+            with contextlib.suppress(Exception):
+                await self._connection.close()
+
 
 #: how long a task's progress (a save that neither creates it nor settles it) may wait to be
 #: written together with the task's next save: a message's answer and its end are one write
@@ -277,8 +326,8 @@ class _Held:
 
 class PostgresTaskStore(VersionedTaskStore):
     """Tasks in PostgreSQL, one row each (the protobuf ``Task`` as bytes and its version),
-    per owner; a save appends its event to ``bridge_task_events`` and rings the doorbell,
-    in the same statement.
+    per owner; a save appends its event to ``bridge_task_events`` in the same statement, and
+    rings the doorbell after (:class:`Doorbell`).
 
     A task's progress (a save that neither creates it, nor cancels it, nor settles it) is
     held for at most :data:`HOLD_SECONDS`, and written with the task's next save if that
@@ -293,6 +342,7 @@ class PostgresTaskStore(VersionedTaskStore):
         self._overtaken: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
         self._flushes: set[asyncio.Task] = set()
+        self.doorbell = Doorbell(db.dsn)
 
     async def initialize(self) -> None:
         for statement in TASKS_SCHEMA:
@@ -391,6 +441,7 @@ class PostgresTaskStore(VersionedTaskStore):
                                                       updated_position(task), task.SerializeToString(), record)
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
+        self.doorbell.ring()
         return StoreVersion(saved)
 
     async def _write_later(self, held: _Held) -> StoreVersion:
@@ -402,6 +453,7 @@ class PostgresTaskStore(VersionedTaskStore):
             held.version, held.base)
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
+        self.doorbell.ring()
         return StoreVersion(saved)
 
     async def write_held(self) -> None:
@@ -445,6 +497,7 @@ class PostgresTaskStore(VersionedTaskStore):
         """Write what is held (at shutdown)."""
         await self.write_held()
         await asyncio.gather(*self._flushes, return_exceptions=True)
+        await self.doorbell.aclose()
 
 
 def _event_of(record: bytes):
@@ -473,7 +526,7 @@ class PostgresEventStream(TaskEventStream):
             bell.set()
 
     async def publish(self, task_id: str, event: VersionedEvent) -> None:
-        """Nothing to do: the store appended the event and rang in the save's own statement."""
+        """Nothing to do: the store appended the event in the save's own statement, and rang."""
         del task_id, event
 
     async def _ring_for(self, bell: asyncio.Event) -> None:

@@ -73,8 +73,11 @@ class VersionCheck:
             if rest:
                 return await send_json(send, *rest_error_body(error))
             return await send_json(send, 200, jsonrpc_error_body(error, request_id))
-        headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
-        await self.app({**scope, "headers": [*headers, (VERSION_KEY, version.encode())]}, receive, send)
+        # the scope is this request's own: its headers are replaced in place (a copy of the scope
+        # would live as long as the request, a stream's whole life)
+        scope["headers"] = [*(h for h in scope["headers"] if h[0].lower() != VERSION_KEY),
+                            (VERSION_KEY, version.encode())]
+        await self.app(scope, receive, send)
 
     def _remember(self, key: tuple, version: str) -> None:
         """Keep a decision passed, for the next request naming the same; a few hundred at most

@@ -7,7 +7,7 @@ import pytest
 
 from ovos_a2a_solver.bridge.backends.echo import EchoBackend
 from ovos_a2a_solver.bridge.backends.scenarios import ScenarioBackend
-from ovos_a2a_solver.bridge.turns.turn import TURN_THREADS, DaemonThreads, Turn, TurnEventKind
+from ovos_a2a_solver.bridge.turns.turn import TURN_THREADS, DaemonThreads, Flag, Mailbox, Turn, TurnEvent, TurnEventKind
 
 from support.waiting import wait_until
 
@@ -172,3 +172,46 @@ def test_the_echo_backend_answers_at_once_unless_it_is_told_to_wait(text, at_onc
 def test_the_echo_backend_with_a_call_log_and_the_scenarios_never_answer_at_once(tmp_path):
     assert EchoBackend(call_log=str(tmp_path / "calls.jsonl")).answers_at_once("hello") is False
     assert ScenarioBackend().answers_at_once("hello") is False
+
+
+def test_a_turns_mailbox_hands_events_in_order_and_a_reader_given_up_leaves_it_usable():
+    async def scenario():
+        box = Mailbox()
+        assert box.empty()
+        with pytest.raises(asyncio.QueueEmpty):
+            box.get_nowait()
+        reader = asyncio.ensure_future(box.get())
+        await asyncio.sleep(0)
+        assert not reader.done()  # nothing yet: the reader waits
+        first, second = TurnEvent(TurnEventKind.SENTENCE, "a"), TurnEvent(TurnEventKind.DONE)
+        box.put_nowait(first)
+        box.put_nowait(second)
+        assert await asyncio.wait_for(reader, 5) is first
+        assert box.get_nowait() is second and box.empty()
+        with pytest.raises(asyncio.TimeoutError):  # a reader that gives up (the heartbeat's wait)
+            await asyncio.wait_for(box.get(), 0.01)
+        box.put_nowait(first)
+        assert await asyncio.wait_for(box.get(), 5) is first
+
+    asyncio.run(scenario())
+
+
+def test_a_flag_wakes_every_waiter_when_set_and_can_be_cleared_and_set_again():
+    async def scenario():
+        flag = Flag()
+        waiters = [asyncio.ensure_future(flag.wait()) for _ in range(3)]
+        await asyncio.sleep(0)
+        assert not flag.is_set() and not any(w.done() for w in waiters)
+        with pytest.raises(asyncio.TimeoutError):  # a waiter that gives up does not disturb the others
+            await asyncio.wait_for(flag.wait(), 0.01)
+        flag.set()
+        assert await asyncio.wait_for(asyncio.gather(*waiters), 5) == [True, True, True]
+        assert flag.is_set() and await flag.wait()
+        flag.clear()
+        waiter = asyncio.ensure_future(flag.wait())
+        await asyncio.sleep(0)
+        assert not waiter.done()
+        flag.set()
+        assert await asyncio.wait_for(waiter, 5)
+
+    asyncio.run(scenario())

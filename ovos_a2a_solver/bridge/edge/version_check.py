@@ -75,10 +75,12 @@ class VersionCheck:
             return await send_json(send, 200, jsonrpc_error_body(error, request_id))
         encoded = version.encode()
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
-        if value == encoded and len(headers) == len(scope["headers"]) - 1:
-            # the one header already names the version decided (as most clients send it): as it is
-            return await self.app(scope, receive, send)
-        await self.app({**scope, "headers": [*headers, (VERSION_KEY, encoded)]}, receive, send)
+        if value != encoded or len(headers) != len(scope["headers"]) - 1:
+            # the scope is this request's own: its headers are replaced in place (a copy of the
+            # scope would live as long as the request, a stream's whole life). When the one header
+            # already names the version decided (as most clients send it), it stays as it is.
+            scope["headers"] = [*headers, (VERSION_KEY, encoded)]
+        await self.app(scope, receive, send)
 
     def _remember(self, key: tuple, version: str) -> None:
         """Keep a decision passed, for the next request naming the same; a few hundred at most

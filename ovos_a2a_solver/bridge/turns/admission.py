@@ -30,6 +30,7 @@ from a2a.utils.errors import InternalError
 
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.turns.turn import Flag
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -53,7 +54,7 @@ class Admission:
     handler_holds: bool = True
     executor_holds: bool = False
     started: bool = False          # the executor began its work
-    ended: asyncio.Event = field(default_factory=asyncio.Event)   # set once nobody holds it
+    ended: Flag = field(default_factory=Flag)   # set once nobody holds it
 
     @property
     def key(self) -> str:

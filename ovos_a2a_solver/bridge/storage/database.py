@@ -103,8 +103,10 @@ async def add_column(db: "Sql", table: str, column: str, definition: str) -> Non
 BUSY_SECONDS = 30  # how long a statement waits for another process's write to end
 
 
-#: rows written on the event loop after which the WAL is copied into the database file (a checkpoint)
-CHECKPOINT_CHANGES = 200
+#: rows written on the event loop after which the WAL is copied into the database file (a
+#: checkpoint). Rows written by triggers count too (a message writes about seven, with the
+#: task counts'): some 3 MB of WAL between checkpoints, under SQLite's own default of 4 MB.
+CHECKPOINT_CHANGES = 500
 
 
 class SqliteDatabase:

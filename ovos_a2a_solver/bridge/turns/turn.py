@@ -101,17 +101,18 @@ class Mailbox:
     waiting future instead of the queue's four deques (some 3 KiB per turn). One reader at a
     time; used on the event loop only."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_head", "_waiter")
 
     def __init__(self) -> None:
         self._items: list[TurnEvent] = []
+        self._head = 0          # the next item to read: items before it were read
         self._waiter: asyncio.Future | None = None
 
     def empty(self) -> bool:
-        return not self._items
+        return self._head == len(self._items)
 
     def qsize(self) -> int:
-        return len(self._items)
+        return len(self._items) - self._head
 
     def put_nowait(self, event: "TurnEvent") -> None:
         self._items.append(event)
@@ -119,18 +120,32 @@ class Mailbox:
             self._waiter.set_result(None)
 
     def get_nowait(self) -> "TurnEvent":
-        if not self._items:
+        if self.empty():
             raise asyncio.QueueEmpty
-        return self._items.pop(0)
+        return self._take()
 
     async def get(self) -> "TurnEvent":
-        while not self._items:
+        while self.empty():
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
-        return self._items.pop(0)
+        return self._take()
+
+    def _take(self) -> "TurnEvent":
+        """The next item, in constant time however many wait (a slow reader of a long answer):
+        read items are let go of, and dropped from the list once they are half of it."""
+        item = self._items[self._head]
+        self._items[self._head] = None
+        self._head += 1
+        if self._head == len(self._items):
+            self._items.clear()
+            self._head = 0
+        elif self._head > 32 and self._head * 2 > len(self._items):
+            del self._items[:self._head]
+            self._head = 0
+        return item
 
 
 class DaemonThreads:

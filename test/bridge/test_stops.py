@@ -115,6 +115,9 @@ def test_a_turn_that_ends_within_the_grace_completes(tmp_path):
     assert noisy_lines(bridge.stderr_text()) == []
 
 
+# alone: a connection kept open is answered while the bridge drains only until uvicorn's next tick (0.1 s)
+# closes idle connections; on cores shared with other tests the two requests may not both fit in it
+@pytest.mark.alone
 def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
     bridge = BridgeProcess(state_dir=tmp_path / "state", env={"OVOS_A2A_SHUTDOWN_GRACE": "10"})
     try:

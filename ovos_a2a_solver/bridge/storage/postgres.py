@@ -257,6 +257,11 @@ LATER_WRITES = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state =
 RING_GATHER_SECONDS = 0.002
 
 
+#: the longest a ring may take (connecting included): a database that hangs must not hold the
+#: shutdown, which waits for the ring under way
+RING_TIMEOUT_SECONDS = 5.0
+
+
 class Doorbell:
     """Rings :data:`EVENTS_CHANNEL` after saves committed, in a transaction of its own: the
     saves made while a ring waits (:data:`RING_GATHER_SECONDS`) or is sent ring once more, after it.
@@ -287,9 +292,9 @@ class Doorbell:
                 if self._connection is None or self._connection.is_closed():
                     import asyncpg
 
-                    self._connection = await asyncpg.connect(self.dsn,
+                    self._connection = await asyncpg.connect(self.dsn, timeout=RING_TIMEOUT_SECONDS,
                                                              server_settings={"synchronous_commit": "off"})
-                await self._connection.execute(f"NOTIFY {EVENTS_CHANNEL}")
+                await self._connection.execute(f"NOTIFY {EVENTS_CHANNEL}", timeout=RING_TIMEOUT_SECONDS)
             except Exception as exc:  # the database is away: subscribers read again on their own
                 LOG.debug("could not ring for new task events: %r", exc)
 

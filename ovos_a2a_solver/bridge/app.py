@@ -58,7 +58,7 @@ from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import CHANNEL as PUSH_CONFIGS_CHANNEL, PushConfigStore
-from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread, StoredEnds
 from ovos_a2a_solver.bridge.turns.admission import BusyError, OperationTracker
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds
@@ -104,25 +104,27 @@ class Bridge:
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
         self.push_configs = PushConfigStore(self.db, settings, among_workers=worker is not None)
         self.new_tasks = NewTasks(made=self.push_configs.none_yet)
+        ends = StoredEnds()
         if shared:  # every save versioned and logged at once, for the other replicas
             from ovos_a2a_solver.bridge.storage.postgres import PostgresEventStream
 
             self.buffered_store = None
-            sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks,
+            sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks, ends,
                                                           forget=self.push_configs.delete_info)
             self.event_stream = PostgresEventStream(self.db)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name,
                                       notices={PUSH_CONFIGS_CHANNEL: self.push_configs.without_webhooks.heard})
             self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
-            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks,
+            sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks, ends,
                                                                 forget=self.push_configs.delete_info)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
             self.peers = Siblings(self.operations) if worker is not None else None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent, self.metrics)
         self.turns = TurnRegistry()
-        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker, self.metrics)
+        self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker, self.metrics,
+                                        stored_ends=ends)
         guard = WebhookGuard(settings.push_allow)
         self.push_sender = WebhookSender(self.push_configs, guard, settings, metrics=self.metrics)
         # a task waiting for input is parked in memory by the SDK; after 10 idle minutes it is

@@ -9,6 +9,7 @@ recreated container) on its single-process SQLite store.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -24,6 +25,7 @@ import pytest
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of
+from support.postgres import POSTGRES_VAR, new_database
 from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
 
@@ -59,9 +61,9 @@ def operation_states(state_dir, task_id: str) -> list[str]:
         return [row[0] for row in db.execute("SELECT state FROM a2a_bridge_operations WHERE task_id = ?", (task_id,))]
 
 
-def stored_state(state_dir, task_id: str, **kwargs) -> dict:
-    """The task as a fresh bridge on the same store reads it."""
-    with BridgeProcess(state_dir=state_dir, **kwargs) as again:
+def stored_state(state_dir, task_id: str, db: str | None = None, **kwargs) -> dict:
+    """The task as a fresh bridge on the same store (``state_dir``'s, or the database ``db``) reads it."""
+    with BridgeProcess(*(("--db", db) if db else ()), state_dir=state_dir, **kwargs) as again:
         return task_of(get_task(again.url, task_id))
 
 
@@ -113,6 +115,39 @@ def test_a_turn_that_ends_within_the_grace_completes(tmp_path):
     stored = stored_state(state_dir, task["id"])
     assert state(stored) == "TASK_STATE_COMPLETED" and answer(stored) == "echo: sleep:1.5"
     assert noisy_lines(bridge.stderr_text()) == []
+
+
+@pytest.mark.skipif(not os.environ.get(POSTGRES_VAR) and not os.environ.get("CI"),
+                    reason=f"needs a PostgreSQL database ({POSTGRES_VAR})")
+def test_a_turn_whose_end_is_saved_slowly_while_the_bridge_drains_still_completes_quietly():
+    # the turn ends while another session locks its task's row, so its end is saved only when that
+    # session lets go: the bridge must wait for the save before it tears down the a2a-sdk, or the
+    # answer is lost, the task stays "working", and the SDK warns of lost events
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    with new_database(prefix="ovos_a2a_stops") as url:
+        bridge = BridgeProcess("--db", url, env={"OVOS_A2A_SHUTDOWN_GRACE": "10"})
+        began = time.monotonic()
+        task = start_working(bridge, "sleep:1.5")
+
+        async def hold_the_row_while_the_turn_ends() -> bool:
+            other = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+            try:
+                async with other.transaction():  # another writer: an operator's session, a migration
+                    await other.execute("SELECT 1 FROM bridge_tasks WHERE id = $1 FOR UPDATE", task["id"])
+                    bridge.proc.send_signal(signal.SIGTERM)
+                    await asyncio.sleep(max(0.0, began + 2.5 - time.monotonic()))  # the turn ends (1.5 s)
+                    return bridge.proc.poll() is None
+            finally:
+                await other.close()
+
+        assert asyncio.run(hold_the_row_while_the_turn_ends()), "the bridge exited while its turn's end was unsaved"
+        bridge.proc.wait(timeout=15)
+        bridge.stop()
+        assert noisy_lines(bridge.stderr_text()) == []
+        stored = stored_state(None, task["id"], db=url)
+        assert state(stored) == "TASK_STATE_COMPLETED" and answer(stored) == "echo: sleep:1.5", stored
 
 
 # alone: a connection kept open is answered while the bridge drains only until uvicorn's next tick (0.1 s)

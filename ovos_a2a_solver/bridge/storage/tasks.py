@@ -111,6 +111,50 @@ class NewTasks:
         return task_id in self._unsaved
 
 
+class StoredEnds:
+    """The settled states (final, or waiting for the user) that turns await in the store.
+
+    A turn's executor hands its last event to the a2a-sdk, whose own task saves it a moment
+    later. The turn holds its message until then (:meth:`expect`, then :meth:`wait`): a
+    bridge that drains for a shutdown waits for the messages it holds, so it tears the SDK
+    down only after the end of every finished turn is stored, not while it is being saved
+    (the answer would be lost, and the task left ``working``). The stores report each
+    settled save (:meth:`saved`)."""
+
+    def __init__(self) -> None:
+        self._awaited: dict[tuple[str, str], asyncio.Event] = {}
+
+    def expect(self, owner: str, task_id: str) -> None:
+        """A turn of ``owner``'s task ``task_id`` is about to settle it."""
+        self._awaited[(owner, task_id)] = asyncio.Event()
+
+    def saved(self, task: Task, context: ServerCallContext) -> None:
+        """``task`` was saved; if it is settled, its turn need not wait any longer."""
+        if task.status.state in SETTLED:
+            awaited = self._awaited.get((owner_scope(context), task.id))
+            if awaited is not None:
+                awaited.set()
+
+    async def wait(self, owner: str, task_id: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the settled save :meth:`expect` announced; True if it came."""
+        awaited = self._awaited.get((owner, task_id))
+        try:
+            if awaited is None:
+                return False
+            if not awaited.is_set():
+                async with asyncio.timeout(timeout):
+                    await awaited.wait()
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self.forget(owner, task_id)
+
+    def forget(self, owner: str, task_id: str) -> None:
+        """The turn will not wait (it was canceled, or handed on)."""
+        self._awaited.pop((owner, task_id), None)
+
+
 #: what else goes when a task is deleted: ``forget(task_id, context)`` (its push configs)
 Forget = Callable[[str, ServerCallContext], Awaitable[None]]
 
@@ -121,16 +165,21 @@ async def _nothing_else(_task_id: str, _context: ServerCallContext) -> None:
 
 class NewTasksUnread(VersionedTaskStore):
     """A versioned store (``inner``) whose reads of the :class:`NewTasks` are answered
-    "not found" without asking it; deleting a task also ``forget``s what belongs to it."""
+    "not found" without asking it; each save is reported to ``ends``; deleting a task also
+    ``forget``s what belongs to it."""
 
-    def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks, forget: Forget = _nothing_else) -> None:
+    def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks, ends: StoredEnds | None = None,
+                 forget: Forget = _nothing_else) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
+        self.ends = ends or StoredEnds()
         self.forget = forget
 
     async def save(self, task: Task, *, event, prev, prev_version, context: ServerCallContext):
         self.new_tasks.discard(task.id)
-        return await self.inner.save(task, event=event, prev=prev, prev_version=prev_version, context=context)
+        version = await self.inner.save(task, event=event, prev=prev, prev_version=prev_version, context=context)
+        self.ends.saved(task, context)
+        return version
 
     async def get(self, task_id: str, context: ServerCallContext):
         return None if task_id in self.new_tasks else await self.inner.get(task_id, context)
@@ -145,12 +194,14 @@ class NewTasksUnread(VersionedTaskStore):
 
 class BufferedTaskStore(TaskStore):
     """Write-through for what matters after a crash, write-behind for progress (and no read
-    of the :class:`NewTasks`); deleting a task also ``forget``s what belongs to it."""
+    of the :class:`NewTasks`); each settled save is reported to ``ends``; deleting a task
+    also ``forget``s what belongs to it."""
 
-    def __init__(self, inner: TaskStore, new_tasks: NewTasks, flush_interval: float = 10.0,
-                 forget: Forget = _nothing_else) -> None:
+    def __init__(self, inner: TaskStore, new_tasks: NewTasks, ends: StoredEnds | None = None,
+                 flush_interval: float = 10.0, forget: Forget = _nothing_else) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
+        self.ends = ends or StoredEnds()
         self.forget = forget
         self.flush_interval = flush_interval
         self._pending: dict[tuple[str, str], tuple[Task, ServerCallContext]] = {}
@@ -171,6 +222,7 @@ class BufferedTaskStore(TaskStore):
                 if task.status.state in SETTLED:
                     self._stored.discard(key)
                     self._locks.pop(key, None)
+                    self.ends.saved(task, context)
                 else:
                     self._stored.add(key)
                 return

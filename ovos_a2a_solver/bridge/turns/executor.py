@@ -43,7 +43,7 @@ from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSe
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.observe.tracing import headers_of, turn_trace
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
-from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, StoredEnds, owner_scope, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
@@ -57,6 +57,8 @@ ANSWER_ARTIFACT = "answer"
 HOLD_BACK = 0.25
 #: what ``_paced`` gives when a held sentence waited :data:`HOLD_BACK` seconds
 HELD_TOO_LONG = object()
+#: how long a finished turn waits for the a2a-sdk to store its end before it lets go of its message
+END_STORED_WITHIN = 5.0
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
 
 
@@ -83,7 +85,8 @@ class PersonaExecutor(AgentExecutor):
     """Runs persona turns for the a2a-sdk request handler."""
 
     def __init__(self, backend: Backend, settings: BridgeSettings, turns: TurnRegistry,
-                 task_store: VersionedTaskStore, tracker: OperationTracker, metrics: Metrics = NO_METRICS) -> None:
+                 task_store: VersionedTaskStore, tracker: OperationTracker, metrics: Metrics = NO_METRICS,
+                 stored_ends: StoredEnds | None = None) -> None:
         self.backend = backend
         self.metrics = metrics
         self.settings = settings
@@ -91,6 +94,7 @@ class PersonaExecutor(AgentExecutor):
         self.turns = turns
         self.task_store = task_store
         self.tracker = tracker
+        self.stored_ends = stored_ends or StoredEnds()
         self.breaker = BackendBreaker(BACKEND_FAILURES_BEFORE_REST, settings.backend_cool_down, metrics=metrics)
         self._late: set[asyncio.Task] = set()
         # what the backend can do besides replying, asked once (an isinstance of a Protocol is not free)
@@ -106,12 +110,13 @@ class PersonaExecutor(AgentExecutor):
         admission = Admission.of(context.call_context)
         handed_on = False  # the turn outlived the deadline: its late answer lets go of the admission
         started, ended_as = time.perf_counter(), "error"  # how the work ended, for the metrics
+        owner = owner_scope(context.call_context)
+        settling = None  # the task whose settled state the SDK stores after this returns
         try:
             if admission is not None:
                 await self.tracker.executor_started(admission)
             text = user_text(context.message)
             lang = _lang_of(context)
-            owner = owner_scope(context.call_context)
             task = context.current_task
             turn = first = None
             if task is None and self._may_reply(context):  # the answer may be a message, not a task
@@ -129,6 +134,8 @@ class PersonaExecutor(AgentExecutor):
                 task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
                 task.metadata[BEGUN_BY] = self.persona  # only this persona continues it (see the handler)
                 await event_queue.enqueue_event(task)
+            settling = task.id
+            self.stored_ends.expect(owner, settling)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             if turn is None and not self.breaker.allows():
                 await updater.failed(_agent_message(
@@ -163,10 +170,22 @@ class PersonaExecutor(AgentExecutor):
                     self.breaker.failed()
                 elif end is RelayEnd.ANSWERED:
                     self.breaker.succeeded()
+        except asyncio.CancelledError:  # the SDK stopped this work: it stores no end of ours
+            if settling is not None:
+                self.stored_ends.forget(owner, settling)
+                settling = None
+            raise
         finally:
             self.metrics.turn_ended(time.perf_counter() - started, ended_as)
-            if admission is not None and not handed_on:
-                await self.tracker.executor_done(admission)
+            try:
+                if settling is not None:
+                    if handed_on:  # the late answer settles it, on its own
+                        self.stored_ends.forget(owner, settling)
+                    elif not await self.stored_ends.wait(owner, settling, END_STORED_WITHIN):
+                        LOG.debug("task %s: its end was not stored within %g s", settling, END_STORED_WITHIN)
+            finally:  # also when the SDK stops this work meanwhile (a cancel)
+                if admission is not None and not handed_on:
+                    await self.tracker.executor_done(admission)
 
     def _producer(self, context: RequestContext, text: str, session: str, lang: str | None):
         backend = self.backend

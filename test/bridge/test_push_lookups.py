@@ -11,11 +11,15 @@ other.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
+import sqlite3
 import sys
 import uuid
 
 import pytest
+from google.protobuf.json_format import MessageToJson
 from a2a.server.context import ServerCallContext
 from a2a.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent
 
@@ -135,6 +139,35 @@ def test_a_config_registered_on_one_worker_is_used_for_the_events_on_the_other(w
             registered_elsewhere_is_delivered(one, two, webhook)
         finally:
             one.close()
+            two.close()
+
+
+def store_config_as_a_worker_would(state_dir, task_id: str, url: str) -> None:
+    """Store a push config for ``task_id`` in the bridge's SQLite file, in its owner's name, as a worker
+    does before it tells the others (which one killed at that moment never does)."""
+    with contextlib.closing(sqlite3.connect(state_dir / "bridge.sqlite3", isolation_level=None)) as db:
+        (owner,) = db.execute("SELECT owner FROM bridge_tasks WHERE id = ?", (task_id,)).fetchone()
+        config = MessageToJson(TaskPushNotificationConfig(task_id=task_id, id="c1", url=url), indent=None)
+        db.execute("INSERT INTO a2a_bridge_push_configs (task_id, owner, config_id, config, live) "
+                   "VALUES (?, ?, 'c1', ?, 1)", (task_id, owner, config))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SQLite workers need Linux")
+def test_a_config_stored_by_a_worker_killed_before_it_told_the_others_is_used_once_it_is_restarted(webhook, tmp_path):
+    state_dir = tmp_path / "state"
+    with BridgeProcess("--workers", "2", state_dir=state_dir, env=PUSH_ENV) as bridge:
+        two = Worker(bridge, 2, TOKEN)
+        try:
+            asked = two.send(message("ask:Which city?"))  # worker 2 made the task: it knows it has no webhook
+            assert state(asked) == "TASK_STATE_INPUT_REQUIRED", asked
+            store_config_as_a_worker_would(state_dir, asked["id"], webhook.url)
+            os.kill(bridge.worker_ids()[0], signal.SIGKILL)  # worker 1 wrote it, and died before it told
+            wait_until(lambda: "worker 1 ended (signal SIGKILL); started it again" in bridge.stderr_text(),
+                       "the bridge to start worker 1 again")
+            done = two.send(message("Paris", task_id=asked["id"], context_id=asked["contextId"]))
+            assert state(done) == "TASK_STATE_COMPLETED", done
+            wait_until(lambda: asked["id"] in webhook.completed, "the completed event to reach the webhook")
+        finally:
             two.close()
 
 

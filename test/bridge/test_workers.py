@@ -29,8 +29,6 @@ from support.waiting import wait_until
 
 TOKEN_X, TOKEN_Y = "worker-owner-x-9fQe2", "worker-owner-y-3Lm8v"
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
-WORKERS_LINE = re.compile(r"^  (\d+) workers, process ids ([\d ]+)$", re.M)
-
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SQLite workers need Linux")
 
 
@@ -48,11 +46,7 @@ class Worker(Calls):
 
 def process_ids(bridge: BridgeProcess) -> list[int]:
     """The workers' process ids from the banner, worker 1 first."""
-    match = WORKERS_LINE.search(bridge.stdout_text())
-    assert match, bridge.stdout_text()
-    pids = [int(pid) for pid in match.group(2).split()]
-    assert len(pids) == int(match.group(1))
-    return pids
+    return bridge.worker_ids()
 
 
 def alive(pid: int) -> bool:

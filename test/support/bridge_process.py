@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from typing import Mapping, Optional
 
+#: the banner's line of a bridge with ``--workers``
+WORKERS_LINE = re.compile(r"^  (\d+) workers, process ids ([\d ]+)$", re.M)
+
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 
@@ -110,6 +113,14 @@ class BridgeProcess:
 
     def stdout_text(self) -> str:
         return self._stdout_path.read_text(errors="replace") if self._stdout_path.exists() else ""
+
+    def worker_ids(self) -> list[int]:
+        """The process ids of a bridge with ``--workers``, worker 1 first (from its banner)."""
+        match = WORKERS_LINE.search(self.stdout_text())
+        assert match, self.stdout_text()
+        pids = [int(pid) for pid in match.group(2).split()]
+        assert len(pids) == int(match.group(1))
+        return pids
 
     def stderr_text(self) -> str:
         """Everything the bridge wrote to stderr so far (kept after stop)."""

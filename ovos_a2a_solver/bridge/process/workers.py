@@ -204,9 +204,19 @@ class _Workers:
                 if len(recent) > CRASH_LIMIT:
                     return (f"worker {number} ended {len(recent)} times within {CRASH_WINDOW:g} s "
                             f"(last: {how}); the bridge stops")
+                self._configs_may_have_changed()
                 LOG.warning("worker %d ended (%s); started it again (process id %d)", number, how,
                             self._fork(number))
         return None
+
+    def _configs_may_have_changed(self) -> None:
+        """A worker that died may have stored a push config without telling the others (it
+        tells them right after the commit): they forget which tasks they knew to have none."""
+        path = sqlite_path(self.settings.database_url)
+        if path is not None:
+            from ovos_a2a_solver.bridge.storage.push_configs import SharedGeneration
+
+            SharedGeneration.beside(path).change()
 
     def _reap(self) -> list[tuple[int, str]]:
         """The workers that ended since the last call: (number, how)."""

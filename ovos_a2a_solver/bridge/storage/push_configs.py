@@ -55,6 +55,10 @@ INSERT_WITHIN_LIMITS = """
 #: the PostgreSQL channel on which a process says it wrote a config; the payload names the
 #: task, but any role may notify, so it is only a hint: at worst a task is looked up again
 CHANNEL = "ovos_a2a_bridge_push_configs"
+#: on PostgreSQL: store a config and say so on :data:`CHANNEL` in one statement, so the notice
+#: goes out when the config is committed, and only then, even if this process dies at once
+INSERT_AND_ANNOUNCE = (f"WITH written AS ({INSERT_WITHIN_LIMITS} RETURNING task_id) "
+                       f"SELECT pg_notify('{CHANNEL}', task_id) FROM written")
 #: next to a SQLite file: the generation of its configs, which a worker changes when it writes one
 GENERATION_SUFFIX = ".push-configs"
 #: the most tasks a process remembers to have no config (the least recently used is forgotten:
@@ -68,6 +72,11 @@ class SharedGeneration:
     them at the next event (a read of memory, no system call), learn that their record is out
     of date. Random bytes, not a count: two workers writing at once need no lock, since any
     change is news."""
+
+    @classmethod
+    def beside(cls, database: Path | str) -> "SharedGeneration":
+        """The generation of the configs in the SQLite file ``database``."""
+        return cls(Path(str(database) + GENERATION_SUFFIX))
 
     def __init__(self, path: Path) -> None:
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -170,7 +179,7 @@ class PushConfigStore(PushNotificationConfigStore):
         self.per_owner = settings.push_configs_per_owner
         self.size = settings.push_config_size
         self.on_sqlite = isinstance(db, SqliteDatabase)
-        shared = SharedGeneration(Path(str(db.path) + GENERATION_SUFFIX)) if among_workers and self.on_sqlite else None
+        shared = SharedGeneration.beside(db.path) if among_workers and self.on_sqlite else None
         self.without_webhooks = TasksWithoutWebhooks(shared=shared)
 
     def none_yet(self, task_id: str) -> None:
@@ -194,20 +203,20 @@ class PushConfigStore(PushNotificationConfigStore):
         owner = owner_scope(context)
         row = {"task_id": task_id, "owner": owner, "config_id": stored.id, "config": text,
                "per_task": self.per_task, "per_owner": self.per_owner}
-        if not await self.db.execute_serialized(owner, INSERT_WITHIN_LIMITS, row):
+        insert = INSERT_WITHIN_LIMITS if self.on_sqlite else INSERT_AND_ANNOUNCE
+        if not await self.db.execute_serialized(owner, insert, row):
             if not await self._retire_finished(owner) or \
-                    not await self.db.execute_serialized(owner, INSERT_WITHIN_LIMITS, row):
+                    not await self.db.execute_serialized(owner, insert, row):
                 raise await self._refusal(task_id, owner)  # at the limit, even once finished tasks no longer count
-        await self._announce(task_id)
+        self._announce(task_id)
         return stored
 
-    async def _announce(self, task_id: str) -> None:
-        """Tell this process, and the others on the store, that ``task_id`` has a config now."""
+    def _announce(self, task_id: str) -> None:
+        """Tell this process, and the other workers on the SQLite file, that ``task_id`` has a
+        config now. (Replicas on PostgreSQL were told by the statement that stored it.)"""
         self.without_webhooks.forget(task_id)
         if self.without_webhooks.shared is not None:
             self.without_webhooks.shared.change()
-        elif not self.on_sqlite:
-            await self.db.execute("SELECT pg_notify(:channel, :task_id)", {"channel": CHANNEL, "task_id": task_id})
 
     async def _retire_finished(self, owner: str) -> int:
         """Stop counting the owner's configs of tasks that finished; return how many. Only

@@ -73,15 +73,20 @@ def test_cancel_of_an_unknown_task_is_task_not_found(fresh_echo_bridge):
     assert response["error"]["code"] == -32001 and "no-such-task" in response["error"]["message"]
 
 
-def test_the_turn_registry_forgets_a_turn_that_ended_without_being_discarded():
+def test_the_turn_registry_forgets_turns_that_ended_without_being_discarded():
+    # their relays raised: nobody discards them; the registry must not keep them all
     async def scenario():
         loop = asyncio.get_running_loop()
         registry = TurnRegistry()
-        abandoned = Turn(lambda: iter(["said"]), loop).start()
-        registry.add("abandoned", abandoned)  # its relay raised: nobody discards it
-        await asyncio.wait_for(abandoned.ended.wait(), 10)
-        assert registry.get("abandoned") is abandoned and len(registry) == 0
-        registry.add("next", Turn(lambda: iter(["more"]), loop).start())
-        return registry.get("abandoned")
+        abandoned = [Turn(lambda: iter(["said"]), loop).start() for _ in range(1000)]
+        for number, turn in enumerate(abandoned):
+            registry.add(f"abandoned-{number}", turn)
+            await asyncio.wait_for(turn.ended.wait(), 10)
+        running = Turn(lambda: iter(["more"]), loop)  # not started: it runs until it is
+        registry.add("running", running)
+        kept = sum(1 for number in range(1000) if registry.get(f"abandoned-{number}") is not None)
+        return kept, len(registry), registry.get("running") is running
 
-    assert asyncio.run(scenario()) is None
+    kept, running_count, found = asyncio.run(scenario())
+    assert kept <= TurnRegistry.SWEEP_FROM, f"{kept} of 1000 ended turns are still kept"
+    assert running_count == 1 and found  # only the turn still running is counted, and it is kept

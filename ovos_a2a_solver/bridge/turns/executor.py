@@ -254,8 +254,9 @@ class PersonaExecutor(AgentExecutor):
             held = holding()
             wait = min(self.settings.heartbeat, deadline - now, HOLD_BACK if held else math.inf)
             try:
-                event = await asyncio.wait_for(turn.events.get(), wait)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(wait):  # no task per wait, as wait_for makes
+                    event = await turn.events.get()
+            except TimeoutError:
                 if held and holding():
                     yield HELD_TOO_LONG
                     continue

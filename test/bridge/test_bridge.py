@@ -329,6 +329,19 @@ def test_send_message_completes_with_one_artifact(echo_bridge, binding):
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
+def test_a_blocking_answer_known_at_once_is_the_whole_answer_once_and_stored_as_returned(echo_bridge, binding):
+    # a persona that answers at once: the blocking caller's task is born answered, as it would end
+    task = ask(echo_bridge.url, "One. Two! Three?", binding=binding)
+    assert state_name(task.status.state) == "TASK_STATE_COMPLETED" and task.status.HasField("timestamp")
+    assert [(a.artifact_id, a.name, [p.text for p in a.parts]) for a in task.artifacts] == [
+        ("answer", "answer", ["echo: One. Two! Three?"])]
+    assert [(m.role, [p.text for p in m.parts]) for m in task.history] == [(Role.ROLE_USER, ["One. Two! Three?"])]
+    assert dict(task.metadata) == {"persona": "echo"}
+    stored = sdk_get_task(echo_bridge.url, task.id)
+    assert MessageToDict(stored) == MessageToDict(task)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
 def test_backend_failure_is_a_failed_task_with_a_reason(echo_bridge, binding):
     task = ask(echo_bridge.url, "fail", binding=binding)
     assert state_name(task.status.state) == "TASK_STATE_FAILED"

@@ -115,7 +115,8 @@ def test_a_huge_or_endless_answer_costs_the_bridge_no_memory(webhooks):
         caller = Caller(bridge, "unused")  # an open bridge: the header is ignored
         caller.send(message("warm up"))
         before = rss_kib(bridge.proc.pid)
-        task = caller.task("SendMessage", {"message": message("hello"), "configuration": {
+        # "slow:0": a turn on a thread, so its task has three events (one answered at once has one)
+        task = caller.task("SendMessage", {"message": message("slow:0"), "configuration": {
             "taskPushNotificationConfig": {"url": endless_answer.url}}})
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
         # every event's answer is cut short at once, or 100 MB of it were sent: either way, look now

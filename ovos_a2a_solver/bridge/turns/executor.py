@@ -129,13 +129,31 @@ class PersonaExecutor(AgentExecutor):
                     await event_queue.enqueue_event(_agent_message(first.output.text, context_id))
                     ended_as = RelayEnd.ANSWERED.name.lower()
                     return
+            blocking = admission is not None and admission.mode is CallMode.BLOCK
             if task is None:  # its id was chosen (and claimed) by the request handler
                 task = new_task_from_user_message(context.message)
                 task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
                 task.metadata[BEGUN_BY] = self.persona  # only this persona continues it (see the handler)
+                answer = None
+                if turn is None and blocking and self._at_once(text) and self.breaker.allows():
+                    session = persona_session(owner, task.context_id)
+                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop(),
+                                self._interrupter(session)).start(at_once=True)
+                    answer = whole_answer(turn.events.queued())
+                settling = task.id
+                self.stored_ends.expect(owner, settling)
+                if answer is not None:  # a blocking caller sees only the end, and it is known: one event
+                    task.status.state = TaskState.TASK_STATE_COMPLETED
+                    task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                                   parts=[Part(text=answer)]))
+                    await event_queue.enqueue_event(task)
+                    self.breaker.succeeded()
+                    ended_as = RelayEnd.ANSWERED.name.lower()
+                    return
                 await event_queue.enqueue_event(task)
-            settling = task.id
-            self.stored_ends.expect(owner, settling)
+            else:
+                settling = task.id
+                self.stored_ends.expect(owner, settling)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             if turn is None and not self.breaker.allows():
                 await updater.failed(_agent_message(
@@ -143,7 +161,7 @@ class PersonaExecutor(AgentExecutor):
                     f"tries it again in {self.breaker.retry_in():.0f} s."))
                 ended_as = "circuit_open"
                 return
-            chunked = admission is None or admission.mode is not CallMode.BLOCK
+            chunked = not blocking
             if chunked:  # a blocking caller sees only the end; others see the work start
                 await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
             session = persona_session(owner, task.context_id)
@@ -433,6 +451,16 @@ class AnswerArtifact:
             self._written = len(self.said)
             await self.updater.add_artifact([Part(text=text if first else " " + text)], artifact_id=ANSWER_ARTIFACT,
                                             name=ANSWER_ARTIFACT, append=not first, last_chunk=last)
+
+
+def whole_answer(events: list[TurnEvent]) -> str | None:
+    """The text of a turn that is over and said only sentences (as the ``answer`` artifact
+    holds it whole), or ``None`` when it is not over or did anything else."""
+    if len(events) < 2 or events[-1].kind is not TurnEventKind.DONE:
+        return None
+    if any(event.kind is not TurnEventKind.SENTENCE for event in events[:-1]):
+        return None
+    return " ".join(event.text for event in events[:-1])
 
 
 def _agent_message(text: str, context_id: str | None = None) -> Message:

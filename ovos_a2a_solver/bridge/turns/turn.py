@@ -119,6 +119,10 @@ class Mailbox:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
+    def queued(self) -> list["TurnEvent"]:
+        """The events not read yet, in order (they stay queued)."""
+        return self._items[self._head:]
+
     def get_nowait(self) -> "TurnEvent":
         if self.empty():
             raise asyncio.QueueEmpty

@@ -14,6 +14,7 @@ import json
 import socket
 import subprocess
 import threading
+import time
 import uuid
 
 import httpx
@@ -339,6 +340,22 @@ def test_a_blocking_answer_known_at_once_is_the_whole_answer_once_and_stored_as_
     assert dict(task.metadata) == {"persona": "echo"}
     stored = sdk_get_task(echo_bridge.url, task.id)
     assert MessageToDict(stored) == MessageToDict(task)
+
+
+@pytest.mark.alone  # measures time
+def test_a_blocking_answer_known_at_once_comes_back_in_milliseconds(echo_bridge):
+    # a few milliseconds here; a wait that crept into every message (a store, a lock, a timer) shows
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "role": "ROLE_USER", "parts": [{"text": "hello"}]}}}
+    took = []
+    with httpx.Client(timeout=30, headers={"A2A-Version": "1.0"}) as client:
+        for _ in range(7):
+            body["params"]["message"]["messageId"] = uuid.uuid4().hex
+            started = time.perf_counter()
+            reply = client.post(echo_bridge.url + "/", json=body)
+            took.append(time.perf_counter() - started)
+            assert reply.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply.text
+    assert sorted(took)[3] < 0.1, f"a blocking echo answer took {sorted(took)[3] * 1000:.0f} ms at the median"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

@@ -188,7 +188,7 @@ class PersonaExecutor(AgentExecutor):
                     self.breaker.failed()
                 elif end is RelayEnd.ANSWERED:
                     self.breaker.succeeded()
-        except asyncio.CancelledError:  # the SDK stopped this work: it stores no end of ours
+        except BaseException:  # stopped, or raised: the SDK stores the end (if any) only after this returns
             if settling is not None:
                 self.stored_ends.forget(owner, settling)
                 settling = None

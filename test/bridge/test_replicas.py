@@ -199,13 +199,14 @@ def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
     from a2a.types import Task, TaskState, TaskStatus
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
+    from ovos_a2a_solver.bridge.storage.postgres import PostgresDatabase
     from ovos_a2a_solver.bridge.storage.operations import OperationLog
     from ovos_a2a_solver.bridge.cluster.replicas import EVENTS_KEPT, ReplicaGroup
 
     async def events_left() -> dict:
-        db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
-        store = VersionedDatabaseTaskStore(db.engine)
+        db = PostgresDatabase(POSTGRES, min_size=1, max_size=4)
+        engine = create_async_engine(POSTGRES)  # the a2a-sdk's store, where earlier versions kept events
+        store = VersionedDatabaseTaskStore(engine)
         await store.initialize()
         ids = {}
         for label, age in (("old", EVENTS_KEPT + 60), ("recent", 0), ("running", EVENTS_KEPT + 60)):
@@ -220,6 +221,7 @@ def test_the_shared_event_log_forgets_tasks_that_ended_long_ago():
         left = {label: (await db.fetch("SELECT count(*) AS n FROM task_events WHERE task_id = :id",
                                        {"id": task_id}))[0]["n"] for label, task_id in ids.items()}
         await db.aclose()
+        await engine.dispose()
         return left
 
     assert asyncio.run(events_left()) == {"old": 0, "recent": 1, "running": 1}

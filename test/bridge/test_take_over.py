@@ -12,9 +12,8 @@ import uuid
 
 import pytest
 from a2a.types import Message, Part, Role
-from sqlalchemy.ext.asyncio import create_async_engine
 
-from ovos_a2a_solver.bridge.storage.database import SqlAlchemyDatabase
+from ovos_a2a_solver.bridge.storage.postgres import PostgresDatabase
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.cluster.replicas import NOW, LeaseState, ReplicaGroup
 
@@ -52,7 +51,7 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
             return await fail_lost(operations)
 
     async def scenario() -> None:
-        db = SqlAlchemyDatabase(create_async_engine(POSTGRES))
+        db = PostgresDatabase(POSTGRES, min_size=1, max_size=4)
 
         async def lease_of(name: str) -> dict:
             rows = await db.fetch("SELECT state, expires FROM a2a_bridge_replicas WHERE replica = :name",

@@ -109,15 +109,14 @@ class ReplicaGroup:
 
     def __init__(self, db, operations: OperationLog, lease: float, persona: str,
                  notices: dict[str, Callable[[str | None], None]] | None = None) -> None:
-        self.db = db                    # a PostgresDatabase (or a SqlAlchemyDatabase on asyncpg)
+        self.db = db                    # a PostgresDatabase
         # other channels listened to on the same connection: channel -> what hears each payload
         # (a hint: any role may notify), and None when notices may have been missed
         self.notices = dict(notices or {})
         self.operations = operations
         self.lease = lease
         self.persona = persona          # whom this replica serves: replicas of another are refused
-        self._listener = None           # the SQLAlchemy connection that LISTENs
-        self._driver = None             # its asyncpg connection
+        self._driver = None             # the asyncpg connection that LISTENs (the database's own)
         self._answers: dict[str, asyncio.Future] = {}
         self._jobs: set[asyncio.Task] = set()
         self._renewer: asyncio.Task | None = None
@@ -339,28 +338,12 @@ class ReplicaGroup:
         self._rung.set()
 
     async def _listen(self) -> None:
-        """LISTEN on a connection held for the life of the run: the database's own listening
-        connection (``PostgresDatabase.listen``), or one of its own on a SQLAlchemy engine
-        (asyncpg's ``add_listener``, reached through SQLAlchemy's public ``driver_connection``)."""
+        """LISTEN on the database's own listening connection (``PostgresDatabase.listen``), held
+        for the life of the run."""
         await self._unlisten()
-        if hasattr(self.db, "listen"):
-            self._driver = await self.db.listen(CHANNEL, self._received)
-            for channel in self.notices:
-                await self.db.listen(channel, self._noticed)
-            self._rung.set()  # rings made while nobody listened were lost: read now
-            for hear in self.notices.values():
-                hear(None)  # and so were the notices
-            return
-        connection = await self.db.engine.connect()
-        try:
-            driver = (await connection.get_raw_connection()).driver_connection
-            await driver.add_listener(CHANNEL, self._received)
-            for channel in self.notices:
-                await driver.add_listener(channel, self._noticed)
-        except BaseException:
-            await connection.close()
-            raise
-        self._listener, self._driver = connection, driver
+        self._driver = await self.db.listen(CHANNEL, self._received)
+        for channel in self.notices:
+            await self.db.listen(channel, self._noticed)
         self._rung.set()  # rings made while nobody listened were lost: read now
         for hear in self.notices.values():
             hear(None)  # and so were the notices
@@ -369,21 +352,7 @@ class ReplicaGroup:
         self.notices[channel](payload)
 
     async def _unlisten(self) -> None:
-        connection, driver, self._listener, self._driver = self._listener, self._driver, None, None
-        if hasattr(self.db, "unlisten"):
-            await self.db.unlisten(CHANNEL, self._received)
-            for channel in self.notices:
-                await self.db.unlisten(channel, self._noticed)
-            return
-        if connection is not None:
-            try:
-                if not driver.is_closed():
-                    await driver.remove_listener(CHANNEL, self._received)
-                    for channel in self.notices:
-                        await driver.remove_listener(channel, self._noticed)
-            except Exception as exc:  # the connection is gone already
-                LOG.debug("could not stop listening: %r", exc)
-            try:
-                await connection.close()
-            except Exception as exc:
-                LOG.debug("could not close the listening connection: %r", exc)
+        self._driver = None
+        await self.db.unlisten(CHANNEL, self._received)
+        for channel in self.notices:
+            await self.db.unlisten(channel, self._noticed)

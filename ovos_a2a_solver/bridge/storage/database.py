@@ -27,8 +27,7 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
 
 from ovos_a2a_solver.bridge.config import sqlite_path
-from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
-                                                  updated_position)
+from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, updated_position
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 from ovos_a2a_solver.states import TERMINAL
@@ -209,58 +208,6 @@ def _checkpoint(connection: sqlite3.Connection) -> tuple[int, int, int]:
 def _report_checkpoint(done: asyncio.Future) -> None:
     if not done.cancelled() and done.exception() is not None:  # the next one tries again
         LOG.warning("could not copy the SQLite WAL into the database file: %s", done.exception())
-
-
-class SqlAlchemyDatabase:
-    """Any SQLAlchemy async database: the bridge's :class:`Sql` on a SQLAlchemy engine, for
-    tools and tests that hold one (the bridge itself uses :class:`.postgres.PostgresDatabase`)."""
-
-    def __init__(self, engine) -> None:
-        self.engine = engine
-
-    async def execute(self, sql: str, params: dict | None = None) -> int:
-        from sqlalchemy import text
-        async with self.engine.begin() as conn:
-            return (await conn.execute(text(sql), params or {})).rowcount
-
-    async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
-        """The rows ``sql`` returns, committed: a statement that writes and returns rows
-        (``UPDATE … RETURNING``) keeps its write."""
-        from sqlalchemy import text
-        async with self.engine.begin() as conn:
-            return [dict(r) for r in (await conn.execute(text(sql), params or {})).mappings().all()]
-
-    @contextlib.asynccontextmanager
-    async def schema_lock(self):
-        """While held, no other process on this database holds it: a session advisory lock on
-        a connection of its own (released with it, also when this process dies)."""
-        from sqlalchemy import text
-        async with self.engine.connect() as conn:
-            key = {"key": ADVISORY_LOCK_PREFIX + "schema"}
-            await conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
-            await conn.commit()
-            try:
-                yield
-            finally:
-                # a connection that broke meanwhile took the lock with it: that error is not this one's
-                with contextlib.suppress(Exception):
-                    await conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
-                    await conn.commit()
-
-    async def execute_serialized(self, key: str, sql: str, params: dict | None = None) -> int:
-        from sqlalchemy import text
-        async with self.engine.begin() as conn:
-            # a lock held until the transaction ends; taken first, so that ``sql`` (another
-            # statement) reads what the previous holder committed
-            await conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-                               {"key": ADVISORY_LOCK_PREFIX + key})
-            return (await conn.execute(text(sql), params or {})).rowcount
-
-    async def aclose(self) -> None:
-        await self.engine.dispose()
-
-    FINISHED_TASK_IDS = ("SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN ("
-                         + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")")
 
 
 TASKS_SCHEMA = (

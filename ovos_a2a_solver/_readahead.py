@@ -46,17 +46,20 @@ async def read_ahead(items: AsyncIterator[T], patience: Callable[[], float | Non
     waiting: asyncio.Future | None = None
     try:
         while True:
+            taken = waiting is not None and waiting.done()  # an item taken while the caller was away
+            if reader.done() and ready.empty() and not taken:  # read to the end, and every item given
+                reader.result()   # its error, if any, is the caller's
+                return
             if waiting is None:
                 waiting = asyncio.ensure_future(ready.get())
-            done, _ = await asyncio.wait((waiting, reader), timeout=patience(),
-                                         return_when=asyncio.FIRST_COMPLETED)
+            # once the task has read to the end, only what it left comes (at once): the task may end
+            # in the loop turn that puts its last item, before the waiting get has taken it
+            watched = (waiting,) if reader.done() else (waiting, reader)
+            done, _ = await asyncio.wait(watched, timeout=patience(), return_when=asyncio.FIRST_COMPLETED)
             if waiting in done:
                 item, waiting = waiting.result(), None
                 yield item
-            elif reader in done:  # read to the end, and every item given
-                reader.result()   # its error, if any, is the caller's
-                return
-            else:
+            elif not reader.done():
                 yield QUIET
     finally:
         if waiting is not None:

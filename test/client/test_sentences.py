@@ -89,13 +89,18 @@ def split_streamed(text: str) -> None:
     assert spoken(_sentences, [text[i:i + 64] for i in range(0, len(text), 64)])
 
 
+#: 4x the work takes 4x the time when it grows linearly, 16x with the square: 8, their geometric
+#: mean, is as far from either as a ratio can be (a busy machine has been seen to stretch 4 to 6.7)
+LINEAR_NOT_SQUARE = 8
+
+
 @pytest.mark.alone  # measures time
-def test_four_times_the_text_costs_at_most_six_times_the_time():
+def test_four_times_the_text_costs_time_linear_in_it_not_its_square():
     # before, 4x the text took 18x the time: the cost grew with the square of the text
     small, large = short_sentences(25_000), short_sentences(100_000)
     for work in (split_whole, split_streamed):
         ratio = cpu_ratio(work, large, small)
-        assert ratio < 6, f"{work.__name__}: 4x the text took {ratio:.1f}x the time"
+        assert ratio < LINEAR_NOT_SQUARE, f"{work.__name__}: 4x the text took {ratio:.1f}x the time"
 
 
 @pytest.mark.alone  # measures time
@@ -103,7 +108,7 @@ def test_a_long_run_of_exclamation_marks_costs_time_linear_in_its_length():
     # 40,000 "!" took 40 s before (each one started the same failed match again): 100,000 would take 4 min
     for make in (lambda n: "!" * n + "x", lambda n: "a " + "!" * n):
         ratio = cpu_ratio(split_whole, make(100_000), make(25_000))
-        assert ratio < 6, f"4x the run took {ratio:.1f}x the time"
+        assert ratio < LINEAR_NOT_SQUARE, f"4x the run took {ratio:.1f}x the time"
 
 
 def test_text_whose_end_is_unsure_is_said_when_the_grace_passes_and_not_before():

@@ -178,9 +178,11 @@ def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(cal
     with replica("w", "--workers", "2", call_log=call_log) as both:
         one, two = Worker(both, 1, TOKEN_X), Worker(both, 2, TOKEN_X)
         try:
-            streamed = one.send(message("slow:0.3"), blocking=False)
+            two.running()  # its connection found before the task starts: a finished task refuses subscribers
+            streamed = one.send(message("slow:0.5"), blocking=False)
             events = two.subscribe(streamed["id"])
-            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events
+            assert events and events[-1].get("statusUpdate", {}).get("status", {}).get("state") == \
+                "TASK_STATE_COMPLETED", events
             task = one.send(message("slow:1"), blocking=False)
             wait_until(lambda: one.get(task["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
             assert state(two.task("CancelTask", {"id": task["id"]})) == "TASK_STATE_CANCELED"

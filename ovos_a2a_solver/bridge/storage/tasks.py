@@ -124,9 +124,10 @@ class StoredEnds:
     def __init__(self) -> None:
         self._awaited: dict[tuple[str, str], asyncio.Event] = {}
 
-    def expect(self, owner: str, task_id: str) -> None:
-        """A turn of ``owner``'s task ``task_id`` is about to settle it."""
-        self._awaited[(owner, task_id)] = asyncio.Event()
+    def expect(self, owner: str, task_id: str) -> asyncio.Event:
+        """A turn of ``owner``'s task ``task_id`` is about to settle it: what :meth:`wait` waits on."""
+        awaited = self._awaited[(owner, task_id)] = asyncio.Event()
+        return awaited
 
     def saved(self, task: Task, context: ServerCallContext) -> None:
         """``task`` was saved; if it is settled, its turn need not wait any longer."""
@@ -135,24 +136,23 @@ class StoredEnds:
             if awaited is not None:
                 awaited.set()
 
-    async def wait(self, owner: str, task_id: str, timeout: float) -> bool:
+    async def wait(self, owner: str, task_id: str, awaited: asyncio.Event, timeout: float) -> bool:
         """Wait up to ``timeout`` s for the settled save :meth:`expect` announced; True if it came."""
-        awaited = self._awaited.get((owner, task_id))
         try:
-            if awaited is None:
-                return False
             if not awaited.is_set():
                 async with asyncio.timeout(timeout):
                     await awaited.wait()
             return True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         finally:
-            self.forget(owner, task_id)
+            self.forget(owner, task_id, awaited)
 
-    def forget(self, owner: str, task_id: str) -> None:
-        """The turn will not wait (it was canceled, or handed on)."""
-        self._awaited.pop((owner, task_id), None)
+    def forget(self, owner: str, task_id: str, awaited: asyncio.Event) -> None:
+        """The turn will not wait (it was canceled, or handed on). A later turn's expectation of the
+        same task stays."""
+        if self._awaited.get((owner, task_id)) is awaited:
+            del self._awaited[(owner, task_id)]
 
 
 #: what else goes when a task is deleted: ``forget(task_id, context)`` (its push configs)

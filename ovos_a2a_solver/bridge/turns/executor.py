@@ -112,6 +112,7 @@ class PersonaExecutor(AgentExecutor):
         started, ended_as = time.perf_counter(), "error"  # how the work ended, for the metrics
         owner = owner_scope(context.call_context)
         settling = None  # the task whose settled state the SDK stores after this returns
+        settled = None   # what tells that it did (see ``StoredEnds``)
         try:
             if admission is not None:
                 await self.tracker.executor_started(admission)
@@ -141,7 +142,7 @@ class PersonaExecutor(AgentExecutor):
                                 self._interrupter(session)).start(at_once=True)
                     answer = whole_answer(turn.events.queued())
                 settling = task.id
-                self.stored_ends.expect(owner, settling)
+                settled = self.stored_ends.expect(owner, settling)
                 if answer is not None:  # a blocking caller sees only the end, and it is known: one event
                     task.status.state = TaskState.TASK_STATE_COMPLETED
                     task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
@@ -153,7 +154,7 @@ class PersonaExecutor(AgentExecutor):
                 await event_queue.enqueue_event(task)
             else:
                 settling = task.id
-                self.stored_ends.expect(owner, settling)
+                settled = self.stored_ends.expect(owner, settling)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             if turn is None and not self.breaker.allows():
                 await updater.failed(_agent_message(
@@ -190,7 +191,7 @@ class PersonaExecutor(AgentExecutor):
                     self.breaker.succeeded()
         except BaseException:  # stopped, or raised: the SDK stores the end (if any) only after this returns
             if settling is not None:
-                self.stored_ends.forget(owner, settling)
+                self.stored_ends.forget(owner, settling, settled)
                 settling = None
             raise
         finally:
@@ -198,8 +199,8 @@ class PersonaExecutor(AgentExecutor):
             try:
                 if settling is not None:
                     if handed_on:  # the late answer settles it, on its own
-                        self.stored_ends.forget(owner, settling)
-                    elif not await self.stored_ends.wait(owner, settling, END_STORED_WITHIN):
+                        self.stored_ends.forget(owner, settling, settled)
+                    elif not await self.stored_ends.wait(owner, settling, settled, END_STORED_WITHIN):
                         LOG.debug("task %s: its end was not stored within %g s", settling, END_STORED_WITHIN)
             finally:  # also when the SDK stops this work meanwhile (a cancel)
                 if admission is not None and not handed_on:

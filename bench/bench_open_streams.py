@@ -17,7 +17,9 @@ event, heartbeat punctuality (gaps between successive heartbeat updates minus 1 
 server's own timestamps and by arrival here) and the delay from a heartbeat's timestamp to its
 arrival; the bridge's /health is probed meanwhile. Bounded: 120 s per run. Two rounds, the order
 alternating (``--rounds``); the ratios bridge / bare of the medians of the rounds' time to the
-first event (p50, p99), memory per stream, peak memory and threads are recorded.
+first event (p50, p99), memory per stream, peak memory and threads are recorded, and the medians
+of the ratios within a round (its two runs follow each other: the machine's drift between
+rounds falls out).
 
 Every stream is a connection and a few file descriptors in this process and in the server's:
 the open-file limit is raised to its hard limit first (the servers inherit it). The bridge's own
@@ -39,7 +41,8 @@ from datetime import datetime
 from pathlib import Path
 
 from benchlib import (COMPLETED, HEADERS, BareProcess, BridgeProcess, ServerProcess, bench_arguments, keepalive_post,
-                      pause_unless_stopped, pct, proc_cpu, proc_status, run_benchmark, sample_process, summary)
+                      pause_unless_stopped, pct, proc_cpu, proc_status, run_benchmark, sample_process, summary,
+                      within_rounds)
 
 
 def _iso(ts: str) -> float:
@@ -185,15 +188,20 @@ def bench_streams(args, workdir: Path, persona: Path) -> dict:
                        BareProcess(workdir, f"bare_streams_{n}_{r}", persona, echo=True, traced=False, heartbeat=1.0)]
             for server in (servers if r % 2 == 0 else servers[::-1]):
                 runs[server.label].append(measure_streams(args, server, n))
+        figures = (("first_event_p50", lambda x: x["first_event"]["p50_ms"]),
+                   ("first_event_p99", lambda x: x["first_event"]["p99_ms"]),
+                   ("rss_kib_per_stream", lambda x: x["rss_kib_per_stream"]),
+                   ("rss_peak", lambda x: x["rss_kib"]["peak_sampled"]),
+                   ("threads_peak", lambda x: x["threads"]["peak"]))
         runs["ratio_bridge_over_bare"] = ratio = {
             key: _ratio(statistics.median(pick(x) for x in runs["bridge"]),
-                        statistics.median(pick(x) for x in runs["bare_sdk"]))
-            for key, pick in (("first_event_p50", lambda x: x["first_event"]["p50_ms"]),
-                              ("first_event_p99", lambda x: x["first_event"]["p99_ms"]),
-                              ("rss_kib_per_stream", lambda x: x["rss_kib_per_stream"]),
-                              ("rss_peak", lambda x: x["rss_kib"]["peak_sampled"]),
-                              ("threads_peak", lambda x: x["threads"]["peak"]))}
-        print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}", flush=True)
+                        statistics.median(pick(x) for x in runs["bare_sdk"])) for key, pick in figures}
+        # the two of a round ran one after the other: the machine's drift between rounds falls out
+        runs["ratios_within_rounds"] = within = {
+            key: within_rounds([pick(x) for x in runs["bridge"]], [pick(x) for x in runs["bare_sdk"]])
+            for key, pick in figures[:3]}
+        print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}; "
+              f"medians of the ratios within a round: { {k: v['median'] for k, v in within.items()} }", flush=True)
         out["by_streams"][str(n)] = runs
     return out
 

@@ -21,7 +21,6 @@ import json
 import os
 import statistics
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path

@@ -146,6 +146,7 @@ def main() -> None:
     parser.add_argument("--db", required=True, help="a PostgreSQL URL (postgresql+asyncpg://…)")
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3, help="with --wrk: rounds of wrk per setup, the order alternating")
     parser.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                        "replicas.json"), help="where the figures are written")
     parser.add_argument("--wrk", action="store_true", help="wrk as the load; two replicas are two workers")
@@ -193,19 +194,24 @@ def main_python_clients(options, workdir: Path) -> None:
 
 
 def main_wrk(options, workdir: Path) -> None:
-    """All setups started, then wrk against each one's URL, ``--seconds`` per round, 3 rounds
-    with the order alternating (:func:`benchlib.wrk_rounds`); medians. With ``--baseline-code``
+    """All setups started, then wrk against each one's URL, ``--seconds`` per round, ``--rounds``
+    rounds with the order alternating (:func:`benchlib.wrk_rounds`); medians. With ``--baseline-code``
     a second run of the same kind follows: one PostgreSQL process of this code beside one of
     the other (PostgreSQL's connections may be too few for all setups at once)."""
     databases = Databases(options.db)
     try:
-        results = run_setups(workdir, databases, options, [
+        results, within = run_setups(workdir, databases, options, [
             ("sqlite x1", False, 1, None), ("sqlite 2 workers", False, 2, None),
-            ("postgresql x1", True, 1, None), ("postgresql 2 workers", True, 2, None)])
+            ("postgresql x1", True, 1, None), ("postgresql 2 workers", True, 2, None)],
+            [("postgresql x1", "sqlite x1"), ("postgresql 2 workers", "postgresql x1"),
+             ("sqlite 2 workers", "sqlite x1")])
         if options.baseline_code:
-            results.update(run_setups(workdir, databases, options, [
+            beside, within_baseline = run_setups(workdir, databases, options, [
                 ("postgresql x1 (beside the baseline)", True, 1, None),
-                ("postgresql x1 (baseline)", True, 1, options.baseline_code)]))
+                ("postgresql x1 (baseline)", True, 1, options.baseline_code)],
+                [("postgresql x1 (beside the baseline)", "postgresql x1 (baseline)")])
+            results.update(beside)
+            within.update(within_baseline)
         events = {}
         if options.events:
             codes = [("", None)] + ([(" (baseline)", options.baseline_code)] if options.baseline_code else [])
@@ -222,19 +228,22 @@ def main_wrk(options, workdir: Path) -> None:
     if options.baseline_code:
         ratios["postgresql x1 / postgresql x1 (baseline)"] = (results["postgresql x1 (beside the baseline)"]["rps"]
                                                               / results["postgresql x1 (baseline)"]["rps"])
-    print("ratios: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    print("ratios of the medians: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    print("medians of the ratios within a round: " + ", ".join(f"{k} {v['median']:.2f}" for k, v in within.items()))
     target = options.json.replace(".json", "-wrk.json") if options.json.endswith(".json") else options.json
     write_json(target, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --wrk "
-                                   f"--seconds {options.seconds:g} --concurrency {options.concurrency}"
-                                   + (" --baseline-code DIR" if options.baseline_code else "")
+                                   f"--seconds {options.seconds:g} --concurrency {options.concurrency} "
+                                   f"--rounds {options.rounds}" + (" --baseline-code DIR" if options.baseline_code else "")
                                    + (" --events" if options.events else ""),
-                        "results": results, "ratios": ratios, "events_between_replicas": events})
+                        "results": results, "ratios": ratios, "ratios_within_rounds": within,
+                        "events_between_replicas": events})
 
 
-def run_setups(workdir: Path, databases: "Databases", options, setups: list) -> dict:
+def run_setups(workdir: Path, databases: "Databases", options, setups: list, pairs: list) -> tuple[dict, dict]:
     """The setups (label, on PostgreSQL, workers, code) side by side, in alternating rounds of
     wrk: per setup the median req/s, p50, p99, and the CPU per message of the bridge and (on
-    PostgreSQL, a database of its own each) of the database's server processes."""
+    PostgreSQL, a database of its own each) of the database's server processes; and for each
+    pair of labels in ``pairs`` the median of its ratios within a round."""
     setups = [(label, databases.new() if on_postgres else None, workers, code)
               for label, on_postgres, workers, code in setups]
     bridges = [echo_bridge(workdir, label, db, workers, code) for label, db, workers, code in setups]
@@ -252,8 +261,8 @@ def run_setups(workdir: Path, databases: "Databases", options, setups: list) -> 
     try:
         for bridge in bridges:  # one at a time
             bridge.start()
-        measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, 3, False, [],
-                              before_stop=database_cpu_per_request)
+        measured = wrk_rounds(bridges, workdir, options.concurrency, options.seconds, options.rounds, False,
+                              pairs, before_stop=database_cpu_per_request)
     finally:
         for bridge in bridges:
             bridge.stop()
@@ -268,7 +277,7 @@ def run_setups(workdir: Path, databases: "Databases", options, setups: list) -> 
         print(f"  {label:36s} {r['rps']:7.1f} req/s; CPU per message: bridge {r['bridge_cpu_ms_per_request']:.2f} ms"
               + (f", database {r['database_cpu_ms_per_request']:.2f} ms" if r["database_cpu_ms_per_request"] else ""),
               flush=True)
-    return results
+    return results, measured["ratios_within_rounds"]
 
 
 EVENT_TOKEN = "bench-replica-events-3Jd8"

@@ -808,11 +808,20 @@ def wait_quiet(pid: int, timeout: float = 10.0) -> None:
         before = now
 
 
+def within_rounds(a: list[float], b: list[float]) -> dict:
+    """The ratios of ``a`` over ``b`` round by round (figures of two servers measured in the same
+    rounds): their median and range."""
+    each = [x / y for x, y in zip(a, b) if y]
+    return {"median": round(statistics.median(each), 3), "min": round(min(each), 3), "max": round(max(each), 3)}
+
+
 def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, rounds: int, pin: bool,
                ratios: list[tuple[str, str]], before_stop=None) -> dict:
     """Start those of ``servers`` not yet running (side by side), then ``rounds`` rounds of
     :func:`wrk_round` against each, the order alternating; ``before_stop(result)`` if given;
-    stop them all. Their rounds, medians and the median ratios ``(a, b)`` of req/s, by name."""
+    stop them all. Their rounds, medians and, for each pair ``(a, b)`` of ``ratios``, the ratio of
+    the median req/s and the median of the ratios within a round (the machine's drift between
+    rounds falls out of the latter)."""
     result: dict = {"load": "wrk", "connections": connections, "seconds": seconds, "rounds": rounds,
                     "pinned": pin, "servers": {}}
     try:
@@ -847,8 +856,11 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
             f"{key} {value:.3f}" for key, value in entry["median_cpu_ms_per_ok"].items()) + " ms", flush=True)
     rps = {k: v["median_rps"] for k, v in result["servers"].items()}
     result["ratios"] = {f"{a}/{b}": round(rps[a] / rps[b], 3) for a, b in ratios}
+    result["ratios_within_rounds"] = {f"{a}/{b}": within_rounds([x["rps"] for x in result["servers"][a]["rounds"]],
+                                                               [x["rps"] for x in result["servers"][b]["rounds"]])
+                                      for a, b in ratios}
     if ratios:
-        print(f"  ratios {result['ratios']}", flush=True)
+        print(f"  ratios {result['ratios']}; within rounds {result['ratios_within_rounds']}", flush=True)
     return result
 
 

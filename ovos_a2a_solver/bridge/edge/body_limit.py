@@ -25,14 +25,20 @@ class BodyLimit:
         length = next((v for k, v in scope["headers"] if k == b"content-length"), b"")
         if length.isdigit() and int(length) > self.max_body:
             return await self._refuse(scope, send)
-        received, started = 0, False
+        received, started, read = 0, False, False
 
-        async def counted_receive():
-            nonlocal received
+        def counted_receive():
+            # once the body is in, the server's receive() itself (no frame of this one waits
+            # for a stream's disconnect)
+            return receive() if read else counting()
+
+        async def counting():
+            nonlocal received, read
             message = await receive()
             received += len(message.get("body", b""))
             if received > self.max_body:
                 raise BodyTooLarge
+            read = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 
         async def watched_send(message):

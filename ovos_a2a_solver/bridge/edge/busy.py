@@ -102,9 +102,11 @@ class BusyAnswers:
     def __init__(self, app, *, rest_prefix: str) -> None:
         self.app, self.rest_prefix = app, rest_prefix
 
-    async def __call__(self, scope, receive, send) -> None:
+    def __call__(self, scope, receive, send):
+        # not a coroutine: the inner app's awaitable is the answer (no frame of this layer
+        # stays for a stream's whole life)
         if scope["type"] != "http" or scope["method"] != "POST":
-            return await self.app(scope, receive, send)
+            return self.app(scope, receive, send)
         said: list[Busy] = []
         rest = is_rest(scope["path"], self.rest_prefix)
         held: dict = {}
@@ -131,7 +133,8 @@ class BusyAnswers:
                 return await self._answer(send, said[-1], rest, held.get("body", b""), "stream" in held)
             await send(message)
 
-        await self.app({**scope, SAID: said}, receive, answer)
+        scope[SAID] = said  # in place: a copy of the scope would live as long as the request
+        return self.app(scope, receive, answer)
 
     async def _answer(self, send, busy: Busy, rest: bool, body: bytes, streamed: bool) -> None:
         headers = [(b"retry-after", str(busy.retry_after).encode())]

@@ -125,10 +125,18 @@ class ConnectionGuard:
             if scope["type"] != "http" or connection is None:
                 return await app(scope, receive, send)
             connection.head_arrived()
+            read_all = False
 
-            async def read():
+            def read():
+                # once the body is in, the server's receive() itself: no frame of this one
+                # waits for a stream's disconnect
+                return receive() if read_all else reading()
+
+            async def reading():
+                nonlocal read_all
                 message = await receive()
                 if message["type"] != "http.request" or not message.get("more_body", False):
+                    read_all = True
                     connection.request_read()
                 return message
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 
 from ovos_a2a_solver.bridge.edge.access_log import binding_and_method
-from ovos_a2a_solver.bridge.edge.errors import is_rest
 from ovos_a2a_solver.bridge.edge.rest_v03 import is_v03_rest
 from ovos_a2a_solver.bridge.edge.version_check import METHOD_VERSIONS
 from ovos_a2a_solver.bridge.edge.versions import HEADER, requested_version

@@ -95,12 +95,14 @@ class ScrubCredentials:
     def __init__(self, app) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    def __call__(self, scope, receive, send):
+        # not a coroutine: the inner app's own awaitable is the answer, and no frame of this
+        # layer stays for as long as the request (a stream's whole life)
         if scope["type"] == "http":
             if any(_is_credential(k) for k, _ in scope["headers"]):
                 # in place: what the layers inside note stays visible
                 scope["headers"] = [(k, v) for k, v in scope["headers"] if not _is_credential(k)]
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 #: header names seen, and whether each is credential-like: requests repeat a few names

@@ -42,13 +42,15 @@ class VersionCheck:
         # (value named, method or path version) -> the version decided: requests repeat a few
         self._decided: dict[tuple, str] = {}
 
-    async def __call__(self, scope, receive, send) -> None:
+    def __call__(self, scope, receive, send):
+        # not a coroutine: the inner app's (or the refusal's) awaitable is the answer, and no
+        # frame of this layer stays for as long as the request (a stream's whole life)
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)
+            return self.app(scope, receive, send)
         rest = is_rest(scope["path"], self.rest_prefix)
         call = scope.get(JSONRPC_CALL)
         if not rest and call is None:  # the cards, /health, and what the SDK refuses as it is
-            return await self.app(scope, receive, send)
+            return self.app(scope, receive, send)
         value = requested_value(scope)
         try:
             if rest:
@@ -62,7 +64,7 @@ class VersionCheck:
             else:
                 method, request_id = call
                 if method not in METHOD_VERSIONS:  # the SDK answers -32601
-                    return await self.app(scope, receive, send)
+                    return self.app(scope, receive, send)
                 version = self._decided.get((value, method))
                 if version is None:
                     negotiate(value, self.served.get("JSONRPC", ()), "over JSON-RPC")
@@ -71,8 +73,8 @@ class VersionCheck:
                     self._remember((value, method), version)
         except VersionNotSupportedError as error:
             if rest:
-                return await send_json(send, *rest_error_body(error))
-            return await send_json(send, 200, jsonrpc_error_body(error, request_id))
+                return send_json(send, *rest_error_body(error))
+            return send_json(send, 200, jsonrpc_error_body(error, request_id))
         encoded = version.encode()
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != VERSION_KEY]
         if value != encoded or len(headers) != len(scope["headers"]) - 1:
@@ -80,7 +82,7 @@ class VersionCheck:
             # scope would live as long as the request, a stream's whole life). When the one header
             # already names the version decided (as most clients send it), it stays as it is.
             scope["headers"] = [*headers, (VERSION_KEY, encoded)]
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
     def _remember(self, key: tuple, version: str) -> None:
         """Keep a decision passed, for the next request naming the same; a few hundred at most

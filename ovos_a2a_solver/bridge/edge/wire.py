@@ -201,14 +201,21 @@ async def _read_body(receive) -> bytes:
 
 
 def _replay_body(body: bytes, receive):
-    """A ``receive`` that gives the buffered body once, then what the server sends (disconnects)."""
+    """A ``receive`` that gives the buffered body once, then what the server sends (disconnects).
+    Not a coroutine itself: it hands on the server's ``receive()``, so that no frame of its own
+    waits, for as long as a stream is open, for the disconnect."""
     sent = False
 
-    async def replay():
+    def replay():
         nonlocal sent
         if not sent:
             sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+            return given({"type": "http.request", "body": body, "more_body": False})
+        return receive()
 
     return replay
+
+
+async def given(message: dict) -> dict:
+    """An awaitable of ``message``, for a ``receive`` that already holds it."""
+    return message

@@ -150,24 +150,34 @@ def test_a_turn_whose_end_is_saved_slowly_while_the_bridge_drains_still_complete
         assert state(stored) == "TASK_STATE_COMPLETED" and answer(stored) == "echo: sleep:1.5", stored
 
 
-# alone: a connection kept open is answered while the bridge drains only until uvicorn's next tick (0.1 s)
-# closes idle connections; on cores shared with other tests the two requests may not both fit in it
-@pytest.mark.alone
 def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
     bridge = BridgeProcess(state_dir=tmp_path / "state", env={"OVOS_A2A_SHUTDOWN_GRACE": "10"})
     try:
-        start_working(bridge, "sleep:3")
-        # keep one connection open so the refusal can still be read while the listener is closed
-        with httpx.Client(timeout=10) as client:
-            assert client.get(bridge.root + "/health").status_code == 200
+        task = start_working(bridge, "sleep:6")
+        with httpx.Client(timeout=10) as kept:  # a load balancer's probe keeps its connection
+            assert kept.get(bridge.root + "/health").status_code == 200
             bridge.proc.send_signal(signal.SIGTERM)
-            health = wait_until(lambda: client.get(bridge.root + "/health"), "/health to report draining",
+            health = wait_until(lambda: kept.get(bridge.root + "/health"), "/health to report draining",
                                 until=lambda r: r.status_code == 503)
             assert health.json()["accepting"] is False
+            # the bridge serves for as long as its drain lasts (the turn's 6 s), on kept connections and
+            # new ones alike, well past the moment the server would have stopped listening before
+            probed_until = time.monotonic() + 1.5
+            while time.monotonic() < probed_until:
+                for client in (kept, httpx):
+                    probe = client.get(bridge.root + "/health", timeout=10)
+                    assert probe.status_code == 503 and probe.json()["running"] == 1, probe.text
+                time.sleep(0.1)
             body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("late")}}
-            refused = client.post(bridge.url + "/", json=body, headers={"A2A-Version": "1.0"})
+            refused = httpx.post(bridge.url + "/", json=body, headers={"A2A-Version": "1.0"}, timeout=10)
             assert refused.status_code == 503 and refused.headers["retry-after"] == "1", refused.text  # retry later
             assert "shutting down" in refused.json()["error"]["message"], refused.text
+            read = kept.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "GetTask",
+                                                     "params": {"id": task["id"]}}, headers={"A2A-Version": "1.0"})
+            assert read.json()["result"]["status"]["state"] == "TASK_STATE_WORKING", read.text
+        bridge.proc.wait(timeout=20)  # the turn ends within the grace, and then the bridge
+        assert bridge.proc.returncode == 0
+        assert state(stored_state(tmp_path / "state", task["id"])) == "TASK_STATE_COMPLETED"
     finally:
         bridge.stop()
 

@@ -210,12 +210,12 @@ def _replay_body(body: bytes, receive):
         nonlocal sent
         if not sent:
             sent = True
-            return given({"type": "http.request", "body": body, "more_body": False})
+            return _given({"type": "http.request", "body": body, "more_body": False})
         return receive()
 
     return replay
 
 
-async def given(message: dict) -> dict:
+async def _given(message: dict) -> dict:
     """An awaitable of ``message``, for a ``receive`` that already holds it."""
     return message

@@ -30,9 +30,14 @@ def _uvicorn_server(config, bridge):
     """A uvicorn server that stops gracefully on SIGINT/SIGTERM, and then lets the command
     end normally: uvicorn would re-raise the signal (a KeyboardInterrupt traceback), and
     take a second Ctrl-C as "force exit", which skips the app's shutdown (the task store's
-    last writes) and logs a traceback. Here every signal asks for the same graceful stop,
-    which ``timeout_graceful_shutdown`` already bounds; the bridge starts draining at once
-    (see ``Bridge.drain``), while uvicorn stops listening and waits for the requests in flight."""
+    last writes) and logs a traceback.
+
+    The first signal starts the bridge's drain (see ``Bridge.drain``) while uvicorn goes on
+    serving: new messages are refused with 503, ``/health`` says the bridge is draining (a load
+    balancer's probe sees it, also on a connection it keeps open), and callers can still read
+    their tasks. Once the drain is over, uvicorn stops listening and waits for the requests in
+    flight (``timeout_graceful_shutdown``). A second signal stops the serving at once, still
+    gracefully (the drain goes on in the app's shutdown)."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -49,12 +54,17 @@ def _uvicorn_server(config, bridge):
                     signal.signal(sig, handler)
 
         def _stop(self, sig: int, frame) -> None:
-            if not self.should_exit:
-                notify("STOPPING=1")
-            self.should_exit = True
-            if bridge.draining is None:
-                loop = asyncio.get_event_loop()
-                loop.call_soon_threadsafe(lambda: asyncio.ensure_future(bridge.drain()))
+            if bridge.draining is not None or self.should_exit:
+                self.should_exit = True  # asked again: stop serving now
+                return
+            notify("STOPPING=1")
+            asyncio.get_event_loop().call_soon_threadsafe(lambda: asyncio.ensure_future(self._drain_then_stop()))
+
+        async def _drain_then_stop(self) -> None:
+            try:
+                await bridge.drain()
+            finally:
+                self.should_exit = True
 
     return Server(config)
 

@@ -201,7 +201,7 @@ def bench_streams(args, workdir: Path, persona: Path) -> dict:
             key: within_rounds([pick(x) for x in runs["bridge"]], [pick(x) for x in runs["bare_sdk"]])
             for key, pick in figures[:3]}
         print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}; "
-              f"medians of the ratios within a round: { {k: v['median'] for k, v in within.items()} }", flush=True)
+              f"medians of the ratios within a round: { {k: v and v['median'] for k, v in within.items()} }", flush=True)
         out["by_streams"][str(n)] = runs
     return out
 

@@ -229,7 +229,7 @@ def main_wrk(options, workdir: Path) -> None:
         ratios["postgresql x1 / postgresql x1 (baseline)"] = (results["postgresql x1 (beside the baseline)"]["rps"]
                                                               / results["postgresql x1 (baseline)"]["rps"])
     print("ratios of the medians: " + ", ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
-    print("medians of the ratios within a round: " + ", ".join(f"{k} {v['median']:.2f}" for k, v in within.items()))
+    print("medians of the ratios within a round: " + ", ".join(f"{k} {v['median']:.2f}" for k, v in within.items() if v))
     target = options.json.replace(".json", "-wrk.json") if options.json.endswith(".json") else options.json
     write_json(target, {"command": "python bench/bench_replicas.py --db postgresql+asyncpg://… --wrk "
                                    f"--seconds {options.seconds:g} --concurrency {options.concurrency} "

@@ -808,10 +808,12 @@ def wait_quiet(pid: int, timeout: float = 10.0) -> None:
         before = now
 
 
-def within_rounds(a: list[float], b: list[float]) -> dict:
+def within_rounds(a: list, b: list) -> dict | None:
     """The ratios of ``a`` over ``b`` round by round (figures of two servers measured in the same
-    rounds): their median and range."""
-    each = [x / y for x, y in zip(a, b) if y]
+    rounds): their median and range; rounds where either has no figure are left out (None if all are)."""
+    each = [x / y for x, y in zip(a, b) if x and y]
+    if not each:
+        return None
     return {"median": round(statistics.median(each), 3), "min": round(min(each), 3), "max": round(max(each), 3)}
 
 

@@ -53,12 +53,20 @@ def _uvicorn_server(config, bridge):
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
 
+        asked_to_stop = False
+        stopping: asyncio.Task | None = None  # the drain, then the end of serving
+
         def _stop(self, sig: int, frame) -> None:
-            if bridge.draining is not None or self.should_exit:
+            if self.asked_to_stop or self.should_exit:
                 self.should_exit = True  # asked again: stop serving now
                 return
+            self.asked_to_stop = True
             notify("STOPPING=1")
-            asyncio.get_event_loop().call_soon_threadsafe(lambda: asyncio.ensure_future(self._drain_then_stop()))
+            # threadsafe: it wakes the loop, which may be waiting for sockets
+            asyncio.get_event_loop().call_soon_threadsafe(self._start_stopping)
+
+        def _start_stopping(self) -> None:
+            self.stopping = asyncio.ensure_future(self._drain_then_stop())
 
         async def _drain_then_stop(self) -> None:
             try:

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import re
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -107,36 +107,55 @@ BUSY_SECONDS = 30  # how long a statement waits for another process's write to e
 #: task counts'): some 3 MB of WAL between checkpoints, under SQLite's own default of 4 MB.
 CHECKPOINT_CHANGES = 500
 
+#: how large the WAL file may grow before writes wait for a checkpoint to copy all of it, so that
+#: the next write starts it again from its beginning, and cuts the file back to this size (see
+#: :class:`SqliteDatabase`)
+MOST_WAL_BYTES = 32 * 1024 * 1024
+
 
 class SqliteDatabase:
-    """SQLite in WAL mode, two connections: point statements run right on the event loop
+    """SQLite in WAL mode, three connections: point statements run right on the event loop
     (a commit without fsync takes tens of microseconds, far less than a hop to another
-    thread), and long reads (listings) run on a thread of their own.
+    thread), long reads (listings) on a thread of their own, and checkpoints on a third.
 
-    The WAL is copied back into the database file (a checkpoint: two fsyncs and a few
-    megabytes written) on that thread too, after every :data:`CHECKPOINT_CHANGES` rows
-    written, never by a statement on the event loop: SQLite's own automatic checkpoint
-    would run inside whichever write crossed its threshold, and stall every request for
-    the milliseconds (on a slow disk, a tenth of a second) it takes. Writes wait for a
-    checkpoint under way (:meth:`writable`; the loop serves everything else meanwhile), so
-    that it copies the whole WAL and the next write starts it again from its beginning: the
-    WAL stays small."""
+    A checkpoint copies the WAL back into the database file (two fsyncs and a few megabytes
+    written). It runs on its thread after every :data:`CHECKPOINT_CHANGES` rows written,
+    never in a statement on the event loop: SQLite's own automatic checkpoint would run inside
+    whichever write crossed its threshold, and stall every request for the milliseconds (on a
+    slow disk, a tenth of a second) it takes. Nor does it wait for a listing to end.
 
-    def __init__(self, path: str | Path) -> None:
+    Writes go on while a checkpoint copies (SQLite's passive checkpoint lets them); what they
+    add is copied by the next one. The WAL starts again from its beginning only at a write
+    that finds all of it copied, so under a steady load its file grows; once it is larger than
+    ``most_wal_bytes``, writes wait for the next checkpoint (the loop serves everything else
+    meanwhile), which then copies it whole, and the next write starts it again and cuts the
+    file back to that size. Making every write wait for every checkpoint
+    would keep the WAL smaller, but with thousands of requests at work an event loop notices
+    the end of a checkpoint late: a third of the writes of a burst of streams waited a fifth
+    of a second each."""
+
+    def __init__(self, path: str | Path, most_wal_bytes: int = MOST_WAL_BYTES) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._wal = Path(str(self.path) + "-wal")
+        self._most_wal_bytes = most_wal_bytes
         self._now = self._connect()
         self._now.execute("PRAGMA wal_autocheckpoint = 0")  # see the class: the thread checkpoints
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovos-a2a-sqlite")
         self._reader = self._connect()
+        self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovos-a2a-sqlite-checkpoint")
+        self._copier = self._connect()
+        self._wal_outgrown = False         # the WAL file was past its bound at the last checkpoint
         self._checkpointed_at = 0          # the loop connection's total_changes at the last checkpoint asked
-        self._checkpoint: asyncio.Future | None = None
+        self._checkpoint: Future | None = None
+        self._writes_wait: asyncio.Future | None = None  # the checkpoint writes wait for, if any
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS)
         conn.row_factory = sqlite3.Row
         use_wal(conn, BUSY_SECONDS)
         conn.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across a process crash
+        conn.execute(f"PRAGMA journal_size_limit = {int(self._most_wal_bytes)}")  # the WAL file, once started again
         return conn
 
     FINISHED_TASK_IDS = ("SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN ("
@@ -153,11 +172,11 @@ class SqliteDatabase:
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, self._reader, *args)
 
     async def writable(self) -> None:
-        """Return once no checkpoint is under way (at once, almost always): a write made
-        during one would keep the WAL from starting again at its beginning."""
-        checkpoint = self._checkpoint
-        if checkpoint is not None and not checkpoint.done():
-            await asyncio.wait((checkpoint,))
+        """Return once no checkpoint that writes wait for is under way (at once, almost
+        always): see the class."""
+        waiting = self._writes_wait
+        if waiting is not None and not waiting.done():
+            await asyncio.wait((waiting,))
 
     async def execute(self, sql: str, params: dict | None = None) -> int:
         await self.writable()
@@ -171,20 +190,29 @@ class SqliteDatabase:
         return rows
 
     def _checkpoint_when_due(self) -> None:
-        """Start a checkpoint on the reader thread once :data:`CHECKPOINT_CHANGES` rows were
-        written here since the last one, unless one is under way."""
+        """Start a checkpoint on its thread once :data:`CHECKPOINT_CHANGES` rows were written
+        here since the last one, unless one is under way; writes wait for it when the WAL
+        has grown past its bound."""
         if self._now.total_changes - self._checkpointed_at < CHECKPOINT_CHANGES:
             return
         if self._checkpoint is not None and not self._checkpoint.done():
             return
         self._checkpointed_at = self._now.total_changes
-        self._checkpoint = asyncio.get_running_loop().run_in_executor(self._thread, _checkpoint, self._reader)
-        self._checkpoint.add_done_callback(_report_checkpoint)
+        writes_wait = self._wal_outgrown
+        self._checkpoint = self._checkpointer.submit(self._copy_back, writes_wait)
+        self._writes_wait = asyncio.wrap_future(self._checkpoint) if writes_wait else None
 
-    async def checkpoint(self) -> tuple[int, int, int]:
-        """Copy the WAL into the database file now, without blocking writers (a passive
-        checkpoint): SQLite's (busy, WAL frames, frames copied)."""
-        return await self.call(_checkpoint)
+    def _copy_back(self, writes_wait: bool) -> None:
+        """A passive checkpoint, on the checkpoint thread, and whether the WAL has outgrown
+        its bound; a failure is logged (the next one tries again)."""
+        try:
+            _busy, frames, copied = self._copier.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            if writes_wait and frames == copied:  # all of it (nothing was written meanwhile): it starts again
+                self._wal_outgrown = False
+            else:
+                self._wal_outgrown = self._wal.stat().st_size > self._most_wal_bytes
+        except Exception as exc:  # noqa: BLE001 - a checkpoint that failed leaves everything as it was
+            LOG.warning("could not copy the SQLite WAL into the database file: %s", exc)
 
     def schema_lock(self) -> contextlib.AbstractAsyncContextManager:
         """Nothing to take: SQLite's own locks (and the WAL switch's retries) serialize the schema."""
@@ -196,18 +224,12 @@ class SqliteDatabase:
         return await self.execute(sql, params)
 
     async def aclose(self) -> None:
-        await self.call(lambda conn: conn.close())
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._thread, self._reader.close)
+        await loop.run_in_executor(self._checkpointer, self._copier.close)
         self._thread.shutdown(wait=True)
+        self._checkpointer.shutdown(wait=True)
         self._now.close()
-
-
-def _checkpoint(connection: sqlite3.Connection) -> tuple[int, int, int]:
-    return tuple(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone())
-
-
-def _report_checkpoint(done: asyncio.Future) -> None:
-    if not done.cancelled() and done.exception() is not None:  # the next one tries again
-        LOG.warning("could not copy the SQLite WAL into the database file: %s", done.exception())
 
 
 TASKS_SCHEMA = (

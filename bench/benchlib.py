@@ -364,6 +364,8 @@ def bare_server_main(argv: list[str]) -> None:
     parser.add_argument("--echo", action="store_true", help="answer 'echo: TEXT' on the event loop, no persona")
     parser.add_argument("--heartbeat", type=float, default=1.0,
                         help="with --echo: seconds between the status updates of a 'sleep:N' message")
+    parser.add_argument("--tuned-gc", action="store_true",
+                        help="once serving, the garbage collector tuned as the bridge tunes its own")
     args = parser.parse_args(argv)
 
     import logging
@@ -487,6 +489,14 @@ def bare_server_main(argv: list[str]) -> None:
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
             await asyncio.sleep(0.02)
+        if args.tuned_gc:  # what start-up built frozen, the young collected less often
+            import gc
+
+            from ovos_a2a_solver.bridge.process.server import YOUNG_COLLECTION_EVERY
+
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
         print(f"bench-bare: serving at {base}", flush=True)
         await serving
 
@@ -629,8 +639,9 @@ class BareProcess(ServerProcess):
     label = "bare_sdk"
 
     def __init__(self, workdir: Path, name: str, persona: Path, prefill: int = 0, db: str = "",
-                 echo: bool = False, traced: bool = True, heartbeat: float = 1.0) -> None:
+                 echo: bool = False, traced: bool = True, heartbeat: float = 1.0, tuned_gc: bool = False) -> None:
         super().__init__(workdir, name)
+        self.tuned_gc = tuned_gc
         self.persona = persona
         self.prefill = prefill
         self.db = db
@@ -645,7 +656,8 @@ class BareProcess(ServerProcess):
         t0 = time.monotonic()
         self._spawn([PY, str(Path(__file__).resolve()), "_bare-server", "--persona", str(self.persona),
                      "--prefill", str(self.prefill), *(["--db", self.db] if self.db else []),
-                     *(["--echo", "--heartbeat", str(self.heartbeat)] if self.echo else [])])
+                     *(["--echo", "--heartbeat", str(self.heartbeat)] if self.echo else []),
+                     *(["--tuned-gc"] if self.tuned_gc else [])])
         self.base = self._wait_line(r"bench-bare: serving at (http://\S+)", 300).group(1)
         self._resolve_card()
         self.startup_s = time.monotonic() - t0

@@ -4,7 +4,7 @@
 """Many open SSE streams: 500 and 2,000 concurrent ``SendStreamingMessage`` streams that each
 stay open for a while, and what they cost, on the bridge and on a bare a2a-sdk agent in turn.
 
-    python bench/bench_open_streams.py [--streams 500,2000] [--quick] [--keep]
+    python bench/bench_open_streams.py [--streams 500,2000] [--tuned-bare] [--quick] [--keep]
                                        [--json bench/results/bridge-streams.json]
 
 The bridge runs ``--backend echo --heartbeat 1 --max-concurrent N`` (at least 1000); each
@@ -18,8 +18,10 @@ server's own timestamps and by arrival here) and the delay from a heartbeat's ti
 arrival; the bridge's /health is probed meanwhile. Bounded: 120 s per run. Two rounds, the order
 alternating (``--rounds``); the ratios bridge / bare of the medians of the rounds' time to the
 first event (p50, p99), memory per stream, peak memory and threads are recorded, and the medians
-of the ratios within a round (its two runs follow each other: the machine's drift between
-rounds falls out).
+of the ratios within a round (its runs follow each other: the machine's drift between rounds
+falls out). ``--tuned-bare``: also a bare agent with its garbage collector tuned as the bridge
+tunes its own (start-up's objects frozen, the young collected every 10,000 allocations), and the
+ratios to it.
 
 Every stream is a connection and a few file descriptors in this process and in the server's:
 the open-file limit is raised to its hard limit first (the servers inherit it). The bridge's own
@@ -181,11 +183,18 @@ def bench_streams(args, workdir: Path, persona: Path) -> dict:
         if 2 * n + 100 > limit["soft"]:
             print(f"  WARNING: {n} streams need more than the open-file limit of {limit['soft']} allows", flush=True)
         runs: dict = {"bridge": [], "bare_sdk": []}
+        if args.tuned_bare:
+            runs[TUNED] = []
         bridge_flags = ["--backend", "echo", "--heartbeat", "1", "--max-concurrent", str(max(n, 1000))]
-        for r in range(args.rounds):  # bridge, bare; then bare, bridge; ...
+        for r in range(args.rounds):  # bridge, bare(s); then the other way round; ...
             servers = [BridgeProcess(workdir, f"bridge_streams_{n}_{r}",
                                      [*bridge_flags, "--state-dir", str(workdir / f"state-streams-{n}-{r}")]),
                        BareProcess(workdir, f"bare_streams_{n}_{r}", persona, echo=True, traced=False, heartbeat=1.0)]
+            if args.tuned_bare:
+                tuned = BareProcess(workdir, f"bare_tuned_streams_{n}_{r}", persona, echo=True, traced=False,
+                                    heartbeat=1.0, tuned_gc=True)
+                tuned.label = TUNED
+                servers.append(tuned)
             for server in (servers if r % 2 == 0 else servers[::-1]):
                 runs[server.label].append(measure_streams(args, server, n))
         figures = (("first_event_p50", lambda x: x["first_event"]["p50_ms"]),
@@ -193,17 +202,24 @@ def bench_streams(args, workdir: Path, persona: Path) -> dict:
                    ("rss_kib_per_stream", lambda x: x["rss_kib_per_stream"]),
                    ("rss_peak", lambda x: x["rss_kib"]["peak_sampled"]),
                    ("threads_peak", lambda x: x["threads"]["peak"]))
-        runs["ratio_bridge_over_bare"] = ratio = {
-            key: _ratio(statistics.median(pick(x) for x in runs["bridge"]),
-                        statistics.median(pick(x) for x in runs["bare_sdk"])) for key, pick in figures}
-        # the two of a round ran one after the other: the machine's drift between rounds falls out
-        runs["ratios_within_rounds"] = within = {
-            key: within_rounds([pick(x) for x in runs["bridge"]], [pick(x) for x in runs["bare_sdk"]])
-            for key, pick in figures[:3]}
-        print(f"  {n} streams, bridge / bare a2a-sdk (medians of {args.rounds} rounds): {ratio}; "
-              f"medians of the ratios within a round: { {k: v and v['median'] for k, v in within.items()} }", flush=True)
+        for bare, suffix in (("bare_sdk", "bare"), (TUNED, "bare_tuned_gc")):
+            if bare not in runs:
+                continue
+            runs[f"ratio_bridge_over_{suffix}"] = ratio = {
+                key: _ratio(statistics.median(pick(x) for x in runs["bridge"]),
+                            statistics.median(pick(x) for x in runs[bare])) for key, pick in figures}
+            # the runs of a round follow each other: the machine's drift between rounds falls out
+            runs["ratios_within_rounds" + ("" if bare == "bare_sdk" else "_over_" + suffix)] = within = {
+                key: within_rounds([pick(x) for x in runs["bridge"]], [pick(x) for x in runs[bare]])
+                for key, pick in figures[:3]}
+            print(f"  {n} streams, bridge / {bare} (medians of {args.rounds} rounds): {ratio}; medians of the "
+                  f"ratios within a round: { {k: v and v['median'] for k, v in within.items()} }", flush=True)
         out["by_streams"][str(n)] = runs
     return out
+
+
+#: the label of the bare agent with its garbage collector tuned as the bridge's (``--tuned-bare``)
+TUNED = "bare_sdk_tuned_gc"
 
 
 def _ratio(a, b) -> float | None:
@@ -288,7 +304,7 @@ def print_streams(out: dict) -> None:
     for n, runs in out["by_streams"].items():
         for label, rounds in runs.items():
             if label.startswith("ratio"):
-                print(f"  {n} streams, bridge / bare a2a-sdk (medians of the rounds): {rounds}")
+                print(f"  {n} streams, {label}: {rounds}")
             else:
                 for st in rounds:
                     print_run(st)
@@ -318,6 +334,8 @@ def main() -> None:
                                                          "quick 100)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="runs of each server per number of streams, the order alternating (2; quick 1)")
+    parser.add_argument("--tuned-bare", action="store_true",
+                        help="also a bare agent with its garbage collector tuned as the bridge tunes its own")
     args = parser.parse_args()
     args.streams = [int(n) for n in (args.streams or ("100" if args.quick else "500,2000")).split(",")]
     args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 2)

@@ -9,6 +9,8 @@ handler lets go of the id: from then on every read is a real one.
 from __future__ import annotations
 
 import asyncio
+import time
+import uuid
 
 import pytest
 from a2a.server.cluster import LegacyTaskStoreAdapter, TaskVersion
@@ -17,6 +19,7 @@ from a2a.types import Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
+from support.bridge_rpc import message, send, stream, task_of
 
 
 class CountedDatabase(SqliteDatabase):
@@ -114,3 +117,23 @@ def test_every_new_task_id_is_different_and_known_only_to_its_maker():
     for task_id in made:
         new_tasks.discard(task_id)
     assert not any(task_id in new_tasks for task_id in made)
+
+
+@pytest.mark.parametrize("call", ["send", "stream"])
+def test_the_ids_the_bridge_makes_are_uuids_that_grow_with_time(echo_bridge, call):
+    """New tasks and new contexts get UUIDs of version 7, later ones sorting after earlier ones,
+    so that each index of the tables takes them at its end (``storage.ids``); a contextId the
+    caller sends is kept as it is."""
+    made = []
+    for text in ("one", "two", "three"):
+        if call == "send":
+            made.append(task_of(send(echo_bridge.url, message(text))))
+        else:
+            made.append(next(event["task"] for event in stream(echo_bridge.url, message(text)) if "task" in event))
+        time.sleep(0.002)  # the next millisecond: ids made within one are ordered only by chance
+    for key in ("id", "contextId"):
+        ids = [task[key] for task in made]
+        assert [uuid.UUID(one).version for one in ids] == [7, 7, 7], ids
+        assert ids == sorted(ids) and len(set(ids)) == 3, ids
+    theirs = "a-context-of-the-caller"
+    assert task_of(send(echo_bridge.url, message("four", context_id=theirs)))["contextId"] == theirs

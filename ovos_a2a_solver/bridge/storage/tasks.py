@@ -33,6 +33,7 @@ from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 
+from ovos_a2a_solver.bridge.storage.ids import time_ordered_id
 from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -97,7 +98,7 @@ class NewTasks:
 
     def make(self) -> str:
         """A new task id, not stored anywhere yet."""
-        task_id = str(uuid.uuid4())
+        task_id = time_ordered_id()
         self._unsaved.add(task_id)
         if self._made is not None:
             self._made(task_id)

@@ -46,6 +46,7 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, fail_operations)
 from ovos_a2a_solver.bridge.storage.operations import Operation
@@ -69,7 +70,7 @@ class ChosenTaskIds(RequestContextBuilder):
     task's (unless the task happened to be still parked in its memory)."""
 
     def __init__(self, task_store: VersionedTaskStore) -> None:
-        self._inner = SimpleRequestContextBuilder()
+        self._inner = SimpleRequestContextBuilder(context_id_generator=TimeOrderedIds())  # see storage.ids
         self._task_store = task_store
 
     async def build(self, context: ServerCallContext, params=None, task_id=None, context_id=None, task=None):

@@ -23,13 +23,17 @@ from support.bridge_rpc import message, send, stream, task_of
 
 
 class CountedDatabase(SqliteDatabase):
-    """A SQLite database that counts the statements run on the event loop."""
+    """A SQLite database that counts the statements run on the event loop (reads and writes)."""
 
     statements = 0
 
     def on_loop(self, fn, *args):
         self.statements += 1
         return super().on_loop(fn, *args)
+
+    async def write(self, fn, *args):
+        self.statements += 1
+        return await super().write(fn, *args)
 
 
 def task(task_id: str, state=TaskState.TASK_STATE_SUBMITTED) -> Task:

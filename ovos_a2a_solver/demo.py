@@ -87,7 +87,7 @@ def run_demo(out, timeout: float = 60, quiet: bool = True) -> int:
                 if not answer:
                     raise DemoError(f"no answer to {text!r}: {getattr(persona.solvers, 'last_error', None)}")
                 context = engine.client.conversation(session_id).context_id
-                print(f"{out.bold(remote_name)}: {answer}  {out.dim('(contextId ' + context[:8] + '…)')}")
+                print(f"{out.bold(remote_name)}: {answer}  {out.dim('(contextId …' + context[-8:] + ')')}")
                 return answer, context
 
             print(out.dim("\nconversation 1"))

@@ -516,7 +516,7 @@ def test_demo_remembers_within_a_conversation_and_not_across(cli):
     out = result.stdout
     for turn in ("hello", "my name is Ada", "what is my name?"):
         assert f"you: {turn}\n" in out, result.report
-    answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId ([0-9a-f]+)…\)$", out, re.M)
+    answers = re.findall(r"^(?!you: )\S[^:]*: (.+?)  \(contextId …([0-9a-f]+)\)$", out, re.M)
     assert len(answers) == 4, result.report
     assert not {text for text, _ in answers} & NO_BRAIN_LINES, result.report  # the persona, not its fallback
     assert len({ctx for _, ctx in answers[:3]}) == 1, result.report  # one remote conversation

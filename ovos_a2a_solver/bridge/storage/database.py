@@ -4,8 +4,8 @@
 
 SQLite (one bridge process) is the stdlib ``sqlite3``, WAL journal (durable across
 crashes, readers never blocked), no ORM: point statements on the event loop (writes
-committed in groups), listings on a thread. It holds the tasks (:class:`SqliteTaskStore`, the a2a-sdk ``TaskStore``
-interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
+committed in groups), listings on a thread. It holds the tasks (:class:`SqliteTaskStore`,
+the a2a-sdk ``TaskStore`` interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
 database) uses asyncpg and the bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
 
 Both offer the operation log the same small interface, :class:`Sql`: ``execute`` and
@@ -353,7 +353,8 @@ _TRANSACTION_ENDING = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE
 
 
 def _ends_transaction(exc: Exception) -> bool:
-    return isinstance(exc, sqlite3.Error) and (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in _TRANSACTION_ENDING
+    primary_code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF  # SQLITE_IOERR_WRITE is an SQLITE_IOERR
+    return isinstance(exc, sqlite3.Error) and primary_code in _TRANSACTION_ENDING
 
 
 def _row_count(conn: sqlite3.Connection, sql: str, params: dict) -> int:

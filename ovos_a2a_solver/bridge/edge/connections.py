@@ -15,6 +15,11 @@ request and wait could hold every file the process may open. Here, per process:
   connection's opening or of its previous response's end (else ``408`` if part of it came,
   and the connection is closed), and its body within ``body_timeout`` seconds of its head
   (else ``408``, closed). Responses have no time limit: streams may last;
+* a connection idle after a response (HTTP keep-alive) is closed once ``idle_timeout``
+  seconds passed without a byte of its next request, unless bytes of it are waiting on the
+  socket, unread: when the event loop was busy for longer than that, a caller's next request
+  may have come in time and not been read yet, and it is answered. (uvicorn's own idle timer,
+  which cannot tell, is set beyond this one: :meth:`ConnectionGuard.server_options`.)
 * none of this is logged per connection: connections closed to make room, refused or timed
   out, and the event loop's "too many open files" when accepting, are each logged at most
   once per :data:`LOG_INTERVAL` seconds, with their count.
@@ -31,6 +36,7 @@ import asyncio
 import contextvars
 import errno
 import logging
+import select
 from typing import Callable
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -43,6 +49,8 @@ REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-Afte
 #: what a connection whose request did not arrive in time reads
 TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
              b"Content-Length: 28\r\n\r\nthe request came too slowly\n")
+#: seconds by which the event loop may run a timer early (its clock's resolution, and more)
+TIMER_SLACK = 0.001
 #: the event loop's report of an ``accept()`` that failed for want of files or memory
 ACCEPT_FAILED = "socket.accept() out of system resource"
 
@@ -83,16 +91,17 @@ class BurstLog:
 class ConnectionGuard:
     """The limits on one process's HTTP connections (see the module's docstring).
 
-    ``limit``, ``header_timeout`` and ``body_timeout`` are the settings; ``limit_name`` and
-    ``timeout_names`` say how a person changes them (for the log). Each connection runs
-    uvicorn's default HTTP protocol (h11, or httptools when installed) inside.
+    ``limit``, ``header_timeout``, ``body_timeout`` and ``idle_timeout`` are the settings;
+    ``limit_name`` and ``timeout_names`` say how a person changes them (for the log). Each
+    connection runs uvicorn's default HTTP protocol (h11, or httptools when installed) inside.
     """
 
-    def __init__(self, *, limit: int, header_timeout: float, body_timeout: float, limit_name: str,
-                 timeout_names: str) -> None:
+    def __init__(self, *, limit: int, header_timeout: float, body_timeout: float, idle_timeout: float,
+                 limit_name: str, timeout_names: str) -> None:
         from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
         self.limit, self.header_timeout, self.body_timeout = limit, header_timeout, body_timeout
+        self.idle_timeout = idle_timeout
         self.inner = AutoHTTPProtocol
         self.open = 0                                          # connections admitted and not yet lost
         self.unfinished: dict[GuardedConnection, None] = {}    # without a request in progress, oldest first
@@ -108,6 +117,11 @@ class ConnectionGuard:
             f"cannot accept connections: {self._accept_error}{_since(n, 'time')}; the event loop tries again every "
             f"second. Lower {limit_name} or raise the open-file limit (ulimit -n)"))
         self._accept_error = ""
+
+    def server_options(self) -> dict:
+        """What uvicorn's ``Config`` takes from the guard: its protocol (``http=``), and an idle
+        timer of uvicorn's own that never comes before the guard's (a backstop)."""
+        return {"http": self.protocol, "timeout_keep_alive": self.idle_timeout + self.header_timeout + 1}
 
     def protocol(self, config, server_state, app_state, _loop=None) -> "GuardedConnection":
         """uvicorn's ``http=``: the protocol of one new connection."""
@@ -197,6 +211,7 @@ class GuardedConnection(asyncio.Protocol):
         self.phase = WAITING
         self.partial = False     # bytes of the next request's head have come
         self.timer: asyncio.TimerHandle | None = None
+        self.waiting_since = 0.0  # the loop's time when the connection began to wait for a head
 
     # ---- asyncio.Protocol ------------------------------------------------------------------------
 
@@ -208,7 +223,7 @@ class GuardedConnection(asyncio.Protocol):
             return
         self.inner = self.make()
         self.inner.connection_made(transport)
-        self._wait_for_head()
+        self._wait_for_head(self.guard.header_timeout)
 
     def data_received(self, data: bytes) -> None:
         if self.inner is None:
@@ -253,15 +268,16 @@ class GuardedConnection(asyncio.Protocol):
 
     def response_ended(self) -> None:
         if self.counted:
-            self._wait_for_head()
+            self._wait_for_head(min(self.guard.idle_timeout, self.guard.header_timeout))
 
     # ---- timers and closing ----------------------------------------------------------------------
 
-    def _wait_for_head(self) -> None:
+    def _wait_for_head(self, seconds: float) -> None:
         self.phase, self.partial = WAITING, False
         self.guard.unfinished.pop(self, None)
         self.guard.unfinished[self] = None   # the newest unfinished
-        self._arm(self.guard.header_timeout)
+        self.waiting_since = asyncio.get_running_loop().time()
+        self._arm(seconds)
 
     def _arm(self, seconds: float) -> None:
         self._cancel_timer()
@@ -276,11 +292,29 @@ class GuardedConnection(asyncio.Protocol):
         self.timer = None
         if self.transport is None or self.transport.is_closing():
             return
+        if self.phase == WAITING:
+            left = self.guard.header_timeout - (asyncio.get_running_loop().time() - self.waiting_since)
+            if left > TIMER_SLACK:  # the idle time after a response is over, not the head's
+                if self.partial or self._bytes_waiting():
+                    self._arm(left)  # a next request is coming: its head has the rest of its time
+                else:  # the caller keeps the connection without using it: closed, as keep-alive ends
+                    self.guard.release(self)
+                    self.transport.close()
+                return
         self.guard.timed_out.note()
         self.guard.release(self)
         if self.phase == READING or self.partial:
             self.transport.write(TIMED_OUT)
         self.transport.close()
+
+    def _bytes_waiting(self) -> bool:
+        """Whether the socket has bytes (or its end) the event loop has not read yet."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return False
+        poller = select.poll()  # not select(): descriptors past 1023
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
 
     def close_unfinished(self) -> None:
         """Close at once (to make room): the request had not arrived."""

@@ -93,9 +93,8 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     guard = connection_guard(settings)
     # the bridge ends its own requests within shutdown_grace (+ the time to write their end); no
     # WebSocket upgrade (the bridge serves none), so every connection stays in the guard's protocol
-    config = uvicorn.Config(guard.app(bridge.app), http=guard.protocol, ws="none", log_level="warning",
-                            log_config=None, access_log=False, timeout_keep_alive=settings.idle_timeout,
-                            timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on",
+    config = uvicorn.Config(guard.app(bridge.app), **guard.server_options(), ws="none", log_level="warning",
+                            log_config=None, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on",
                             backlog=ACCEPT_BATCH)
     server = _uvicorn_server(config, bridge)
     trap = StartupTrap(verbose)
@@ -139,7 +138,8 @@ def connection_guard(settings: BridgeSettings):
     from ovos_a2a_solver.bridge.edge.connections import ConnectionGuard
 
     return ConnectionGuard(limit=settings.connection_limit, header_timeout=settings.header_timeout,
-                           body_timeout=settings.body_timeout, limit_name=names_of("max_connections"),
+                           body_timeout=settings.body_timeout, idle_timeout=settings.idle_timeout,
+                           limit_name=names_of("max_connections"),
                            timeout_names=f"{names_of('header_timeout')}, {names_of('body_timeout')}")
 
 

@@ -29,7 +29,7 @@ async def app(scope, receive, send) -> None:
     """``GET /busy`` answers, and keeps the loop busy from just before that connection's idle
     time is up until well after it; ``GET /`` just answers."""
     if scope["type"] == "lifespan":
-        while (message := await receive())["type"] != "lifespan.shutdown":
+        while (await receive())["type"] != "lifespan.shutdown":  # startup, then shutdown
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return

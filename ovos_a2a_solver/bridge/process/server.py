@@ -94,8 +94,8 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
     # the bridge ends its own requests within shutdown_grace (+ the time to write their end); no
     # WebSocket upgrade (the bridge serves none), so every connection stays in the guard's protocol
     config = uvicorn.Config(guard.app(bridge.app), **guard.server_options(), ws="none", log_level="warning",
-                            log_config=None, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace + 5, lifespan="on",
-                            backlog=ACCEPT_BATCH)
+                            log_config=None, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace + 5,
+                            lifespan="on", backlog=ACCEPT_BATCH)
     server = _uvicorn_server(config, bridge)
     trap = StartupTrap(verbose)
     logging.getLogger("uvicorn.error").addFilter(trap)

@@ -5,8 +5,9 @@
 SQLite (one bridge process) is the stdlib ``sqlite3``, WAL journal (durable across
 crashes, readers never blocked), no ORM: point statements on the event loop (writes
 committed in groups), listings on a thread. It holds the tasks (:class:`SqliteTaskStore`,
-the a2a-sdk ``TaskStore`` interface) and the operations. A URL such as ``postgresql+asyncpg://...`` (several bridges sharing one
-database) uses asyncpg and the bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
+the a2a-sdk ``TaskStore`` interface) and the operations. A URL such as
+``postgresql+asyncpg://...`` (several bridges sharing one database) uses asyncpg and the
+bridge's versioned ``PostgresTaskStore`` instead (:mod:`.postgres`).
 
 Both offer the operation log the same small interface, :class:`Sql`: ``execute`` and
 ``fetch`` of plain SQL with ``:name`` parameters, valid in SQLite and PostgreSQL alike.

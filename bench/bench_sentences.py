@@ -10,7 +10,7 @@ speech has them) is split into the units to speak, in-process, two ways:
 * ``whole``: one revision carrying the whole text (a blocking answer, a Task snapshot);
 * ``streamed``: appended chunks of 64 characters (a streamed answer).
 
-``linear`` is ``ovos_a2a_solver._sentences``; ``before`` is the splitter as it was
+``linear`` is ``ovos_a2a_solver.answers.sentences``; ``before`` is the splitter as it was
 (``test/support/sentences_before.py``), which rescanned the text from its start for every period,
 run only up to ``--old-max`` characters (its cost grows with the square of the text). Each
 figure is the least CPU time of the splitting thread over ``--runs`` (other processes on a
@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test"))
 
 from support import sentences_before  # noqa: E402
-from ovos_a2a_solver import _sentences  # noqa: E402
-from ovos_a2a_solver._revisions import Revision  # noqa: E402
+from ovos_a2a_solver.answers import sentences  # noqa: E402
+from ovos_a2a_solver.answers.revisions import Revision  # noqa: E402
 
 SENTENCES = ("The cat sat on the mat.", "Dr. Ada came at 3.", "Is it 4.5 now?", "Yes!", "J. R. wrote it.",
              "We met Mrs. Smith, e.g. at noon.", "It works…", "“Go,” she said.")
@@ -84,7 +84,7 @@ def main() -> int:
         for size in sizes:
             text = answer_text(size)
             row: dict = {"chars": size}
-            sides = [("linear", _sentences)] + ([("before", sentences_before)] if size <= args.old_max else [])
+            sides = [("linear", sentences)] + ([("before", sentences_before)] if size <= args.old_max else [])
             for side, module in sides:
                 runs = args.runs if side == "linear" or size <= 20_000 else 1
                 seconds, units = best_of(runs, work, module, text)

@@ -100,8 +100,8 @@ def in_process(sizes: list[int], runs: int) -> dict:
     """The plugin's handling of N appended chunks alone: per chunk, it must stay flat."""
     from a2a.types import Artifact, Part, StreamResponse, TaskArtifactUpdateEvent
 
-    from ovos_a2a_solver._answers import AnswerAssembler, TextPieces
-    from ovos_a2a_solver._sentences import SentenceSpeaker
+    from ovos_a2a_solver.answers.assembler import AnswerAssembler, TextPieces
+    from ovos_a2a_solver.answers.sentences import SentenceSpeaker
 
     results: dict = {}
     for n in sizes:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from a2a.types import GetTaskRequest, StreamResponse
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
-from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver.answers.assembler import AnswerAssembler
 from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, Outcome
-from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.answers.revisions import Revision
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 if TYPE_CHECKING:  # pragma: no cover

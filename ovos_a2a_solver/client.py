@@ -36,7 +36,7 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
-from ovos_a2a_solver._answers import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
+from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver._connection import AgentConnection
@@ -52,7 +52,7 @@ from ovos_a2a_solver._failures import (Attempts, CircuitBreaker, agent_answered,
                                        refused_for_good)
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._outliving import OutlivingTasks
-from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.answers.revisions import Revision
 from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
@@ -562,8 +562,8 @@ class _BaseClient:
                          lang: str | None = None) -> AsyncIterator[str]:
         """The answer's sentences (and lines), each as soon as it is complete: one whose end
         is unsure ("It costs 3.") once no more text came within ``SENTENCE_GRACE``."""
-        from ovos_a2a_solver._readahead import QUIET, read_ahead
-        from ovos_a2a_solver._sentences import SENTENCE_GRACE, SentenceSpeaker
+        from ovos_a2a_solver.answers.read_ahead import QUIET, read_ahead
+        from ovos_a2a_solver.answers.sentences import SENTENCE_GRACE, SentenceSpeaker
 
         speaker = SentenceSpeaker()
         revisions = read_ahead(self._answer_revisions(text, session_id, on_update, lang),

@@ -20,7 +20,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from support import REPO_ROOT
 from support.agent_process import AgentProcess
 from ovos_a2a_solver import A2AClient
-from ovos_a2a_solver._answers import AnswerAssembler
+from ovos_a2a_solver.answers.assembler import AnswerAssembler
 from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT, DEFAULT_MAX_ANSWER_CHARS
 from ovos_a2a_solver._settings import EngineSettings
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from ovos_a2a_solver._readahead import QUIET, read_ahead
+from ovos_a2a_solver.answers.read_ahead import QUIET, read_ahead
 
 
 def test_quiet_comes_when_patience_runs_out_and_the_items_follow_in_order():

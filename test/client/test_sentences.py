@@ -7,8 +7,8 @@ import time
 import pytest
 
 from support import sentences_before
-from ovos_a2a_solver import _sentences
-from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.answers import sentences
+from ovos_a2a_solver.answers.revisions import Revision
 
 # pieces of text that exercise every rule: terminals, runs of them, closing and opening
 # quotes, abbreviations, initials, numbers, line breaks, tabs
@@ -32,7 +32,7 @@ def spoken(module, chunks: list[str]) -> list[str]:
 
 def test_a_whole_text_splits_into_the_same_units_as_before():
     for text, _ in random_texts(seed=1, count=4000):
-        assert _sentences.split_units(text) == sentences_before.split_units(text), repr(text)
+        assert sentences.split_units(text) == sentences_before.split_units(text), repr(text)
 
 
 def test_a_streamed_text_is_spoken_in_the_same_units_as_before():
@@ -44,7 +44,7 @@ def test_a_streamed_text_is_spoken_in_the_same_units_as_before():
             continue
         cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 6))))
         chunks = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
-        assert spoken(_sentences, chunks) == spoken(sentences_before, chunks), chunks
+        assert spoken(sentences, chunks) == spoken(sentences_before, chunks), chunks
         checked += 1
     assert checked > 2000
 
@@ -82,11 +82,11 @@ def cpu_ratio(work, large: str, small: str, runs: int = 7) -> float:
 
 
 def split_whole(text: str) -> None:
-    assert list(_sentences.speak([Revision("a", text, False, True)]))
+    assert list(sentences.speak([Revision("a", text, False, True)]))
 
 
 def split_streamed(text: str) -> None:
-    assert spoken(_sentences, [text[i:i + 64] for i in range(0, len(text), 64)])
+    assert spoken(sentences, [text[i:i + 64] for i in range(0, len(text), 64)])
 
 
 #: 4x the work takes 4x the time when it grows linearly, 16x with the square: 8, their geometric
@@ -113,7 +113,7 @@ def test_a_long_run_of_exclamation_marks_costs_time_linear_in_its_length():
 
 def test_text_whose_end_is_unsure_is_said_when_the_grace_passes_and_not_before():
     for text in ("It costs 3.", "Is it 3?", "Tolkien, J.", "Yes.", "Hmm..."):
-        speaker = _sentences.SentenceSpeaker()
+        speaker = sentences.SentenceSpeaker()
         assert speaker.add(Revision("a", text, False)) == [], text  # it may go on ("3.5")
         assert speaker.unsure(), text
         assert speaker.settle() == [text]
@@ -122,14 +122,14 @@ def test_text_whose_end_is_unsure_is_said_when_the_grace_passes_and_not_before()
 
 def test_text_that_surely_goes_on_waits_for_more():
     for text in ("We met Dr.", "Ask Mrs. ", "Hello", "One, two, "):
-        speaker = _sentences.SentenceSpeaker()
+        speaker = sentences.SentenceSpeaker()
         assert speaker.add(Revision("a", text, False)) == [], text
         assert not speaker.unsure(), text
         assert speaker.settle() == []
 
 
 def test_more_text_before_the_grace_passes_makes_one_sentence():
-    speaker = _sentences.SentenceSpeaker()
+    speaker = sentences.SentenceSpeaker()
     assert speaker.add(Revision("a", "Version 3.", False)) == [] and speaker.unsure()
     assert speaker.add(Revision("a", "5 is out. It", True)) == ["Version 3.5 is out."]
     assert not speaker.unsure()

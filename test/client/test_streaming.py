@@ -197,8 +197,8 @@ def test_many_small_chunks_cost_time_in_proportion_to_their_number():
 
     from a2a.types import Artifact, Part, StreamResponse, TaskArtifactUpdateEvent
 
-    from ovos_a2a_solver._answers import AnswerAssembler, TextPieces
-    from ovos_a2a_solver._sentences import SentenceSpeaker
+    from ovos_a2a_solver.answers.assembler import AnswerAssembler, TextPieces
+    from ovos_a2a_solver.answers.sentences import SentenceSpeaker
 
     def handle(n):
         events = [StreamResponse(artifact_update=TaskArtifactUpdateEvent(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.answers.revisions import Revision
 
 _ENDS_SENTENCE = re.compile(r"(?<![\d.])(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})[.!?…]+[\"')\]’”»]*\s*$")
 _BOUNDARY = re.compile(r"[.!?…]+[\"')\]’”»]*(?=\s)|\n")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """An async iterator read ahead by a task of its own, so that its reader can wait for the
 next item a while only, and do something when none came (say a sentence whose end was
-unsure: ``_sentences.SENTENCE_GRACE``).
+unsure: ``answers.sentences.SENTENCE_GRACE``).
 
 Waiting on the iterator itself with a timeout would cancel it mid-read (an HTTP stream, an
 agent's task), and an async generator must be run by one task from start to end: its

@@ -5,13 +5,13 @@
 Agents answer in many shapes: one Message; a Task snapshot; a stream of artifact chunks
 (appended), of cumulative artifacts (each the whole text so far), of rewritten artifacts,
 of several artifacts; only status messages; or the answer streamed in "working" status
-messages, then given whole as an artifact (``_status_answer`` tells it from progress notes;
+messages, then given whole as an artifact (``answers.status_answer`` tells it from progress notes;
 the artifact that repeats or extends it continues it, so nothing is said twice).
 :class:`AnswerAssembler` takes the events in order and turns each into :class:`Revision` s:
 "this text continues artifact K" or "artifact K now reads T". Two readers consume them:
 
 * :class:`TextPieces` gives the text to show as it arrives (``stream_task``);
-* :class:`_sentences.SentenceSpeaker` gives whole sentences to speak.
+* :class:`answers.sentences.SentenceSpeaker` gives whole sentences to speak.
 
 Every step costs time in proportion to the text the event carries, so a stream of many
 small chunks costs time linear in its length.
@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 from a2a.types import TaskState
 
-from ovos_a2a_solver._revisions import Revision
-from ovos_a2a_solver._sentences import sentence_start
-from ovos_a2a_solver._status_answer import StatusAnswer, content as _content
+from ovos_a2a_solver.answers.revisions import Revision
+from ovos_a2a_solver.answers.sentences import sentence_start
+from ovos_a2a_solver.answers.status_answer import StatusAnswer, content as _content
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
@@ -169,7 +169,7 @@ class _Piece:
 def _cut(text: str) -> str:
     """``text`` up to the end of its last complete sentence or line; without one, up to its
     last space; without one, whole."""
-    from ovos_a2a_solver._sentences import split_units
+    from ovos_a2a_solver.answers.sentences import split_units
 
     spans, _ = split_units(text)
     if spans:
@@ -396,7 +396,7 @@ class AnswerAssembler:
 
     def _status(self, status: Any, streamed: bool = False) -> list[Revision]:
         """Take a status; a "working" one of a stream may carry the answer as it grows
-        (``_status_answer``), until an artifact came."""
+        (``answers.status_answer``), until an artifact came."""
         if status.state:
             self.state = status.state
         if not status.HasField("message"):

@@ -1,7 +1,7 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""A revision of the answer: what the assembling of replies (``_answers``) hands to the
-speaking of sentences (``_sentences``), a value both know and neither owns."""
+"""A revision of the answer: what the assembling of replies (``answers.assembler``) hands to the
+speaking of sentences (``answers.sentences``), a value both know and neither owns."""
 from __future__ import annotations
 
 

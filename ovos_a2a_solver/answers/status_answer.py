@@ -21,7 +21,7 @@ late at most, and a note that looks like a sentence ("Looking it up.") is not sa
 sentence that starts right after it, with no space, is read as the next note. (An agent
 that streams chunks split that way is heard when its answer is complete, not before.)
 The final answer (the artifact, or the status message that ends the task) that repeats or
-extends the streamed text continues it, so nothing is said twice (``_answers``).
+extends the streamed text continues it, so nothing is said twice (``answers.assembler``).
 
 Every step costs time in proportion to the text the event carries.
 """

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from ovos_a2a_solver._revisions import Revision
+from ovos_a2a_solver.answers.revisions import Revision
 
 _TERMINALS = ".!?…"
 _CLOSERS = "\"')]’”»"

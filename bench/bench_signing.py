@@ -119,7 +119,7 @@ def check_cost(url: str, repeat: int = 50) -> dict:
     """What a client pays once per card: the check itself, key set read included."""
     from a2a.client.card_resolver import parse_agent_card
 
-    from ovos_a2a_solver._signatures import signature_check
+    from ovos_a2a_solver.agent.signatures import signature_check
 
     card = parse_agent_card(httpx.get(url + "/.well-known/agent-card.json", headers=V1).json())
     check = signature_check(url, required=True)

@@ -17,16 +17,16 @@ from ovos_a2a_solver.version import __version__
 _EXPORTS = {
     "A2AClient": "ovos_a2a_solver.client",
     "AsyncA2AClient": "ovos_a2a_solver.client",
-    "AgentCard": "ovos_a2a_solver._cards",
-    "AgentSkill": "ovos_a2a_solver._cards",
-    "AgentInterface": "ovos_a2a_solver._cards",
-    "AgentTaskError": "ovos_a2a_solver._errors",
-    "IncompleteAnswerError": "ovos_a2a_solver._errors",
-    "CircuitOpenError": "ovos_a2a_solver._errors",
-    "StillWorkingError": "ovos_a2a_solver._errors",
-    "CardSignatureError": "ovos_a2a_solver._errors",
-    "MissingCredentialError": "ovos_a2a_solver._errors",
-    "Credentials": "ovos_a2a_solver._auth",
+    "AgentCard": "ovos_a2a_solver.agent.cards",
+    "AgentSkill": "ovos_a2a_solver.agent.cards",
+    "AgentInterface": "ovos_a2a_solver.agent.cards",
+    "AgentTaskError": "ovos_a2a_solver.agent.exceptions",
+    "IncompleteAnswerError": "ovos_a2a_solver.agent.exceptions",
+    "CircuitOpenError": "ovos_a2a_solver.agent.exceptions",
+    "StillWorkingError": "ovos_a2a_solver.agent.exceptions",
+    "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
+    "MissingCredentialError": "ovos_a2a_solver.agent.exceptions",
+    "Credentials": "ovos_a2a_solver.agent.credentials",
     "ConversationStore": "ovos_a2a_solver._conversations",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -34,13 +34,13 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver._auth import Credentials
-    from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
+    from ovos_a2a_solver.agent.credentials import Credentials
+    from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
     from ovos_a2a_solver._conversations import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
-    from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError,
-                                         IncompleteAnswerError, MissingCredentialError, StillWorkingError)
+    from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
+                                                  IncompleteAnswerError, MissingCredentialError, StillWorkingError)
 
 
 def __getattr__(name: str) -> Any:

@@ -94,7 +94,7 @@ def effect_of_error(exc: BaseException, named_task: bool, named_context: bool, r
 
     The errors of :data:`ERROR_EFFECTS` say what the agent no longer has. Beyond them, a
     continuation the agent ``refused`` for good (an error of its own or an HTTP status that
-    is not transient, see ``_failures.refused_for_good``) lets go of the open task, so that
+    is not transient, see ``agent.request_failures.refused_for_good``) lets go of the open task, so that
     the session's next utterance starts a new task in the same context instead of failing
     the same way until the conversation expires. Timeouts, lost connections and transient
     statuses keep the conversation: the agent may still hold it, and the user's next

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
-from ovos_a2a_solver._auth import Credentials, origin_of, token_origins_of
+from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
@@ -111,7 +111,7 @@ class EngineSettings:
                 values.pop(key, None)  # empty: the default line
         settings = cls(**values)
         # a key file that cannot be used stops the persona now, not at its first card
-        from ovos_a2a_solver._signatures import signature_check
+        from ovos_a2a_solver.agent.signatures import signature_check
         try:
             signature_check(settings.agent_url, required=settings.require_signed_card,
                             public_key_file=settings.card_public_key, jwks_url=settings.card_jwks_url)

@@ -36,24 +36,24 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
-from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
-from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_of, token_origins_of
-from ovos_a2a_solver._cards import AgentCard, AgentInterface, AgentSkill
-from ovos_a2a_solver._connection import AgentConnection
 from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_TIMEOUT)
 from ovos_a2a_solver._effects import (ENDED_WITHOUT_ANSWER, KEPT, Effect, FailedContinuations, Kept, Outcome,
                                       effect_of_error, outcome_of)
-from ovos_a2a_solver._errors import (AgentTaskError, CardSignatureError, CircuitOpenError, IncompleteAnswerError,
-                                     MissingCredentialError, StillWorkingError)
-from ovos_a2a_solver._failures import (Attempts, CircuitBreaker, agent_answered, connection_lost, peer_error,
-                                       refused_for_good)
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver._outliving import OutlivingTasks
+from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
+from ovos_a2a_solver.agent.connection import AgentConnection
+from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_of, token_origins_of
+from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
+                                              IncompleteAnswerError, MissingCredentialError, StillWorkingError)
+from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, agent_answered, connection_lost,
+                                                    peer_error, refused_for_good)
+from ovos_a2a_solver.agent.signatures import signature_check
+from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver.answers.revisions import Revision
-from ovos_a2a_solver._signatures import signature_check
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver")

@@ -92,7 +92,7 @@ class A2AChatEngine(ChatEngine):
         text = newest_user_text(messages)
         answer = ""
         if text is not None:
-            from ovos_a2a_solver._errors import StillWorkingError
+            from ovos_a2a_solver.agent.exceptions import StillWorkingError
 
             try:
                 answer = self.client.send_task(text, session_id=session_id, lang=lang)
@@ -132,7 +132,7 @@ class A2AChatEngine(ChatEngine):
     def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str]) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the
         ``still_working`` line (the answer comes before the session's next one)."""
-        from ovos_a2a_solver._errors import StillWorkingError
+        from ovos_a2a_solver.agent.exceptions import StillWorkingError
 
         try:
             yield from pieces

@@ -23,7 +23,7 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     ``A2A_CLIENT_PASSWORD`` goes only to the origin of ``A2A_CLIENT_PEER_URL``: any other
     agent is contacted anonymously, and the note says so.
     """
-    from ovos_a2a_solver._auth import origin_of
+    from ovos_a2a_solver.agent.credentials import origin_of
 
     user = getattr(args, "user", None) or env.get("A2A_CLIENT_USER") or "a2a"
     if getattr(args, "auth", None):
@@ -46,7 +46,7 @@ def oauth2_credentials(args, env=os.environ):
     """``(Credentials or None, token origins)`` from ``--oauth2-client``, ``--oauth2-secret``
     (or ``A2A_CLIENT_OAUTH2_SECRET``) and ``--oauth2-token-origin``, for the URL on the
     command line: sent when its card requires an OAuth2 client-credentials flow."""
-    from ovos_a2a_solver._auth import Credentials, token_origins_of
+    from ovos_a2a_solver.agent.credentials import Credentials, token_origins_of
 
     client = getattr(args, "oauth2_client", None)
     secret = getattr(args, "oauth2_secret", None) or (env.get("A2A_CLIENT_OAUTH2_SECRET") if client else None)

@@ -9,7 +9,7 @@ from ovos_a2a_solver.cli.output import CommandError
 
 def still_working_hint(exc: BaseException, args) -> str:
     """For a task that outlived the command's timeout: how to see it later."""
-    from ovos_a2a_solver._errors import StillWorkingError
+    from ovos_a2a_solver.agent.exceptions import StillWorkingError
 
     task_id = exc.task_id if isinstance(exc, StillWorkingError) else ""
     return f" (see it later: ovos-a2a status {args.url} {task_id})" if task_id and getattr(args, "url", "") else ""
@@ -17,7 +17,7 @@ def still_working_hint(exc: BaseException, args) -> str:
 
 def unauthorized(exc: BaseException, args) -> str | None:
     """For an HTTP 401: a line that names the flags and the schemes the agent's card declares."""
-    from ovos_a2a_solver._failures import http_status
+    from ovos_a2a_solver.agent.request_failures import http_status
 
     if http_status(exc) != 401:
         return None
@@ -38,7 +38,7 @@ def unauthorized(exc: BaseException, args) -> str | None:
 
 def missing_credential(exc: BaseException) -> str | None:
     """For a card whose security requirements no credential given fits: its words, and the flags."""
-    from ovos_a2a_solver._errors import MissingCredentialError
+    from ovos_a2a_solver.agent.exceptions import MissingCredentialError
 
     if not isinstance(exc, MissingCredentialError):
         return None

@@ -234,7 +234,7 @@ def test_credentials_never_show_in_reprs():
     secret = Credentials(bearer_token="very-secret", username="u", password="pw-secret")
     settings = EngineSettings.from_config({"agent_url": "http://127.0.0.1:1/a", "api_key": "key-secret",
                                            "oauth2_client_id": "c", "oauth2_client_secret": "s-secret"})
-    from ovos_a2a_solver._schemes import CardAuth
+    from ovos_a2a_solver.agent.schemes import CardAuth
     chosen = CardAuth(("bearer",), (("Authorization", "Bearer very-secret"),))
     for text in (repr(secret), repr(settings), repr(settings.credentials), repr(chosen)):
         assert "secret" not in text.replace("client_secret", ""), text

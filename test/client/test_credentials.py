@@ -4,7 +4,7 @@ import re
 import pytest
 
 from ovos_a2a_solver import A2AClient
-from ovos_a2a_solver._auth import origin_of
+from ovos_a2a_solver.agent.credentials import origin_of
 
 
 ECHO_HELLO = re.compile(r"echo\[[^\]]+\]: hello")
@@ -51,7 +51,7 @@ def test_a_trusted_origin_does_receive_it(agent_pair):
 
 
 def test_the_credential_never_shows_in_reprs():
-    from ovos_a2a_solver._auth import OriginCredentials
+    from ovos_a2a_solver.agent.credentials import OriginCredentials
     creds = OriginCredentials("Bearer very-secret", "http://127.0.0.1:1/x")
     assert "very-secret" not in repr(creds)
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Signed agent cards on the client side: when a signature is required, every card fetched
 must carry a valid one (A2A 1.0 §8.4), or the card is refused with a
-:class:`~ovos_a2a_solver._errors.CardSignatureError` and nothing is sent to the agent.
+:class:`~ovos_a2a_solver.agent.exceptions.CardSignatureError` and nothing is sent to the agent.
 
 Where the public keys come from, one source per client:
 
@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ovos_a2a_solver._auth import origin_of
+from ovos_a2a_solver.agent.credentials import origin_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from a2a.types import AgentCard as ProtoAgentCard
@@ -112,7 +112,7 @@ class SignatureCheck:
         from a2a.utils.signing import InvalidSignaturesError, create_signature_verifier
         from jwt.exceptions import PyJWKError
 
-        from ovos_a2a_solver._errors import CardSignatureError
+        from ovos_a2a_solver.agent.exceptions import CardSignatureError
         from ovos_a2a_solver.jwk import ALGORITHMS
 
         where = f"the agent card at {card_url}"
@@ -150,7 +150,7 @@ class SignatureCheck:
     def _source(self, jku: str | None, key_sets: dict) -> tuple[Any, dict | None]:
         """(where keys are looked up, those keys) for a signature naming ``jku``; the keys are
         ``None`` when there is nowhere to look, and the first item is then (reason, detail)."""
-        from ovos_a2a_solver._errors import CardSignatureError
+        from ovos_a2a_solver.agent.exceptions import CardSignatureError
 
         if self.keys is not None:
             return "the configured key file (card_public_key)", self.keys
@@ -182,7 +182,7 @@ class SignatureCheck:
         import httpx
         from a2a.client import AgentCardResolutionError
 
-        from ovos_a2a_solver._errors import CardSignatureError
+        from ovos_a2a_solver.agent.exceptions import CardSignatureError
         from ovos_a2a_solver.jwk import KeyFileError, parse_key_set
 
         def unavailable(why: str) -> CardSignatureError:
@@ -213,7 +213,7 @@ class CustomCheck:
         self.verifier = verifier
 
     async def check(self, card: "ProtoAgentCard", card_url: str, read: KeySetReader) -> None:
-        from ovos_a2a_solver._errors import CardSignatureError
+        from ovos_a2a_solver.agent.exceptions import CardSignatureError
 
         try:
             self.verifier(card)

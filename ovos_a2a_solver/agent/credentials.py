@@ -3,7 +3,7 @@
 """Credentials bound to origins.
 
 Credentials are given for one agent: an ``auth_header`` sent as it is, and
-:class:`Credentials` sent in the form the agent's card names (see ``_schemes``). They
+:class:`Credentials` sent in the form the agent's card names (see ``agent.schemes``). They
 are attached only to requests whose origin (scheme, host, port) is the agent's own or
 one the user listed as trusted: never to another origin that the agent card, a
 redirect or an interface URL names. An OAuth2 client secret goes to a token endpoint on
@@ -14,11 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import Protocol
 from urllib.parse import urlsplit
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver._schemes import CardAuth
 
 _DEFAULT_PORTS = {"http": 80, "https": 443, "grpc": 443}
 
@@ -102,11 +99,25 @@ class Credentials:
         return f"Credentials({given})"
 
 
+class CardAnswer(Protocol):
+    """How the credentials answer the security requirement chosen from a card: the headers
+    to send, and what a refusal of them changes (``agent.schemes.CardAuth`` is one)."""
+
+    async def headers(self) -> dict[str, str]:
+        """The headers to send now."""
+
+    async def renewed(self, sent: dict[str, str]) -> bool:
+        """A request with ``sent`` was refused: True when fresh headers are worth one more try."""
+
+    def forget(self, sent: dict[str, str]) -> None:
+        """A request with ``sent`` was refused: send fresh headers next time."""
+
+
 class OriginCredentials:
     """What may be sent to one agent, and the origins allowed to receive it.
 
     ``auth_header`` is sent as it is. ``credentials`` are sent as ``card_auth`` says, which
-    the connection sets once it has read the card (``_schemes.card_auth``); a header of
+    the connection sets once it has read the card (``agent.schemes.card_auth``); a header of
     ``card_auth`` replaces an ``auth_header`` of the same name.
     """
 
@@ -114,7 +125,7 @@ class OriginCredentials:
                  credentials: Credentials | None = None, token_origins: Iterable[str] = ()) -> None:
         self.header, self._value = parse_auth_header(auth_header) if auth_header else (None, None)
         self.credentials = credentials if credentials else None
-        self.card_auth: CardAuth | None = None
+        self.card_auth: CardAnswer | None = None
         self.origins = _origins((agent_url, *trusted))
         self.token_origins = self.origins | token_origins_of(token_origins)
 

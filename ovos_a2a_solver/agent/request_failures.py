@@ -19,7 +19,7 @@ from a2a.client.errors import AgentCardResolutionError
 from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError, MethodNotFoundError,
                               TaskNotFoundError, VersionNotSupportedError)
 
-from ovos_a2a_solver._errors import CardSignatureError, CircuitOpenError, MissingCredentialError
+from ovos_a2a_solver.agent.exceptions import CardSignatureError, CircuitOpenError, MissingCredentialError
 from ovos_a2a_solver.resilience import Breaker, full_jitter
 
 LOG = logging.getLogger("ovos_a2a_solver")

@@ -22,7 +22,7 @@ way it says:
 An ``auth_header`` satisfies every scheme that is sent in the header it names. A card
 without requirements asks for nothing: then only ``auth_header`` is sent, as before.
 When no requirement can be satisfied, :class:`MissingCredentialError` names the schemes
-before anything is sent. Where the headers may go is decided in ``_auth``.
+before anything is sent. Where the headers may go is decided in ``agent.credentials``.
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ from urllib.parse import quote, urlsplit
 import httpx
 from a2a.client import A2AClientError
 
-from ovos_a2a_solver._auth import Credentials, OriginCredentials, origin_text
-from ovos_a2a_solver._errors import MissingCredentialError
+from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_text
+from ovos_a2a_solver.agent.exceptions import MissingCredentialError
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -145,7 +145,7 @@ class ClientCredentialsToken:
 
 @dataclass(frozen=True)
 class CardAuth:
-    """The requirement chosen from a card, and the headers that satisfy it."""
+    """The requirement chosen from a card, and the headers that satisfy it (a ``credentials.CardAnswer``)."""
 
     schemes: tuple[str, ...]
     fixed: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (header, value) pairs

@@ -18,17 +18,17 @@ import httpx
 from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.utils.constants import TransportProtocol
 
-from ovos_a2a_solver._auth import OriginCredentials, grpc_metadata_interceptors, httpx_auth
-from ovos_a2a_solver._cards import CardResolver
-from ovos_a2a_solver._schemes import ClientCredentialsToken, card_auth
-from ovos_a2a_solver._wire import ReadableTransport
-from ovos_a2a_solver._wire_log import LoggedTransport
+from ovos_a2a_solver.agent.credentials import OriginCredentials, grpc_metadata_interceptors, httpx_auth
+from ovos_a2a_solver.agent.cards import CardResolver
+from ovos_a2a_solver.agent.schemes import ClientCredentialsToken, card_auth
+from ovos_a2a_solver.agent.readable_transport import ReadableTransport
+from ovos_a2a_solver.agent.wire_log import LoggedTransport
 from ovos_a2a_solver.trace_context import outgoing
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver._signatures import CustomCheck, SignatureCheck
+    from ovos_a2a_solver.agent.signatures import CustomCheck, SignatureCheck
 
 
 def grpc_available() -> bool:

@@ -6,7 +6,7 @@ The resolver fetches ``/.well-known/agent-card.json`` (A2A 1.0 and 0.3) and fall
 ``/.well-known/agent.json`` (agents older than 0.3). A card is fetched once and reused;
 it is revalidated (``If-None-Match``) only when its ``Cache-Control`` says it expired,
 and fetched again after the agent could not be reached. When a signature is required
-(see ``_signatures``), each card fetched is checked before it is kept: once per card.
+(see ``agent.signatures``), each card fetched is checked before it is kept: once per card.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import httpx
     from a2a.types import AgentCard as ProtoAgentCard
 
-    from ovos_a2a_solver._signatures import CustomCheck, SignatureCheck
+    from ovos_a2a_solver.agent.signatures import CustomCheck, SignatureCheck
 
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"

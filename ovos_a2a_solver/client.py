@@ -36,14 +36,10 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
 from a2a.utils.errors import A2AError
 
-from ovos_a2a_solver._conversations import Conversation, ConversationStore
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
                                       DEFAULT_TIMEOUT)
-from ovos_a2a_solver._effects import (ENDED_WITHOUT_ANSWER, KEPT, Effect, FailedContinuations, Kept, Outcome,
-                                      effect_of_error, outcome_of)
 from ovos_a2a_solver._loop import BACKGROUND
-from ovos_a2a_solver._outliving import OutlivingTasks
 from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.agent.connection import AgentConnection
 from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_of, token_origins_of
@@ -54,6 +50,10 @@ from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, ag
 from ovos_a2a_solver.agent.signatures import signature_check
 from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver.answers.revisions import Revision
+from ovos_a2a_solver.conversations.effects import (ENDED_WITHOUT_ANSWER, KEPT, Effect, FailedContinuations, Kept,
+                                                   Outcome, effect_of_error, outcome_of)
+from ovos_a2a_solver.conversations.outliving import OutlivingTasks
+from ovos_a2a_solver.conversations.store import Conversation, ConversationStore
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver")
@@ -210,7 +210,7 @@ class _BaseClient:
         self.retry_base_delay = float(retry_base_delay)
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
-        self._outliving = OutlivingTasks(self)
+        self._outliving = OutlivingTasks(_OutlivingSide(self))
         # task id -> its artifacts' texts when it asked the user: its next reply repeats them (see _ending)
         self._given: dict[str, dict[str, str]] = {}
 
@@ -521,7 +521,7 @@ class _BaseClient:
 
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is now
-        ready, see :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`)."""
+        ready, see :meth:`~ovos_a2a_solver.conversations.outliving.OutlivingTasks.earlier_answer`)."""
         earlier = await self._outliving.earlier_answer(session_id)
         if earlier is not None and earlier.waiting:
             return earlier.text
@@ -535,7 +535,7 @@ class _BaseClient:
                                 on_update: Callable[[TaskUpdate], None] | None,
                                 lang: str | None, blocking: bool = False) -> AsyncIterator[Revision]:
         """The revisions of an earlier answer that is now ready (see
-        :meth:`~ovos_a2a_solver._outliving.OutlivingTasks.earlier_answer`), then of this message's
+        :meth:`~ovos_a2a_solver.conversations.outliving.OutlivingTasks.earlier_answer`), then of this message's
         answer, streamed whenever the card offers streaming (unless ``blocking``). When the
         earlier task asks a question, only that: the user answers it next."""
         earlier = await self._outliving.earlier_answer(session_id)
@@ -599,7 +599,7 @@ class _BaseClient:
 
     def _record(self, session_id: str | None, outcome: Outcome, context_id: str, task_id: str | None = None,
                 message_id: str | None = None) -> None:
-        """Keep of the session's conversation what ``outcome`` leaves of it (``_effects.KEPT``)."""
+        """Keep of the session's conversation what ``outcome`` leaves of it (``conversations.effects.KEPT``)."""
         if session_id is None:
             return
         self._failed_continuations.ended(session_id)
@@ -610,6 +610,47 @@ class _BaseClient:
             self.conversations.set_pending(key, session_id, context_id, None, message_id)
         else:
             self.conversations.remember(key, session_id, context_id, task_id if kept is Kept.OPEN_TASK else None)
+
+
+class _OutlivingSide:
+    """A client as its :class:`OutlivingTasks` sees it (an ``OutlivingClient``): the agent's tasks
+    read within the client's deadline, and the conversation kept as an outcome says."""
+
+    def __init__(self, client: _BaseClient) -> None:
+        self._client = client
+
+    @property
+    def base_url(self) -> str:
+        return self._client.base_url
+
+    @property
+    def conversation_key(self) -> str:
+        return self._client.conversation_key
+
+    @property
+    def conversations(self) -> ConversationStore:
+        return self._client.conversations
+
+    @property
+    def closed(self) -> bool:
+        return self._client._closed
+
+    def conversation(self, session_id: str) -> Conversation | None:
+        return self._client.conversation(session_id)
+
+    async def read_task(self, task_id: str) -> Task:
+        client = self._client
+        return await client._deadline(client._call("get_task", GetTaskRequest(id=task_id)))
+
+    async def newest_tasks(self, context_id: str, count: int):
+        client = self._client
+        return await client._deadline(client._call("list_tasks", client._list_request(context_id, None, count, "")))
+
+    def new_assembler(self) -> AnswerAssembler:
+        return self._client._assembler(None)
+
+    def record(self, session_id: str, outcome: Outcome, context_id: str, task_id: str) -> None:
+        self._client._record(session_id, outcome, context_id, task_id)
 
 
 class AsyncA2AClient(_BaseClient):

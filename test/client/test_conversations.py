@@ -217,7 +217,7 @@ def test_a_refused_conversation_raises_once_and_is_never_sent_again(agent, tmp_p
     (InvalidParamsError(), False, "new_conversation"),
 ])
 def test_the_effect_table(error, named_task, effect):
-    from ovos_a2a_solver._effects import effect_of_error
+    from ovos_a2a_solver.conversations.effects import effect_of_error
     assert effect_of_error(error, named_task=named_task, named_context=True).value == effect
     assert effect_of_error(error, named_task=False, named_context=False).value == "keep"
 

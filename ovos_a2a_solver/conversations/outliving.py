@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from a2a.types import GetTaskRequest, StreamResponse
+from a2a.types import ListTasksResponse, StreamResponse, Task
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver.answers.assembler import AnswerAssembler
-from ovos_a2a_solver._effects import ENDED_WITHOUT_ANSWER, Outcome
 from ovos_a2a_solver.answers.revisions import Revision
+from ovos_a2a_solver.conversations.effects import ENDED_WITHOUT_ANSWER, Outcome
+from ovos_a2a_solver.conversations.store import Conversation, ConversationStore
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ovos_a2a_solver._conversations import Conversation
-    from ovos_a2a_solver.client import _BaseClient
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -46,10 +43,37 @@ class EarlierAnswer:
         self.waiting = task.status.state in WAITING_FOR_USER
 
 
+class OutlivingClient(Protocol):
+    """What :class:`OutlivingTasks` asks of the client whose turns the tasks outlived."""
+
+    base_url: str
+    conversation_key: str
+    conversations: ConversationStore
+
+    @property
+    def closed(self) -> bool:
+        """Whether the client was closed (no more reads)."""
+
+    def conversation(self, session_id: str) -> Conversation | None:
+        """Where the session stands with the agent."""
+
+    async def read_task(self, task_id: str) -> Task:
+        """The task as the agent has it now (GetTask), within the client's deadline."""
+
+    async def newest_tasks(self, context_id: str, count: int) -> ListTasksResponse:
+        """The caller's ``count`` newest tasks in the context (ListTasks), within the client's deadline."""
+
+    def new_assembler(self) -> AnswerAssembler:
+        """An answer's assembler within the client's limits."""
+
+    def record(self, session_id: str, outcome: Outcome, context_id: str, task_id: str) -> None:
+        """Keep of the session's conversation what ``outcome`` leaves of it."""
+
+
 class OutlivingTasks:
     """The tasks of one client's sessions that outlived their turns."""
 
-    def __init__(self, client: "_BaseClient") -> None:
+    def __init__(self, client: OutlivingClient) -> None:
         self.client = client
 
     async def earlier_answer(self, session_id: str | None) -> "EarlierAnswer | None":
@@ -67,7 +91,7 @@ class OutlivingTasks:
         if task_id is None:
             return None
         try:
-            task = await client._deadline(client._call("get_task", GetTaskRequest(id=task_id)))
+            task = await client.read_task(task_id)
         except TaskNotFoundError:
             LOG.info("%s no longer knows task %s, which outlived its turn", client.base_url, task_id)
             client.conversations.set_pending(key, session_id, conv.context_id, None)
@@ -81,9 +105,9 @@ class OutlivingTasks:
             LOG.warning("%s %s task %s, which outlived its turn", client.base_url,
                         ENDED_WITHOUT_ANSWER[task.status.state], task_id)
             return None
-        earlier = EarlierAnswer(task, client._assembler(None))
+        earlier = EarlierAnswer(task, client.new_assembler())
         if earlier.waiting:  # its question is the answer; the user's next message answers it
-            client._record(session_id, Outcome.WAITING, task.context_id or conv.context_id, task.id)
+            client.record(session_id, Outcome.WAITING, task.context_id or conv.context_id, task.id)
         return earlier
 
     async def _task_of_message(self, session_id: str, conv: Conversation) -> str | None:
@@ -93,8 +117,7 @@ class OutlivingTasks:
         client = self.client
         message_id, key = conv.pending_message_id, client.conversation_key
         try:
-            listed = await client._deadline(client._call("list_tasks", client._list_request(
-                conv.context_id, None, TASKS_SEARCHED, "")))
+            listed = await client.newest_tasks(conv.context_id, TASKS_SEARCHED)
         except (A2AError, NotImplementedError) as exc:
             LOG.info("cannot look up the task of message %s at %s: %s", message_id, client.base_url, exc)
             listed = None
@@ -114,7 +137,7 @@ class OutlivingTasks:
         client = self.client
         loop = asyncio.get_running_loop()
         end, delay = loop.time() + within, FIRST_POLL
-        while loop.time() < end and not client._closed:
+        while loop.time() < end and not client.closed:
             conv = client.conversation(session_id)
             if conv is None or not (conv.pending_task_id or conv.pending_message_id) \
                     or (task_id and conv.pending_task_id != task_id):

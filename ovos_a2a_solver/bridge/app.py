@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -54,6 +55,7 @@ from ovos_a2a_solver.bridge.observe.metrics import Metrics, metrics_for
 from ovos_a2a_solver.bridge.observe.tracing import TraceRequests
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
+from ovos_a2a_solver.bridge.storage.availability import PROBE_SCHEMA, PROBE_WRITE, StoreAvailability, store_unavailable
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
@@ -70,10 +72,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
+PROBE_SECONDS = 2  # how long /health waits for the store's answer
+
 
 async def _say_busy(context, busy: BusyError) -> None:
     """A message refused for now: the binding says "retry later" (``edge.busy``)."""
-    await answer_busy(context, busy.message, busy.retry_after, busy.shutting_down)
+    await answer_busy(context, busy.message, busy.retry_after, busy.unavailable, busy.jsonrpc_code)
 
 
 class Bridge:
@@ -138,8 +142,11 @@ class Bridge:
                                                  request_context_builder=ChosenTaskIds(self.task_store),
                                                  push_config_store=self.push_configs, push_sender=self.push_sender,
                                                  push_url_validator=guard.accepts)
+        # what was last seen of the task store: calls refused while it is away, /health, the log
+        self.store_availability = StoreAvailability()
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
-                                            self.new_tasks, self.peers, on_busy=_say_busy)
+                                            self.new_tasks, self.peers, on_busy=_say_busy,
+                                            availability=self.store_availability)
         self.draining: asyncio.Future | None = None
         self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
 
@@ -235,6 +242,7 @@ class Bridge:
 
             await move_sdk_tasks(self.db)
         await self.operations.initialize()
+        await self.db.execute(PROBE_SCHEMA)
         await self.push_configs.initialize()
         await self.handler.recover_interrupted()
         if self.shared_store:
@@ -292,12 +300,24 @@ class Bridge:
         body, media_type = self.metrics.exposition()
         return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
-    async def _health(self, _request):
+    async def _store_state(self) -> str:
+        """``"ok"``, ``"unavailable"`` while the store is away (the probe fails, or failures were
+        seen and a write still fails: reads may work while writes do not, on a full disk), or
+        ``"error: KIND"`` for any other failure of the probe."""
+        availability = self.store_availability
         try:
-            await asyncio.wait_for(self.db.fetch("SELECT 1 AS ok"), 2)
-            store = "ok"
+            await asyncio.wait_for(self.db.fetch("SELECT 1 AS ok"), PROBE_SECONDS)
+            if not availability.available:
+                await asyncio.wait_for(self.db.execute(PROBE_WRITE, {"checked": time.time()}), PROBE_SECONDS)
+                availability.works()
         except Exception as exc:  # any database failure is reported, not raised
-            store = f"error: {type(exc).__name__}"
+            if not store_unavailable(exc):
+                return f"error: {type(exc).__name__}"
+            availability.failed(exc)
+        return "ok" if availability.available else "unavailable"
+
+    async def _health(self, _request):
+        store = await self._store_state()
         ok = store == "ok" and self.draining is None
         return JSONResponse({"ok": ok, "version": __version__, "store": store, "persona": self.card.name,
                              "running": self.tracker.running, "accepting": self.tracker.accepting,

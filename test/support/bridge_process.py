@@ -12,6 +12,9 @@ store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
 ``fd_limit=N`` starts it with at most N open files (``RLIMIT_NOFILE``, soft and hard).
+``limit_file_size(N)`` lets the running process write no byte of any file past offset N
+(``RLIMIT_FSIZE``: its writes fail as on a full disk; ``None`` lifts it); start it with
+``piped_output=True`` so that its own output still reaches the logs (through pipes).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Mapping, Optional
@@ -52,7 +56,8 @@ class BridgeProcess:
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
                  call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
-                 default_state_dir: bool = False, fd_limit: Optional[int] = None) -> None:
+                 default_state_dir: bool = False, fd_limit: Optional[int] = None,
+                 piped_output: bool = False) -> None:
         if default_state_dir and state_dir is not None:
             raise ValueError("give state_dir or default_state_dir=True, not both")
         self._own_state = state_dir is None and not default_state_dir
@@ -77,9 +82,16 @@ class BridgeProcess:
         self.card_url: str = ""
         self.root: str = ""
         self.port: int = 0
+        self._copiers: list[threading.Thread] = []
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(self.args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            outputs = (subprocess.PIPE, subprocess.PIPE) if piped_output else (out, err)
+            self.proc = subprocess.Popen(self.args, stdout=outputs[0], stderr=outputs[1], stdin=subprocess.DEVNULL,
                                          env=full_env, preexec_fn=_file_limit(fd_limit))
+        if piped_output:
+            for pipe, path in ((self.proc.stdout, self._stdout_path), (self.proc.stderr, self._stderr_path)):
+                copier = threading.Thread(target=_copy_out, args=(pipe, path), daemon=True)
+                copier.start()
+                self._copiers.append(copier)
         try:
             self._wait_ready(ready_timeout)
         except BaseException:
@@ -150,7 +162,18 @@ class BridgeProcess:
             self.proc.wait()
         self._cleanup()
 
+    def limit_file_size(self, size: Optional[int]) -> None:
+        """Let the process write nothing of any file past ``size`` bytes from its start
+        (``RLIMIT_FSIZE``, its soft limit; ``None``: no limit again). SQLite then fails its
+        writes ("disk I/O error"), as on a disk that cannot take more."""
+        import resource
+
+        _soft, hard = resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(self.proc.pid, resource.RLIMIT_FSIZE, (hard if size is None else size, hard))
+
     def _cleanup(self) -> None:
+        for copier in self._copiers:
+            copier.join(timeout=5)
         if self._final_stderr is None:
             self._final_stderr = (self._stderr_path.read_text(errors="replace")
                                   if self._stderr_path.exists() else "")
@@ -181,6 +204,14 @@ def echo_calls(call_log: os.PathLike | str, text: Optional[str] = None) -> int:
         return 0
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return len(lines) if text is None else sum(json.loads(line)["text"] == text for line in lines)
+
+
+def _copy_out(pipe, path: Path) -> None:
+    """Copy what comes through ``pipe`` into the file ``path`` as it comes, until it closes."""
+    with pipe, open(path, "ab") as log:
+        for chunk in iter(lambda: pipe.read1(65536), b""):
+            log.write(chunk)
+            log.flush()
 
 
 def _file_limit(count: Optional[int]):

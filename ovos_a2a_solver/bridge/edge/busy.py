@@ -8,9 +8,11 @@ code for it, so its body stays the A2A error the bridge has (InternalError: JSON
 status says "retry later", as HTTP clients and gRPC clients read it:
 
 * HTTP (JSON-RPC, HTTP+JSON; A2A 1.0 and 0.3): status 429 with ``Retry-After`` (503 while the
-  bridge shuts down), the JSON-RPC error body as it was, or a ``google.rpc.Status`` of
-  ``RESOURCE_EXHAUSTED`` (``UNAVAILABLE``). A stream refused so is a plain JSON answer, never
-  a stream: an A2A 0.3 stream, which would say it as its first event, too.
+  bridge shuts down or its task store is away), the JSON-RPC error body as it was, or a
+  ``google.rpc.Status`` of ``RESOURCE_EXHAUSTED`` (``UNAVAILABLE``). A stream refused so is a
+  plain JSON answer, never a stream: an A2A 0.3 stream, which would say it as its first event,
+  too. A refusal may give its JSON-RPC error another code than ``-32603`` (the store away
+  does: it is no internal error).
 * gRPC: ``RESOURCE_EXHAUSTED`` (``UNAVAILABLE``), with a ``google.rpc.RetryInfo``.
 
 Whoever refuses calls :func:`answer_busy` with the call's ``ServerCallContext``; over HTTP
@@ -37,22 +39,25 @@ class Busy:
 
     message: str
     retry_after: int
-    shutting_down: bool
+    unavailable: bool  # 503 / UNAVAILABLE (shutting down, the store away), not 429 / RESOURCE_EXHAUSTED
+    jsonrpc_code: int | None = None  # the JSON-RPC error's code, when not the one the error has
 
     @property
     def http_status(self) -> int:
-        return 503 if self.shutting_down else 429
+        return 503 if self.unavailable else 429
 
     @property
     def grpc_status(self) -> str:
-        return "UNAVAILABLE" if self.shutting_down else "RESOURCE_EXHAUSTED"
+        return "UNAVAILABLE" if self.unavailable else "RESOURCE_EXHAUSTED"
 
 
-async def answer_busy(context: ServerCallContext, message: str, retry_after: int, shutting_down: bool) -> None:
+async def answer_busy(context: ServerCallContext, message: str, retry_after: int, unavailable: bool,
+                      jsonrpc_code: int | None = None) -> None:
     """Have the answer to the call of ``context`` say "retry in ``retry_after`` s" (see the
     module). Over gRPC the call is aborted here (``grpc.aio.AbortError`` is raised); over HTTP
-    the caller raises its error as usual, and :class:`BusyAnswers` gives it its status."""
-    busy = Busy(message, retry_after, shutting_down)
+    the caller raises its error as usual, and :class:`BusyAnswers` gives it its status (and,
+    with ``jsonrpc_code``, its JSON-RPC error that code)."""
+    busy = Busy(message, retry_after, unavailable, jsonrpc_code)
     said = context.state.get(SAID)
     if said is not None:
         said.append(busy)
@@ -140,9 +145,14 @@ class BusyAnswers:
         headers = [(b"retry-after", str(busy.retry_after).encode())]
         if rest:
             body = status_body(busy.http_status, busy.grpc_status, REASON, busy.message)
-        elif streamed:  # the JSON-RPC error of the stream's first event
-            body = b"\n".join(line[5:].strip() for line in body.splitlines() if line.startswith(b"data:"))
-            json.loads(body)  # a stream's first event whole, or this answer is not the busy one: fail loudly
+        else:
+            if streamed:  # the JSON-RPC error of the stream's first event
+                body = b"\n".join(line[5:].strip() for line in body.splitlines() if line.startswith(b"data:"))
+            if streamed or busy.jsonrpc_code is not None:
+                answer = json.loads(body)  # whole, or this answer is not the busy one: fail loudly
+                if busy.jsonrpc_code is not None:
+                    answer["error"]["code"] = busy.jsonrpc_code
+                    body = json.dumps(answer, separators=(",", ":")).encode()
         await send_json(send, busy.http_status, body, headers)
 
 

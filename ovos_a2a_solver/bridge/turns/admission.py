@@ -91,6 +91,45 @@ class BusyError(InternalError):
         super().__init__(message=message)
         self.shutting_down, self.retry_after = shutting_down, retry_after
 
+    @property
+    def unavailable(self) -> bool:
+        """Whether the answer says "unavailable" (HTTP 503, gRPC ``UNAVAILABLE``) rather than
+        "too many at once" (HTTP 429, gRPC ``RESOURCE_EXHAUSTED``)."""
+        return self.shutting_down
+
+    @property
+    def jsonrpc_code(self) -> int | None:
+        """The JSON-RPC error code the answer's body has in place of ``-32603``, if any."""
+        return None
+
+
+#: the seconds a caller is asked to wait while the task store is away (a database restarts in a few)
+STORE_RETRY_AFTER = 3
+#: what a caller is told while the task store is away: nothing of the database's own words
+STORE_UNAVAILABLE = "The task store is unavailable; try again shortly."
+#: JSON-RPC 2.0's "server error", the code it leaves to implementations (A2A's own begin at -32001)
+SERVER_ERROR = -32000
+
+
+class StoreUnavailableError(BusyError):
+    """The task store is away for now (unreachable, restarting, read-only, full): the call is
+    answered "unavailable, retry in ``retry_after`` seconds", as a busy one is, and nothing of
+    it was done. Its ``data`` (an A2A ``ErrorInfo``'s metadata) says when to retry, for a
+    stream that had begun before the store went away and ends with this error."""
+
+    def __init__(self, retry_after: int = STORE_RETRY_AFTER) -> None:
+        super().__init__(STORE_UNAVAILABLE, retry_after=retry_after)
+        self.data = {"retryAfterSeconds": str(retry_after)}
+
+    @property
+    def unavailable(self) -> bool:
+        return True
+
+    @property
+    def jsonrpc_code(self) -> int | None:
+        return SERVER_ERROR
+
+
 
 class OperationTracker:
     """The messages this process has admitted: slots, claims, and their ends."""

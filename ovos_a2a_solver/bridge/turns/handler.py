@@ -27,13 +27,22 @@ replicas, by a surviving one once the lost one's lease expired.
 A push config's secrets (its ``token`` and its ``authentication.credentials``) are
 write-only: every answer that shows a config (create, get, list; over every binding)
 leaves them out. Deliveries still send them.
+
+A task store that is away (unreachable, restarting, read-only, full: see
+``storage.availability``) fails no call with its own words: every method answers
+:class:`StoreUnavailableError` instead, "unavailable, retry shortly" in the binding's words
+(``on_busy`` says so, as for a busy bridge), and a stream that had begun ends with that
+error. A message refused so was not taken: sent again once the store is back, it is new
+work, or the replay of its first delivery.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import NoReturn
 
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.cluster import VersionedTaskStore
@@ -46,13 +55,15 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, store_unavailable
 from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, fail_operations)
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
 from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, NewTasks, call_context_for, owner_scope, read_task
-from ovos_a2a_solver.bridge.turns.admission import Admission, BusyError, CallMode, OperationTracker
+from ovos_a2a_solver.bridge.turns.admission import (Admission, BusyError, CallMode, OperationTracker,
+                                                     StoreUnavailableError)
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import check_list_tasks, check_send
 from ovos_a2a_solver.states import SETTLED, TERMINAL, state_name
@@ -61,6 +72,42 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
 REPLICA_ANSWER_MARGIN = 3.0  # seconds a cancel waits for another replica beyond its cancel grace
+
+
+def _store_away_is_temporary(method):
+    """A handler method whose call, should the task store be away, is answered
+    :class:`StoreUnavailableError` (see :meth:`BridgeRequestHandler.refuse_for_now`)."""
+
+    @functools.wraps(method)
+    async def call(self: "BridgeRequestHandler", params, context: ServerCallContext):
+        try:
+            return await method(self, params, context)
+        except Exception as exc:
+            if not store_unavailable(exc):
+                raise
+            await self.refuse_for_now(exc, context)
+
+    return call
+
+
+def _store_away_ends_stream(method):
+    """A handler method's stream, which ends with :class:`StoreUnavailableError` should the
+    task store be away (before its first event: the call is refused, as a busy one is)."""
+
+    @functools.wraps(method)
+    async def stream(self: "BridgeRequestHandler", params, context: ServerCallContext) -> AsyncGenerator:
+        try:
+            # closed on every way out, its ``finally`` included (a bare async-for, as the SDK's
+            # routes iterate, does not close what it iterates)
+            async with contextlib.aclosing(method(self, params, context)) as events:
+                async for event in events:
+                    yield event
+        except Exception as exc:
+            if not store_unavailable(exc):
+                raise
+            await self.refuse_for_now(exc, context)
+
+    return stream
 
 
 class ChosenTaskIds(RequestContextBuilder):
@@ -89,7 +136,8 @@ class BridgeRequestHandler(RequestHandler):
     def __init__(self, inner: RequestHandler, tracker: OperationTracker, turns: TurnRegistry,
                  task_store: VersionedTaskStore, settings: BridgeSettings, new_tasks: NewTasks,
                  peers: Peers | None = None,
-                 on_busy: Callable[[ServerCallContext, BusyError], Awaitable[None]] | None = None) -> None:
+                 on_busy: Callable[[ServerCallContext, BusyError], Awaitable[None]] | None = None,
+                 availability: StoreAvailability | None = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
@@ -101,9 +149,22 @@ class BridgeRequestHandler(RequestHandler):
         # file); None when alone
         self.peers = peers
         self.on_busy = on_busy  # tells the binding a message was refused for now
+        # what was last seen of the task store (``/health`` reads it)
+        self.availability = availability if availability is not None else StoreAvailability()
+
+    async def refuse_for_now(self, exc: BaseException, context: ServerCallContext) -> NoReturn:
+        """The task store failed the call with ``exc``, which says it is away for now: log it
+        (rate-limited, see ``StoreAvailability``) and answer "unavailable, retry shortly",
+        without the database's words."""
+        self.availability.failed(exc)
+        refusal = StoreUnavailableError()
+        if self.on_busy is not None:
+            await self.on_busy(context, refusal)
+        raise refusal from None
 
     # ---- messages ----------------------------------------------------------------------
 
+    @_store_away_is_temporary
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
         admitted = await self._admit(params, context, mode)
@@ -115,11 +176,11 @@ class BridgeRequestHandler(RequestHandler):
             self.new_tasks.discard(admitted.task_id)
             await self.tracker.handler_done(admitted)
 
+    @_store_away_ends_stream
     async def on_message_send_stream(self, params: SendMessageRequest,
                                      context: ServerCallContext) -> AsyncGenerator:
-        # closed on every way out, its ``finally`` included (a bare async-for, as the SDK's routes
-        # iterate, does not close what it iterates); the fields are checked in _admit, not by the
-        # SDK's generic walk of the request (the inner handler makes that walk once)
+        # the fields are checked in _admit, not by the SDK's generic walk of the request (the
+        # inner handler makes that walk once)
         async with contextlib.aclosing(self._message_stream(params, context)) as events:
             async for event in events:
                 yield event
@@ -162,6 +223,7 @@ class BridgeRequestHandler(RequestHandler):
         if isinstance(admitted, Operation):  # delivered before: its task is the earlier one's
             self.new_tasks.discard(new_task)
             return admitted
+        self.availability.works()  # its claim was written
         try:
             if message.task_id:
                 task = await read_task(self.task_store, message.task_id, context)
@@ -251,6 +313,7 @@ class BridgeRequestHandler(RequestHandler):
 
     # ---- cancel ------------------------------------------------------------------------
 
+    @_store_away_is_temporary
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
         task = await read_task(self.task_store, params.id, context)
         if task is None:
@@ -341,13 +404,16 @@ class BridgeRequestHandler(RequestHandler):
 
     # ---- everything else: the SDK's own ----------------------------------------------------
 
+    @_store_away_is_temporary
     async def on_get_task(self, params, context):
         return await self.inner.on_get_task(params, context)
 
+    @_store_away_is_temporary
     async def on_list_tasks(self, params, context):
         check_list_tasks(params)
         return await self.inner.on_list_tasks(params, context)
 
+    @_store_away_ends_stream
     async def on_subscribe_to_task(self, params, context):
         if self.peers is not None and self.peers.relays_streams:
             async for event in self._subscribe_among_workers(params.id, context):
@@ -410,12 +476,15 @@ class BridgeRequestHandler(RequestHandler):
 
     # ---- push configs: their secrets are write-only ----------------------------------------
 
+    @_store_away_is_temporary
     async def on_create_task_push_notification_config(self, params, context):
         return without_secrets(await self.inner.on_create_task_push_notification_config(params, context))
 
+    @_store_away_is_temporary
     async def on_get_task_push_notification_config(self, params, context):
         return without_secrets(await self.inner.on_get_task_push_notification_config(params, context))
 
+    @_store_away_is_temporary
     async def on_list_task_push_notification_configs(self, params, context):
         listed = await self.inner.on_list_task_push_notification_configs(params, context)
         answer = ListTaskPushNotificationConfigsResponse()
@@ -424,6 +493,7 @@ class BridgeRequestHandler(RequestHandler):
         answer.configs.extend(without_secrets(config) for config in listed.configs)
         return answer
 
+    @_store_away_is_temporary
     async def on_delete_task_push_notification_config(self, params, context):
         return await self.inner.on_delete_task_push_notification_config(params, context)
 

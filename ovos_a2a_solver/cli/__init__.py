@@ -12,6 +12,7 @@
     ovos-a2a chat URL                a conversation in the terminal
     ovos-a2a health URL              exit status 0 when the agent (or bridge) serves, 1 when not
     ovos-a2a serve                   the bridge: publish an OVOS persona as an A2A agent
+    ovos-a2a store check             a bridge's tasks that cannot be read (--move-aside)
     ovos-a2a demo                    all of it, end to end, on this machine
     ovos-a2a completion bash|zsh     a shell completion script
 
@@ -37,6 +38,7 @@ from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_di
 from ovos_a2a_solver.cli.failures import (missing_credential, one_line, still_working_hint, unauthorized,
                                           unknown_task, unreachable)
 from ovos_a2a_solver.cli.output import CommandError, NoteHandler, Output
+from ovos_a2a_solver.cli.store import add_store_arguments
 from ovos_a2a_solver.version import __version__
 
 __all__ = ["main", "build_parser", "agent_url", "credentials_for"]
@@ -76,6 +78,7 @@ EXAMPLES = {
     "health": "ovos-a2a health localhost:8337/a2a || systemctl restart ovos-a2a",
     "serve": "ovos-a2a serve                                  # the embedded persona on 127.0.0.1:8337\n"
              "  ovos-a2a serve --persona ~/.config/ovos_persona/my-persona.json",
+    "store": "ovos-a2a store check --persona ~/.config/ovos_persona/my-persona.json --move-aside",
     "demo": "ovos-a2a demo",
     "completion": 'eval "$(ovos-a2a completion bash)"      # in ~/.bashrc (zsh: completion zsh, in ~/.zshrc)',
 }
@@ -91,6 +94,7 @@ SUMMARIES = {
     "chat": "talk to an agent in the terminal",
     "health": "check that an agent or bridge serves (exit status 0, else 1)",
     "serve": "publish an OVOS persona as an A2A agent (the bridge)",
+    "store": "check a bridge's task store: tasks that cannot be read",
     "demo": "bridge + persona + plugin, end to end on this machine",
     "completion": "print a completion script for bash or zsh",
 }
@@ -154,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_arguments(p)  # sets its own description and epilog (the environment settings)
     p.epilog = f"{p.epilog.rstrip()}\n\nexample:\n  {EXAMPLES['serve']}"
     p.set_defaults(run=cmd_serve)
+
+    add_store_arguments(_command(commands, "store"))
 
     p = _command(commands, "demo")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,

@@ -29,7 +29,7 @@ from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
 
-COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "demo", "completion")
+COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "store", "demo", "completion")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 
 #: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
@@ -101,7 +101,7 @@ import json, sys
 from ovos_a2a_solver import cli
 cli.build_parser()
 exits = []
-for argv in (["--help"], ["send", "--help"], ["serve", "--help"]):
+for argv in (["--help"], ["send", "--help"], ["serve", "--help"], ["store", "check", "--help"]):
     try:
         cli.main(argv)
     except SystemExit as exc:
@@ -117,7 +117,7 @@ def test_building_the_parser_and_help_import_no_protocol_stack():
     probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe.stderr
     report = json.loads(probe.stdout.strip().splitlines()[-1])
-    assert report == {"exits": [0, 0, 0], "loaded": [], "control": True}
+    assert report == {"exits": [0, 0, 0, 0], "loaded": [], "control": True}
 
 
 # ---- 2. discover ---------------------------------------------------------------------------
@@ -908,6 +908,7 @@ def test_bash_completion_offers_commands_flags_and_choices(cli):
     assert "--personas-dir" in complete(script, "serve", "--pe")
     assert complete(script, "serve", "--backend", "") == ["persona", "echo", "scenarios"]
     assert complete(script, "completion", "") == ["bash", "zsh"]
+    assert complete(script, "store", "") == ["check"]
     assert complete(script, "send", "http://localhost:8337/a2a", "") == []  # words: the shell's own completion
     zsh = cli.run("completion", "zsh").stdout
     assert zsh.startswith("#compdef ovos-a2a") and script in zsh

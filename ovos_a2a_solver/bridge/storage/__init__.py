@@ -3,8 +3,9 @@
 """What survives a crash: the database (:mod:`.database`; PostgreSQL for replicas in
 :mod:`.postgres`, with what both share in :mod:`.rows`), the tasks (:mod:`.tasks`), the
 operation log that makes a message idempotent (:mod:`.operations`), the webhook configs
-(:mod:`.push_configs`), and every way the work a run left unfinished is failed
-(:mod:`.lost_work`).
+(:mod:`.push_configs`), every way the work a run left unfinished is failed
+(:mod:`.lost_work`), and the task rows that cannot be read, for the operator
+(:mod:`.unreadable`).
 
 It imports nothing else of the bridge.
 """

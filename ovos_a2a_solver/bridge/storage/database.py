@@ -28,7 +28,7 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
 
 from ovos_a2a_solver.bridge.config import sqlite_path
-from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, updated_position
+from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, read_task_row, updated_position
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
 from ovos_a2a_solver.states import TERMINAL
@@ -385,7 +385,7 @@ class SqliteTaskStore(TaskStore):
         owner = owner_scope(context)
         row = self.db.on_loop(lambda conn: conn.execute(
             "SELECT task FROM bridge_tasks WHERE id = ? AND owner = ?", (task_id, owner)).fetchone())
-        return Task.FromString(row[0]) if row else None
+        return read_task_row(task_id, owner, row[0]) if row else None
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         owner = owner_scope(context)
@@ -396,7 +396,8 @@ class SqliteTaskStore(TaskStore):
         """A page of the owner's tasks, newest first, and how many there are in all (the
         filters applied to both; the total read from :data:`TASK_COUNTS_SCHEMA`'s counts where
         it can be, see :func:`list_statements`)."""
-        count_sql, page_sql, args, size = list_statements(params, owner_scope(context), counted=True)
+        owner = owner_scope(context)
+        count_sql, page_sql, args, size = list_statements(params, owner, counted=True)
 
         def query(conn):
             # one read transaction: the total and the page see the same tasks
@@ -407,7 +408,7 @@ class SqliteTaskStore(TaskStore):
                 conn.execute("COMMIT")
 
         total, rows = await self.db.call(query)
-        return list_response([(row[0], row[1]) for row in rows], total, size)
+        return list_response(rows, total, size, owner)
 
 
 #: PostgreSQL connections a process keeps open beyond those of its messages in progress: for

@@ -46,7 +46,7 @@ from a2a.types import ListTasksResponse, StreamResponse, Task, TaskState
 from a2a.utils.proto_utils import to_stream_response
 
 from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
-                                                  updated_position)
+                                                  read_task_row, updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
@@ -477,14 +477,15 @@ class PostgresTaskStore(VersionedTaskStore):
             return StoredTask(task, StoreVersion(held.version))
         row = await (await self.db.pool()).fetchrow(
             "SELECT task, version FROM bridge_tasks WHERE id = $1 AND owner = $2", task_id, owner)
-        return StoredTask(Task.FromString(row[0]), StoreVersion(row[1])) if row else None
+        return StoredTask(read_task_row(task_id, owner, row[0]), StoreVersion(row[1])) if row else None
 
     async def list(self, params, context: ServerCallContext) -> ListTasksResponse:
         await self.write_held()
-        count_sql, page_sql, args, size = list_statements(params, owner_scope(context))
+        owner = owner_scope(context)
+        count_sql, page_sql, args, size = list_statements(params, owner)
         total = (await self.db.fetch(count_sql, args))[0]["n"]
         rows = await self.db.fetch(page_sql, args)
-        return list_response([(row["updated"], row["task"]) for row in rows], total, size)
+        return list_response(rows, total, size, owner)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         owner = owner_scope(context)

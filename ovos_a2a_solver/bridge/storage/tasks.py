@@ -32,8 +32,10 @@ from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
+from a2a.utils.errors import UnsupportedOperationError
 
 from ovos_a2a_solver.bridge.storage.ids import time_ordered_id
+from ovos_a2a_solver.bridge.storage.rows import is_unreadable_task_error
 from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -297,9 +299,16 @@ async def settle_stored_task(store: VersionedTaskStore, task_id: str, context: S
     overwritten. The write is a compare-and-swap on the task's version, read again after
     a concurrent write; the event goes to the shared event log, so subscribers on other
     replicas see it (the whole task when ``edit`` changed more than its status). Returns
-    the saved task, or ``None`` when nothing was written."""
+    the saved task, or ``None`` when nothing was written (also when the stored task cannot
+    be read: it stays as it is, answered as unreadable, and the log says what was not written)."""
     while True:
-        stored = await store.get(task_id, context)
+        try:
+            stored = await store.get(task_id, context)
+        except UnsupportedOperationError as exc:
+            if not is_unreadable_task_error(exc):
+                raise
+            LOG.warning("task %s cannot be read, so its outcome was not written: %s", task_id, text)
+            return None
         if stored is None or stored.task.status.state not in ACTIVE:
             return None
         task = Task()

@@ -27,7 +27,7 @@ _EXPORTS = {
     "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
     "MissingCredentialError": "ovos_a2a_solver.agent.exceptions",
     "Credentials": "ovos_a2a_solver.agent.credentials",
-    "ConversationStore": "ovos_a2a_solver.conversations.store",
+    "ConversationStore": "ovos_a2a_solver.conversations.conversation_store",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.agent.credentials import Credentials
     from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient
-    from ovos_a2a_solver.conversations.store import ConversationStore
+    from ovos_a2a_solver.conversations.conversation_store import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                                   IncompleteAnswerError, MissingCredentialError, StillWorkingError)

@@ -50,10 +50,10 @@ from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, ag
 from ovos_a2a_solver.agent.signatures import signature_check
 from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver.answers.revisions import Revision
+from ovos_a2a_solver.conversations.conversation_store import Conversation, ConversationStore
 from ovos_a2a_solver.conversations.effects import (ENDED_WITHOUT_ANSWER, KEPT, Effect, FailedContinuations, Kept,
                                                    Outcome, effect_of_error, outcome_of)
 from ovos_a2a_solver.conversations.outliving import OutlivingTasks
-from ovos_a2a_solver.conversations.store import Conversation, ConversationStore
 from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_name
 
 LOG = logging.getLogger("ovos_a2a_solver")

@@ -63,7 +63,7 @@ class A2AChatEngine(ChatEngine):
         with self._lock:
             if self._client is None:
                 from ovos_a2a_solver.client import A2AClient
-                from ovos_a2a_solver.conversations.store import ConversationStore, default_state_path
+                from ovos_a2a_solver.conversations.conversation_store import ConversationStore, default_state_path
 
                 s = self.settings
                 path = (s.state_file or default_state_path()) if s.persist_conversations else None

@@ -2,7 +2,7 @@
 test checks, and the picture of the house in ``docs/rooms.md``.
 
 Every ``import`` of every module counts, those inside functions included (an import deferred
-for speed is still a dependency), except those under ``if TYPE_CHECKING:``.
+for speed is still a dependency); those under ``if TYPE_CHECKING:`` count for the circles alone.
 
     python tools/import_graph.py            # print docs/rooms.md as the code is now
     python tools/import_graph.py --write    # write it
@@ -24,6 +24,20 @@ PICTURE = REPO_ROOT / "docs" / "rooms.md"
 #: the leaf modules every part of the package may import (they import only each other)
 SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state",
                                            "resilience", "trace_context")}
+#: the plugin's defaults and limits, written once: every room of the plugin may import them
+PLUGIN_DEFAULTS = f"{PACKAGE}._defaults"
+#: plugin room -> the other rooms it may import (a room is a subpackage of the plugin half). Every
+#: room may import itself, the plugin's defaults and the shared leaf modules; none imports the
+#: faces (the engine, the client) or their own helpers beside them.
+PLUGIN_ROOMS = {
+    "answers": set(),
+    "agent": set(),
+    "conversations": {"answers"},
+}
+#: module names that two modules bear on purpose, with one meaning: the package's own files,
+#: and the two OPM chat engines (the plugin's and the RiveScript one)
+SHARED_NAMES = {"__init__", "__main__", "engine"}
+
 #: the command line (the package ``cli``, and the demo): it may import every part; nothing imports it
 COMMAND_LINE = {f"{PACKAGE}.cli", f"{PACKAGE}.demo"}
 
@@ -51,7 +65,10 @@ BRIDGE_ROOMS = {
 
 #: what each room of the picture is, in a few words
 ABOUT = {
-    "plugin": "the plugin: A2AChatEngine, A2AClient",
+    "plugin": "the faces: A2AChatEngine, A2AClient",
+    "agent": "agent: one remote agent",
+    "answers": "answers: events to what is said",
+    "conversations": "conversations: what each outcome keeps",
     "shared": "shared leaf modules",
     "command line": "ovos-a2a",
     "rivescript": "the RiveScript engine",
@@ -82,15 +99,16 @@ def _type_checking_only(node: ast.If) -> bool:
         (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def imported_modules(name: str) -> set[str]:
-    """The package's modules that module ``name`` imports anywhere in its body."""
+def imported_modules(name: str, type_checking: bool = False) -> set[str]:
+    """The package's modules that module ``name`` imports anywhere in its body (``type_checking``:
+    those under ``if TYPE_CHECKING:`` too)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     skipped: set[int] = set()
     tree = ast.parse(path.read_text(), str(path))
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _type_checking_only(node):
+        if not type_checking and isinstance(node, ast.If) and _type_checking_only(node):
             skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -111,9 +129,9 @@ def imported_modules(name: str) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports."""
-    return {name: imported_modules(name) for name in MODULES}
+def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (``type_checking``: for type checking too)."""
+    return {name: imported_modules(name, type_checking) for name in MODULES}
 
 
 def half_of(module: str) -> str:
@@ -132,6 +150,40 @@ def half_of(module: str) -> str:
 def bridge_room(module: str) -> str:
     """The bridge room of ``module`` ("" for a module outside the rooms)."""
     return module.split(".")[2] if module.startswith(BRIDGE + ".") else ""
+
+
+def plugin_room(module: str) -> str:
+    """The plugin room of ``module`` ("" for a module outside the rooms)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 and parts[0] == PACKAGE and parts[1] in PLUGIN_ROOMS else \
+        (parts[1] if len(parts) == 2 and parts[1] in PLUGIN_ROOMS else "")
+
+
+def plugin_room_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """The imports of a plugin room that :data:`PLUGIN_ROOMS` does not allow: another room not
+    named there, or a module of the plugin outside the rooms (but its defaults)."""
+    wrong = set()
+    for module, targets in graph.items():
+        room = plugin_room(module)
+        if not room:
+            continue
+        for target in targets:
+            if half_of(target) != "plugin" or target == PLUGIN_DEFAULTS:
+                continue
+            if plugin_room(target) not in PLUGIN_ROOMS[room] | {room}:
+                wrong.add((module, target))
+    return wrong
+
+
+def alike_names(modules=None) -> dict[str, list[str]]:
+    """Module names (a leading ``_`` aside) that more than one module bears, with the modules
+    that bear them; :data:`SHARED_NAMES` aside."""
+    by_name: dict[str, list[str]] = {}
+    for module, path in (MODULES if modules is None else modules).items():
+        name = path.stem.lstrip("_") or path.stem
+        if path.stem not in SHARED_NAMES:
+            by_name.setdefault(name, []).append(module)
+    return {name: sorted(found) for name, found in by_name.items() if len(found) > 1}
 
 
 def room_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
@@ -190,24 +242,32 @@ def picture_room(module: str) -> str:
     room = bridge_room(module)
     if room and room != "__main__":
         return room
-    return "process" if room == "__main__" else half_of(module)
+    if module == PLUGIN_DEFAULTS:
+        return "defaults"
+    return "process" if room == "__main__" else plugin_room(module) or half_of(module)
 
 
 def rooms_picture(graph: dict[str, set[str]]) -> str:
     """``docs/rooms.md``: the rooms as boxes, an arrow for each room that imports another."""
     arrows = sorted({(picture_room(module), picture_room(target)) for module, targets in graph.items()
                      for target in targets
-                     if picture_room(module) != picture_room(target) and picture_room(target) != "shared"
-                     and picture_room(target) != "config"})
+                     if picture_room(module) != picture_room(target)
+                     and picture_room(target) not in ("shared", "config", "defaults")})
     ids = {room: room.replace(" ", "_") for room in ABOUT}
     bridge = [room for room in ABOUT if room in BRIDGE_ROOMS]
     lines = ["# The house in rooms", "",
              "Generated from the imports of the code by `python tools/import_graph.py --write` (a test checks that",
              "it is current). An arrow means \"imports\". Every room may also import the shared leaf modules",
-             f"({', '.join(sorted(m.rsplit('.', 1)[1] + '.py' for m in SHARED))}), and every room of the bridge its",
-             "settings (`bridge/config.py`); those arrows are left out.", "",
+             f"({', '.join(sorted(m.rsplit('.', 1)[1] + '.py' for m in SHARED))}), every room of the bridge its",
+             "settings (`bridge/config.py`) and every room of the plugin its defaults (`_defaults.py`); those",
+             "arrows are left out.", "",
              "```mermaid", "flowchart TD"]
-    lines += [f"    {ids[room]}[\"{ABOUT[room]}\"]" for room in ABOUT if room not in bridge + ["shared"]]
+    plugin = ["plugin", *PLUGIN_ROOMS]
+    lines += [f"    {ids[room]}[\"{ABOUT[room]}\"]" for room in ABOUT
+              if room not in bridge + plugin + ["shared"]]
+    lines.append("    subgraph plugin_half [\"the plugin: ovos_a2a_solver\"]")
+    lines += [f"        {ids[room]}[\"{ABOUT[room]}\"]" for room in plugin]
+    lines.append("    end")
     lines.append("    subgraph bridge [\"the bridge: ovos_a2a_solver.bridge\"]")
     lines += [f"        {ids[room]}[\"{ABOUT[room]}\"]" for room in bridge if room != "config"]
     lines.append("    end")

@@ -68,7 +68,7 @@ def message_text(args) -> str:
 
 
 def cmd_send(args, out: Output) -> int:
-    from ovos_a2a_solver.conversations.store import ConversationStore
+    from ovos_a2a_solver.conversations.conversation_store import ConversationStore
 
     if args.text not in (None, "-") and looks_like_url(args.text) and not looks_like_url(args.url):
         raise CommandError(f"the agent's URL comes first: ovos-a2a send {args.text} {shlex.quote(args.url)}", 2)

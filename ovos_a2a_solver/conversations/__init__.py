@@ -1,7 +1,7 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """What each outcome of a turn keeps: the sessions' conversations with each agent
-(:mod:`.store`), the one table of what an outcome or an error leaves of a conversation
+(:mod:`.conversation_store`), the one table of what an outcome or an error leaves of a conversation
 (:mod:`.effects`), and the tasks that outlived their turn (:mod:`.outliving`, which reads them
 through a narrow protocol of its client, ``OutlivingClient``).
 

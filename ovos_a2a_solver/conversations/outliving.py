@@ -18,8 +18,8 @@ from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver.answers.assembler import AnswerAssembler
 from ovos_a2a_solver.answers.revisions import Revision
+from ovos_a2a_solver.conversations.conversation_store import Conversation, ConversationStore
 from ovos_a2a_solver.conversations.effects import ENDED_WITHOUT_ANSWER, Outcome
-from ovos_a2a_solver.conversations.store import Conversation, ConversationStore
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 LOG = logging.getLogger("ovos_a2a_solver")

@@ -352,7 +352,7 @@ def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):
 
 
 def test_the_conversation_store_defaults_are_the_plugin_defaults():
-    from ovos_a2a_solver.conversations.store import ConversationStore
+    from ovos_a2a_solver.conversations.conversation_store import ConversationStore
     from ovos_a2a_solver._settings import EngineSettings
 
     store, settings = ConversationStore(), EngineSettings(agent_url="http://127.0.0.1:1/a2a")

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-from ovos_a2a_solver.conversations.store import Conversation, ConversationStore, default_state_path
+from ovos_a2a_solver.conversations.conversation_store import Conversation, ConversationStore, default_state_path
 
 from support.clock import ManualClock
 
@@ -104,7 +104,7 @@ def test_two_processes_sharing_the_file_keep_each_others_sessions(tmp_path):
     path = tmp_path / "conv.json"
     script = textwrap.dedent(f"""
         import sys
-        from ovos_a2a_solver.conversations.store import ConversationStore
+        from ovos_a2a_solver.conversations.conversation_store import ConversationStore
         store = ConversationStore({str(path)!r})
         for n in range(30):
             store.remember("agent", sys.argv[1] + str(n), "ctx")

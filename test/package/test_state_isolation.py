@@ -15,7 +15,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine
 from ovos_a2a_solver.bridge.config import default_state_dir
-from ovos_a2a_solver.conversations.store import default_state_path
+from ovos_a2a_solver.conversations.conversation_store import default_state_path
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, message, send, task_of

@@ -117,7 +117,8 @@ class Bridge:
                                                           forget=self.push_configs.delete_info)
             self.event_stream = PostgresEventStream(self.db)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name,
-                                      notices={PUSH_CONFIGS_CHANNEL: self.push_configs.without_webhooks.heard})
+                                      notices={PUSH_CONFIGS_CHANNEL: self.push_configs.without_webhooks.heard},
+                                      store=self.database_store)
             self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks, ends,
@@ -126,6 +127,8 @@ class Bridge:
             self.event_stream = None
             self.peers = Siblings(self.operations) if worker is not None else None
         self.tracker = OperationTracker(self.operations, settings.max_concurrent, self.metrics)
+        if isinstance(self.peers, ReplicaGroup):  # a replica that may have lost its lease takes no message
+            self.tracker.unavailable = self.peers.unavailable
         self.turns = TurnRegistry()
         self.executor = PersonaExecutor(backend, settings, self.turns, self.task_store, self.tracker, self.metrics,
                                         stored_ends=ends)
@@ -216,9 +219,13 @@ class Bridge:
         except Exception as exc:  # the database's own words, not a traceback's last line
             raise StoreUnusable(f"cannot prepare the task store ({self.settings.store}): {in_words(exc)}") from exc
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
+        sweeper = None if self.shared_store else asyncio.get_running_loop().create_task(self._sweep_stranded())
         try:
             yield
         finally:
+            if sweeper is not None:
+                sweeper.cancel()
+                await asyncio.gather(sweeper, return_exceptions=True)
             await self.drain()  # already begun at the signal; here for a shutdown without one
             if grpc_server is not None:
                 await grpc_server.stop(grace=1)
@@ -249,6 +256,17 @@ class Bridge:
             await self.event_stream.initialize()
         if self.peers is not None:
             await self.peers.start(self.handler)
+
+    async def _sweep_stranded(self) -> None:
+        """On SQLite, once a lease (``replica_lease``), from the start: fail the tasks still
+        submitted or working that no turn works on (replicas sweep as they renew their leases)."""
+        every = self.settings.replica_lease
+        while True:
+            try:
+                await self.handler.fail_stranded(None, every)
+            except Exception as exc:  # the store is away: the next round sweeps again
+                LOG.warning("could not sweep for stranded tasks (%s); trying again in %g s", exc, every)
+            await asyncio.sleep(every)
 
     async def drain(self) -> None:
         """Shut down gently: take no more messages, give running turns ``shutdown_grace``
@@ -318,8 +336,13 @@ class Bridge:
 
     async def _health(self, _request):
         store = await self._store_state()
+        lease = {}
+        if isinstance(self.peers, ReplicaGroup):
+            lease = {"lease": "held" if self.peers.lease_held else "at risk"}
+            if not self.peers.lease_held and store == "ok":
+                store = "unavailable"
         ok = store == "ok" and self.draining is None
-        return JSONResponse({"ok": ok, "version": __version__, "store": store, "persona": self.card.name,
+        return JSONResponse({"ok": ok, "version": __version__, "store": store, **lease, "persona": self.card.name,
                              "running": self.tracker.running, "accepting": self.tracker.accepting,
                              "backend": self.executor.breaker.report(),
                              **({"worker": self.worker} if self.worker is not None else {})},

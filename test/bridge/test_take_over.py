@@ -50,6 +50,12 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
         async def fail_lost(self, operations) -> int:
             return await fail_lost(operations)
 
+        async def fail_stranded(self, _live_runs, _older_than) -> int:
+            return 0
+
+        async def give_up_turns(self) -> int:
+            return 0
+
     async def scenario() -> None:
         db = PostgresDatabase(POSTGRES, min_size=1, max_size=4)
 

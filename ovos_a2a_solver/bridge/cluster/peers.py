@@ -40,6 +40,14 @@ class LocalTurns(Protocol):
     async def fail_lost(self, operations: list[Operation]) -> int:
         """Fail the tasks of a lost peer's ``operations``; how many were failed."""
 
+    async def fail_stranded(self, live_runs: str | None, older_than: float) -> int:
+        """Fail the tasks still submitted or working, untouched for ``older_than`` seconds, that
+        no operation of a live run works on (``live_runs``: a query of their boot ids; None:
+        every run with work not ended is live); how many were failed."""
+
+    async def give_up_turns(self) -> int:
+        """Stop every turn running here (this process lost the right to write them); how many."""
+
 
 class Peers(Protocol):
     """The other processes on this store (see the module's docstring)."""

@@ -48,8 +48,8 @@ from a2a.types import TaskState
 from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
-from ovos_a2a_solver.bridge.storage.database import add_column
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
+from ovos_a2a_solver.bridge.storage.postgres import make_leases_table
 from ovos_a2a_solver.states import TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -83,11 +83,9 @@ class CancelState(str, enum.Enum):
 
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock, in seconds
 
+#: the leases' table, ``a2a_bridge_replicas``, is the task store's (``storage.postgres``): every
+#: write of a task is fenced by its writer's lease there
 SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS a2a_bridge_replicas (
-        boot VARCHAR(32) PRIMARY KEY, replica VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,
-        expires DOUBLE PRECISION NOT NULL, persona TEXT)""",
-    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_replicas_state ON a2a_bridge_replicas (state, expires)",
     # cancel requests between runs: ``runner`` is the run doing the task, ``asker`` the run
     # waiting for the answer (until ``expires``, by the database's clock)
     """CREATE TABLE IF NOT EXISTS a2a_bridge_cancels (
@@ -108,8 +106,10 @@ class ReplicaGroup:
     keeps_parked_tasks = True  # the shared event log keeps a parked task up to date
 
     def __init__(self, db, operations: OperationLog, lease: float, persona: str,
-                 notices: dict[str, Callable[[str | None], None]] | None = None) -> None:
+                 notices: dict[str, Callable[[str | None], None]] | None = None, store=None) -> None:
         self.db = db                    # a PostgresDatabase
+        # the task store whose writes are fenced by this run's lease (a PostgresTaskStore)
+        self.store = store
         # other channels listened to on the same connection: channel -> what hears each payload
         # (a hint: any role may notify), and None when notices may have been missed
         self.notices = dict(notices or {})
@@ -123,18 +123,36 @@ class ReplicaGroup:
         self._rung = asyncio.Event()    # the doorbell rang since the last read
         self._reader: asyncio.Task | None = None
         self._here: LocalTurns | None = None
+        self._epoch = 0                 # the epoch of the lease this run holds
+        self._held_until = 0.0          # the loop's time until which the lease surely holds
+        self._swept_at = 0.0
 
     @property
     def boot(self) -> str:
         return self.operations.boot
 
+    @property
+    def lease_held(self) -> bool:
+        """Whether this run surely holds its lease for a while yet: renewed within the last two
+        thirds of it. Past that (the database did not answer the renewals) the replica takes no
+        message and says so on ``/health``, before its lease can expire and be taken over."""
+        return asyncio.get_running_loop().time() < self._held_until - self.lease / 3
+
+    def unavailable(self) -> str | None:
+        """Why this replica takes no message now, or None."""
+        if self.lease_held:
+            return None
+        return "This replica cannot reach its task store to renew its lease; retry on another replica or later."
+
     async def start(self, here: LocalTurns) -> None:
         """Create the table, take this run's lease, listen, and keep renewing (and watching
         the others) in the background."""
         self._here = here
+        await make_leases_table(self.db)
         for statement in SCHEMA:
             await self.db.execute(statement)
-        await add_column(self.db, "a2a_bridge_replicas", "persona", "TEXT")
+        if self.store is not None:
+            self.store.fenced = True  # from now on a write without this run's lease changes nothing
         await self._refuse_another_persona()
         await self._take_lease()
         loop = asyncio.get_running_loop()
@@ -172,25 +190,42 @@ class ReplicaGroup:
                              f'give this bridge its own database with --db URL (or stop those replicas)')
 
     async def _take_lease(self) -> None:
-        await self.db.execute(
-            f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires, persona) VALUES (:boot, :replica, "
-            f":live, {NOW} + :lease, :persona) ON CONFLICT (boot) DO UPDATE SET state = :live, "
-            f"expires = excluded.expires",
+        """Take this run's lease, in a new epoch: writes made under an earlier one change nothing."""
+        sent = asyncio.get_running_loop().time()
+        rows = await self.db.fetch(
+            f"INSERT INTO a2a_bridge_replicas (boot, replica, state, expires, persona, epoch) VALUES (:boot, "
+            f":replica, :live, {NOW} + :lease, :persona, 1) ON CONFLICT (boot) DO UPDATE SET state = :live, "
+            f"expires = excluded.expires, epoch = a2a_bridge_replicas.epoch + 1 RETURNING epoch",
             {"boot": self.boot, "replica": self.operations.replica, "live": LeaseState.LIVE, "lease": self.lease,
              "persona": self.persona})
+        self._epoch = rows[0]["epoch"]
+        self._held_until = sent + self.lease
+        if self.store is not None:
+            self.store.lease = (self.boot, self._epoch)
 
     async def renew(self) -> None:
-        """Renew this run's lease; if another replica declared it lost meanwhile (this
-        process stalled past its lease), say so and take a lease again: the work it had
-        was failed, and whatever this process writes for it now is refused."""
-        renewed = await self.db.execute(
-            f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND state = :live",
-            {"lease": self.lease, "boot": self.boot, "live": LeaseState.LIVE})
+        """Renew this run's lease, within a third of it. A lease that expired meanwhile (the
+        database was away, or this process stalled, for longer than the lease) is over, whether
+        or not another replica took it over: the turns running here are given up (another replica
+        failed their tasks, or the sweep for stranded tasks does), and a lease is taken again in a
+        new epoch, so that nothing those turns still write changes a task."""
+        sent = asyncio.get_running_loop().time()
+        renewed = await asyncio.wait_for(self.db.execute(
+            f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND epoch = :epoch "
+            f"AND state = :live AND expires > {NOW}",
+            {"lease": self.lease, "boot": self.boot, "epoch": self._epoch, "live": LeaseState.LIVE}), self.lease / 3)
         self.metrics.lease_renewal("renewed" if renewed else "lost")
-        if not renewed:
-            LOG.error("this replica's lease had expired (it stalled for more than %g s); another replica "
-                      "failed its running tasks", self.lease)
-            await self._take_lease()
+        if renewed:
+            self._held_until = sent + self.lease
+            return
+        LOG.error("this replica's lease expired (it could not renew it for %g s): its running turns are given "
+                  "up, and their tasks failed; it takes a new lease and serves again", self.lease)
+        if self.store is not None:
+            self.store.lease = None  # nothing of the lost lease's turns is written from now on
+        given_up = await self._here.give_up_turns()
+        if given_up:
+            LOG.warning("gave up %d turn(s) of the expired lease", given_up)
+        await self._take_lease()
 
     async def take_over_expired(self) -> int:
         """Claim every other run whose lease (or whose take-over) expired, atomically: one
@@ -232,6 +267,17 @@ class ReplicaGroup:
                 {"kept": EVENTS_KEPT})
         return pruned
 
+    async def sweep_stranded(self) -> int:
+        """Fail the tasks still submitted or working that no live run works on (see
+        ``LocalTurns.fail_stranded``); at most once a lease. Return how many."""
+        loop = asyncio.get_running_loop()
+        if loop.time() - self._swept_at < self.lease:
+            return 0
+        self._swept_at = loop.time()
+        live_runs = (f"SELECT boot FROM a2a_bridge_replicas WHERE state = '{LeaseState.LIVE.value}' "
+                     f"AND expires > {NOW}")
+        return await self._here.fail_stranded(live_runs, self.lease)
+
     async def _keep_renewing(self) -> None:
         every = self.lease / 3
         loop = asyncio.get_running_loop()
@@ -259,6 +305,10 @@ class ReplicaGroup:
             except Exception as exc:  # the claim expires, and the lost run is taken over again
                 LOG.warning("could not fail the work of a replica that stopped renewing its lease (%s); "
                             "it is taken over again in %g s", exc, self.lease)
+            try:
+                await self.sweep_stranded()
+            except Exception as exc:  # the next round sweeps again
+                LOG.warning("could not sweep for stranded tasks (%s); trying again in %g s", exc, self.lease)
 
     # ---- cancel requests -------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
@@ -31,7 +32,7 @@ from ovos_a2a_solver.bridge.config import sqlite_path
 from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, read_task_row, updated_position
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import use_wal
-from ovos_a2a_solver.states import TERMINAL
+from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -292,10 +293,15 @@ class SqliteDatabase:
         self._now.close()
 
 
+TERMINAL_STATES = ", ".join(str(int(state)) for state in sorted(TERMINAL))
+ACTIVE_STATES = ", ".join(str(int(state)) for state in sorted(ACTIVE))
+
 TASKS_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS bridge_tasks (
         id TEXT PRIMARY KEY, owner TEXT NOT NULL, context_id TEXT NOT NULL, state INTEGER NOT NULL,
         updated INTEGER NOT NULL, task BLOB NOT NULL)""",
+    # the tasks that are worked on, by age: what the sweep for stranded tasks reads
+    f"CREATE INDEX IF NOT EXISTS ix_bridge_tasks_active ON bridge_tasks (updated) WHERE state IN ({ACTIVE_STATES})",
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_updated ON bridge_tasks (owner, updated DESC, id DESC)",
     # (context, order) in one index: ListTasks by context then reads just its page
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context_updated "
@@ -374,12 +380,18 @@ class SqliteTaskStore(TaskStore):
         self.db.on_loop(_count_tasks)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
+        """Write ``task``: a new one, or over the owner's task not yet final. A final task is never
+        changed (whoever writes late: a turn given up, a worker that was thought lost), nor another
+        owner's: :class:`ConcurrentTaskModificationError`, and the writer reads the task again."""
         row = (task.id, owner_scope(context), task.context_id, int(task.status.state), updated_position(task),
                task.SerializeToString())
-        await self.db.write(lambda conn: conn.execute(
+        written = await self.db.write(lambda conn: conn.execute(
             "INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task) VALUES (?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET context_id = excluded.context_id, state = excluded.state, "
-            "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner", row))
+            "updated = excluded.updated, task = excluded.task WHERE bridge_tasks.owner = excluded.owner "
+            f"AND bridge_tasks.state NOT IN ({TERMINAL_STATES})", row).rowcount)
+        if not written:
+            raise ConcurrentTaskModificationError(task.id)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         owner = owner_scope(context)

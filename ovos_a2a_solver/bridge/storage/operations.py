@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from a2a.types import Message
 
 from ovos_a2a_solver.bridge.storage.database import Sql
+from ovos_a2a_solver.states import ACTIVE
 
 
 
@@ -39,6 +40,8 @@ class OperationState(str, enum.Enum):
     DONE = "done"        # its turn ended; a replay of the message answers with its task
 
 FINISH_DELAY = 0.5  # seconds within which a finished operation is written
+STRANDED_PAGE = 200  # stranded tasks failed per sweep at most (the next sweep takes the rest)
+ACTIVE_STATES = ", ".join(str(int(state)) for state in sorted(ACTIVE))
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS a2a_bridge_operations (
@@ -219,6 +222,19 @@ class OperationLog:
             "SELECT * FROM a2a_bridge_operations WHERE task_id = :task AND state = :state "
             "ORDER BY created DESC LIMIT 1", {"task": task_id, "state": OperationState.RUNNING})
         return _operation(rows[0]) if rows and rows[0]["key"] not in self._finished else None
+
+    async def stranded(self, live_runs: str | None, updated_before_ns: int, limit: int = STRANDED_PAGE
+                       ) -> list[tuple[str, str]]:
+        """(task id, owner) of tasks still submitted or working, last updated before
+        ``updated_before_ns``, that no operation of a live run works on: ``live_runs`` is a query
+        of the boot ids of the runs alive (None: every run whose work has not ended is)."""
+        live = f" AND o.boot IN ({live_runs})" if live_runs else ""
+        rows = await self.db.fetch(
+            f"SELECT t.id AS id, t.owner AS owner FROM bridge_tasks t WHERE t.state IN ({ACTIVE_STATES}) "
+            f"AND t.updated < :before AND NOT EXISTS (SELECT 1 FROM a2a_bridge_operations o "
+            f"WHERE o.task_id = t.id AND o.state = :running{live}) LIMIT :limit",
+            {"before": updated_before_ns, "running": OperationState.RUNNING, "limit": limit})
+        return [(row["id"], row["owner"]) for row in rows]
 
     def is_mine(self, operation: Operation) -> bool:
         """Whether this process is the one doing ``operation``'s work."""

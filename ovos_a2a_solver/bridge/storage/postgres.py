@@ -54,7 +54,14 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 EVENTS_CHANNEL = "ovos_a2a_bridge_events"  # the doorbell of new task events: NOTIFY with an empty payload
 UNRUNG_READ_SECONDS = 1.0  # a subscriber reads at least this often, rung or not (a ring can be lost)
+#: the longest a connection may take to open, and a statement to answer: a database that is cut
+#: off (packets dropped, no reset) would otherwise hold a request, a lease renewal or a sweep for
+#: as long as the operating system retries (minutes). A statement past it fails, as when the
+#: database is away; the replica then tells callers to try again (see ``storage.availability``).
+CONNECT_SECONDS = 5.0
+STATEMENT_SECONDS = 10.0
 TERMINAL_STATES = "(" + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")"
+ACTIVE_STATES = "(" + ", ".join(str(int(state)) for state in sorted(ACTIVE)) + ")"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -120,7 +127,8 @@ class PostgresDatabase:
                 import asyncpg
 
                 self._pool = await asyncpg.create_pool(self.dsn, min_size=self.min_size, max_size=self.max_size,
-                                                       reset=_end_transaction)
+                                                       reset=_end_transaction, timeout=CONNECT_SECONDS,
+                                                       command_timeout=STATEMENT_SECONDS)
         return self._pool
 
     async def execute(self, sql: str, params: dict | None = None) -> int:
@@ -145,7 +153,7 @@ class PostgresDatabase:
         a connection of its own (released when it closes, also when this process dies)."""
         import asyncpg
 
-        conn = await asyncpg.connect(self.dsn)
+        conn = await asyncpg.connect(self.dsn, timeout=CONNECT_SECONDS)
         try:
             await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", ADVISORY_LOCK_PREFIX + "schema")
             yield
@@ -163,7 +171,8 @@ class PostgresDatabase:
 
         async with self._listen_lock():
             if self._listener is None or self._listener.is_closed():
-                self._listener = await asyncpg.connect(self.dsn)
+                self._listener = await asyncpg.connect(self.dsn, timeout=CONNECT_SECONDS,
+                                                       command_timeout=STATEMENT_SECONDS)
                 for known, callbacks in self._listeners.items():
                     for known_callback in callbacks:
                         await self._listener.add_listener(known, known_callback)
@@ -230,28 +239,70 @@ TASKS_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS bridge_task_events (
         task_id TEXT NOT NULL, version BIGINT NOT NULL, owner TEXT NOT NULL, event BYTEA NOT NULL,
         at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (task_id, version))""",
+    # the tasks that are worked on, by age: what the sweep for stranded tasks reads
+    f"CREATE INDEX IF NOT EXISTS ix_bridge_tasks_active ON bridge_tasks (updated) WHERE state IN {ACTIVE_STATES}",
 )
+#: the replicas' leases (``cluster.replicas``): each write of a task is fenced by its writer's
+#: lease (:data:`LEASE_FENCE`), so the table goes with the tasks'. ``epoch`` counts the times a
+#: run took its lease: a run that lost it and took it again writes under the new epoch only.
+LEASES_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS a2a_bridge_replicas (
+        boot VARCHAR(32) PRIMARY KEY, replica VARCHAR(255) NOT NULL, state VARCHAR(16) NOT NULL,
+        expires DOUBLE PRECISION NOT NULL, persona TEXT, epoch BIGINT NOT NULL DEFAULT 0)""",
+    "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_replicas_state ON a2a_bridge_replicas (state, expires)",
+)
+#: columns added to the leases' table since an earlier version made it: (column, definition)
+ADDED_LEASE_COLUMNS = (("persona", "TEXT"), ("epoch", "BIGINT NOT NULL DEFAULT 0"))
+
+
+async def make_leases_table(db: PostgresDatabase) -> None:
+    """Make the leases' table, or add the columns it lacks (each looked up first: an ``ALTER``
+    takes the table's strongest lock, even when there is nothing to add)."""
+    for statement in LEASES_SCHEMA:
+        await db.execute(statement)
+    for column, definition in ADDED_LEASE_COLUMNS:
+        if not await db.fetch("SELECT 1 FROM information_schema.columns WHERE table_name = 'a2a_bridge_replicas' "
+                              "AND column_name = :column", {"column": column}):
+            await db.execute(f"ALTER TABLE a2a_bridge_replicas ADD COLUMN IF NOT EXISTS {column} {definition}")
+
 
 _RING = "SELECT version FROM saved"
+#: the lease a write is made under, checked in the write's own statement: ``$F`` the run (its
+#: boot id) and ``$E`` the epoch of its lease, both null for a store that serves no replicas.
+#: A run whose lease expired, was taken over or was taken again since (a new epoch) writes
+#: nothing, however late its statement reaches the database.
+LEASE_FENCE = ("($F::text IS NULL OR EXISTS (SELECT 1 FROM a2a_bridge_replicas WHERE boot = $F AND epoch = $E "
+               "AND state = 'live' AND expires > EXTRACT(EPOCH FROM clock_timestamp())))")
+
+
+def fenced(sql: str, first: int) -> str:
+    """``sql`` with its lease fence's parameters numbered from ``first``."""
+    return sql.replace("$F", f"${first}").replace("$E", f"${first + 1}")
+
+
 #: a task's first write ($1 id, $2 owner, $3 context, $4 state, $5 updated, $6 task, $7 its
-#: event or null): an insert, which loses to a task already there
-FIRST_WRITE = ("WITH saved AS (INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
-               "VALUES ($1, $2, $3, $4, $5, $6, 1) ON CONFLICT (id) DO NOTHING RETURNING version), "
-               "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
-               "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING)
+#: event or null, $8 and $9 the lease): an insert, which loses to a task already there
+FIRST_WRITE = fenced("WITH saved AS (INSERT INTO bridge_tasks (id, owner, context_id, state, updated, task, version) "
+                     "SELECT $1, $2, $3, $4, $5, $6, 1 WHERE " + LEASE_FENCE + " "
+                     "ON CONFLICT (id) DO NOTHING RETURNING version), "
+                     "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+                     "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING, 8)
 #: a cancel (the same parameters): overwrites any task not yet final, whatever its version
-CANCEL_WRITE = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
-                f"version = version + 1 WHERE id = $1 AND owner = $2 AND state NOT IN {TERMINAL_STATES} "
-                "RETURNING version), "
-                "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
-                "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING)
+CANCEL_WRITE = fenced("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
+                      f"version = version + 1 WHERE id = $1 AND owner = $2 AND state NOT IN {TERMINAL_STATES} "
+                      "AND " + LEASE_FENCE + " RETURNING version), "
+                      "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+                      "SELECT $1, version, $2, $7 FROM saved WHERE $7::bytea IS NOT NULL) " + _RING, 8)
 #: one or more later writes at once ($1-$6 as above, $7 the versions of their events, $8 the
-#: events, $9 the new version, $10 the version they were read at): only that version is updated
-LATER_WRITES = ("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
-                "version = $9 WHERE id = $1 AND owner = $2 AND version = $10 RETURNING version), "
-                "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
-                "SELECT $1, e.version, $2, e.event FROM saved, unnest($7::bigint[], $8::bytea[]) AS e(version, event)) "
-                + _RING)
+#: events, $9 the new version, $10 the version they were read at, $11 and $12 the lease): only
+#: that version is updated, and never a task that is final (whatever its version: a final
+#: state is never changed)
+LATER_WRITES = fenced("WITH saved AS (UPDATE bridge_tasks SET context_id = $3, state = $4, updated = $5, task = $6, "
+                      "version = $9 WHERE id = $1 AND owner = $2 AND version = $10 "
+                      f"AND state NOT IN {TERMINAL_STATES} AND " + LEASE_FENCE + " RETURNING version), "
+                      "logged AS (INSERT INTO bridge_task_events (task_id, version, owner, event) "
+                      "SELECT $1, e.version, $2, e.event FROM saved, "
+                      "unnest($7::bigint[], $8::bytea[]) AS e(version, event)) " + _RING, 11)
 
 #: how long a ring waits for the saves that follow to go with it
 RING_GATHER_SECONDS = 0.002
@@ -348,10 +399,16 @@ class PostgresTaskStore(VersionedTaskStore):
         self._locks: dict[str, asyncio.Lock] = {}
         self._flushes: set[asyncio.Task] = set()
         self.doorbell = Doorbell(db.dsn)
+        #: the lease this process writes under, (boot id, epoch), set by its replica group once
+        #: the lease is taken and cleared when it is lost: see :data:`LEASE_FENCE`. ``None``
+        #: writes without a fence (a store no replica serves)
+        self.lease: tuple[str, int] | None = None
+        self.fenced = False  # once a replica group serves it, a write without a lease is refused
 
     async def initialize(self) -> None:
         for statement in TASKS_SCHEMA:
             await self.db.execute(statement)
+        await make_leases_table(self.db)
 
     def _lock(self, task_id: str) -> asyncio.Lock:
         return self._locks.setdefault(task_id, asyncio.Lock())
@@ -441,9 +498,20 @@ class PostgresTaskStore(VersionedTaskStore):
             self._held.setdefault(task_id, held)
             raise
 
+    def _fence(self) -> tuple[str | None, int | None]:
+        """The lease a write is made under now (the statement's last two parameters): this
+        process's, none when no replica group serves the store, and one that no run holds
+        once the group lost its lease (the write then changes nothing)."""
+        if self.lease is not None:
+            return self.lease
+        if self.fenced:  # the lease is lost: a run that holds none writes nothing
+            return "", 0
+        return None, None
+
     async def _write_one(self, sql: str, task: Task, owner: str, record: bytes | None) -> StoreVersion:
         saved = await (await self.db.pool()).fetchval(sql, task.id, owner, task.context_id, int(task.status.state),
-                                                      updated_position(task), task.SerializeToString(), record)
+                                                      updated_position(task), task.SerializeToString(), record,
+                                                      *self._fence())
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
         self.doorbell.ring()
@@ -455,7 +523,7 @@ class PostgresTaskStore(VersionedTaskStore):
         saved = await (await self.db.pool()).fetchval(
             LATER_WRITES, task.id, held.owner, task.context_id, int(task.status.state), updated_position(task),
             task.SerializeToString(), [version for version, _ in logged], [record for _, record in logged],
-            held.version, held.base)
+            held.version, held.base, *self._fence())
         if saved is None:
             raise ConcurrentTaskModificationError(task.id)
         self.doorbell.ring()

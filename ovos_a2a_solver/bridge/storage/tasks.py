@@ -21,6 +21,7 @@ so :func:`settle_stored_task` is one compare-and-swap for both.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
@@ -258,12 +259,14 @@ class BufferedTaskStore(TaskStore):
         await self.forget(task_id, context)
 
     async def flush(self) -> None:
-        """Write every held-back snapshot."""
+        """Write every held-back snapshot (one of a task that became final meanwhile, by another
+        writer, is dropped: a final task is never changed)."""
         for key in list(self._pending):
             async with self._lock(key):
                 entry = self._pending.pop(key, None)
                 if entry is not None:
-                    await self.inner.save(*entry)
+                    with contextlib.suppress(ConcurrentTaskModificationError):
+                        await self.inner.save(*entry)
 
     def _ensure_flusher(self) -> None:
         if self._flusher is None or self._flusher.done():

@@ -130,6 +130,9 @@ class StoreUnavailableError(BusyError):
         return SERVER_ERROR
 
 
+def _available() -> str | None:
+    return None
+
 
 class OperationTracker:
     """The messages this process has admitted: slots, claims, and their ends."""
@@ -140,6 +143,8 @@ class OperationTracker:
         self.metrics = metrics
         self._live: dict[str, Admission] = {}
         self.accepting = True
+        #: why this process takes no message now (a replica that may have lost its lease), or None
+        self.unavailable: Callable[[], str | None] = _available
 
     @property
     def running(self) -> int:
@@ -161,6 +166,10 @@ class OperationTracker:
         it; see :meth:`OperationLog.claim`). Raises :class:`BusyError` when every slot is
         taken; the claim is then forgotten.
         """
+        reason = self.unavailable()
+        if reason is not None:  # before the claim: nothing is written for a message refused
+            self.metrics.refused_busy(True)
+            raise BusyError(reason, shutting_down=True)
         operation, first = await self.log.claim(owner, message, task_id, answer_seen)
         if not first:
             return operation

@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import NoReturn
 
@@ -50,7 +51,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, SendMessageRequest,
                        SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState)
-from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
+from a2a.utils.errors import (A2AError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
@@ -58,10 +59,12 @@ from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, store_unavailable
 from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
-                                                      INTERRUPTED_BY_SHUTDOWN, fail_operations)
+                                                      INTERRUPTED_BY_SHUTDOWN, INTERRUPTED_UNATTENDED,
+                                                      fail_operations, fail_tasks)
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
-from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, NewTasks, call_context_for, owner_scope, read_task
+from ovos_a2a_solver.bridge.storage.tasks import (BEGUN_BY, NewTasks, call_context_for, owner_scope, read_task,
+                                                  settle_stored_task)
 from ovos_a2a_solver.bridge.turns.admission import (Admission, BusyError, CallMode, OperationTracker,
                                                      StoreUnavailableError)
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
@@ -72,6 +75,9 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 POLL_SECONDS = 0.25  # how often a replay of another process's operation looks at the database
 REPLICA_ANSWER_MARGIN = 3.0  # seconds a cancel waits for another replica beyond its cancel grace
+#: seconds a replay waits, once the first delivery's work ended, for the end of its task to be
+#: stored (its executor waits up to ``executor.END_STORED_WITHIN`` for that before it ends)
+STORED_END_GRACE = 2.0
 
 
 def _store_away_is_temporary(method):
@@ -265,10 +271,18 @@ class BridgeRequestHandler(RequestHandler):
                 raise InvalidParamsError(message="the first delivery of this message was refused; send it again")
             if current.done:  # the executor is done; give the SDK a moment to store its last events
                 over_since = over_since or loop.time()
-                if loop.time() - over_since > 1.0:
-                    if task is None:
-                        raise InternalError(message="the first delivery of this message failed before its "
-                                                    "task was stored; send it again with a new messageId")
+                if loop.time() - over_since > STORED_END_GRACE:
+                    if task is None:  # nothing of it was stored: the message may be sent again as it is
+                        await self.tracker.log.release(claim.key)
+                        busy = BusyError("The first delivery of this message was lost before its task was "
+                                         "stored; send it again.", shutting_down=True, retry_after=1)
+                        if self.on_busy is not None:
+                            await self.on_busy(context, busy)
+                        raise busy
+                    if settled and task.status.state not in SETTLED:  # its turn is over, its end was not stored
+                        ended = await settle_stored_task(self.task_store, claim.task_id, context,
+                                                         TaskState.TASK_STATE_FAILED, INTERRUPTED_UNATTENDED)
+                        return ended or await self._stored_task(claim, context, settled=False)
                     return task
             if self.tracker.get(claim.key) is not None:
                 await self.tracker.wait_ended(claim.key, POLL_SECONDS)
@@ -401,6 +415,22 @@ class BridgeRequestHandler(RequestHandler):
 
     async def _fail_unfinished(self, operations: list[Operation], reason: str) -> int:
         return await fail_operations(self.task_store, self.tracker.log, operations, reason)
+
+    async def fail_stranded(self, live_runs: str | None, older_than: float) -> int:
+        """Fail the tasks still submitted or working that no live run works on, untouched for
+        ``older_than`` seconds (see ``storage.lost_work``); return how many."""
+        before = time.time_ns() - int(older_than * 1e9)
+        count = await fail_tasks(self.task_store, await self.tracker.log.stranded(live_runs, before),
+                                 INTERRUPTED_UNATTENDED)
+        if count:
+            LOG.warning("%d stranded task(s) that no bridge process worked on are now failed", count)
+        return count
+
+    async def give_up_turns(self) -> int:
+        """Stop every turn running here, and wait (a cancel's grace) for them to end."""
+        count = self.turns.interrupt_all()
+        await self.tracker.wait_idle(self.settings.cancel_grace)
+        return count
 
     # ---- everything else: the SDK's own ----------------------------------------------------
 

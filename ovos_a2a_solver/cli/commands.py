@@ -5,6 +5,7 @@ and ``demo``, each ``cmd_NAME(args, out) -> exit status``."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shlex
 import signal
 import sys
@@ -302,7 +303,7 @@ def line_editing():
     except ImportError:  # a pipe, or a Python without readline: plain input
         yield
         return
-    from ovos_a2a_solver.local_state import package_state_dir
+    from ovos_a2a_solver.local_state import open_private_file, package_state_dir, private_dir
 
     history = package_state_dir() / "chat_history"
     try:
@@ -314,7 +315,8 @@ def line_editing():
         yield
     finally:
         try:
-            history.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(history.parent)
+            os.close(open_private_file(history))  # 0600 before readline writes the lines said in it
             readline.write_history_file(history)
         except OSError:
             pass

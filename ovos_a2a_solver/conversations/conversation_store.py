@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ovos_a2a_solver.local_state import package_state_dir
+from ovos_a2a_solver.local_state import open_private_file, package_state_dir, private_dir
 from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS
 
 try:  # POSIX advisory locks; elsewhere the thread lock alone guards the file
@@ -203,8 +203,8 @@ class ConversationStore:
             yield
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            lock_file = open(self.path.with_name(self.path.name + ".lock"), "a")
+            private_dir(self.path.parent)
+            lock_file = os.fdopen(open_private_file(self.path.with_name(self.path.name + ".lock")), "a")
         except OSError as exc:
             self._cannot_write(exc)
             yield  # the thread lock alone guards the map
@@ -275,7 +275,7 @@ class ConversationStore:
     def _write(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)
         payload = json.dumps({"version": FORMAT_VERSION, "agents": self._data}, separators=(",", ":"))
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         try:

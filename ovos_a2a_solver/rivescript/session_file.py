@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ovos_a2a_solver.local_state import use_wal
+from ovos_a2a_solver.local_state import private_dir, private_sqlite_file, use_wal
 
 LOG = logging.getLogger("ovos_a2a_solver.rivescript")
 
@@ -141,9 +141,8 @@ class SessionFile:
     # ---- internals ------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not self.path.exists():  # create it private before SQLite does (0644 by umask)
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+        private_dir(self.path.parent)
+        private_sqlite_file(self.path)  # private before SQLite makes it (0644 by the umask)
         db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False,
                              isolation_level=None)
         try:

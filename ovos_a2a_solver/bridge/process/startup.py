@@ -244,9 +244,11 @@ def with_own_store(settings: BridgeSettings, configured_port: int | None = None)
 
 def claim_store(settings: BridgeSettings):
     """Take this bridge's lock on its SQLite store (held until the process ends, by every worker
-    too), or raise a :class:`StartError` naming the live bridge that holds it. None on
-    PostgreSQL, where the replicas check each other (see ``cluster.replicas``)."""
+    too), or raise a :class:`StartError` naming the live bridge that holds it, or saying why its
+    directory will not do (another user's, or others may write to it). None on PostgreSQL,
+    where the replicas check each other (see ``cluster.replicas``)."""
     from ovos_a2a_solver.bridge.storage.claim import SqliteStoreLock, StoreTaken, this_bridge
+    from ovos_a2a_solver.local_state import NotPrivate
 
     path = sqlite_path(settings.database_url)
     if path is None:
@@ -255,6 +257,13 @@ def claim_store(settings: BridgeSettings):
         return SqliteStoreLock(path, this_bridge(settings.persona_name, settings.public_url)).take()
     except StoreTaken as exc:
         raise StartError(str(exc), 2) from None
+    except NotPrivate as exc:
+        raise StartError(f"cannot keep the task store in {path.parent}: {exc}; give the bridge a directory that "
+                         f"is this user's alone with --state-dir DIR (one that does not exist yet is made so)",
+                         2) from None
+    except OSError as exc:
+        raise StartError(f"cannot keep the task store in {path.parent}: "
+                         f"{exc.strerror or exc}{f' ({exc.filename})' if exc.filename else ''}", 1) from None
 
 
 def check_relay_target(settings: BridgeSettings, whole_port: bool = True) -> None:

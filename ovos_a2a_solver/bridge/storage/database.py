@@ -31,7 +31,7 @@ from a2a.types import ListTasksResponse, Task
 from ovos_a2a_solver.bridge.config import sqlite_path
 from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, read_task_row, updated_position
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
-from ovos_a2a_solver.local_state import use_wal
+from ovos_a2a_solver.local_state import private_dir, private_sqlite_file, use_wal
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -145,7 +145,8 @@ class SqliteDatabase:
 
     def __init__(self, path: str | Path, most_wal_bytes: int = MOST_WAL_BYTES) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.path.parent)   # 0700, this user's alone, or refused
+        private_sqlite_file(self.path)  # 0600 before SQLite makes it by the umask; its -wal, -shm follow
         self._wal = Path(str(self.path) + "-wal")
         self._most_wal_bytes = most_wal_bytes
         self._now = self._connect()

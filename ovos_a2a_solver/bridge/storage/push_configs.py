@@ -28,6 +28,7 @@ from google.protobuf.json_format import MessageToJson, Parse
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.storage.database import Sql, SqliteDatabase, add_column
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
+from ovos_a2a_solver.local_state import open_private_file
 
 #: ``live``: 0 once the config's task is known to be finished (it no longer counts towards
 #: its owner's webhooks); a column added since the table was first made
@@ -79,7 +80,7 @@ class SharedGeneration:
         return cls(Path(str(database) + GENERATION_SUFFIX))
 
     def __init__(self, path: Path) -> None:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        descriptor = open_private_file(path)  # 0600; a link planted in its place is not followed
         try:
             if os.fstat(descriptor).st_size < 8:
                 os.ftruncate(descriptor, 8)

@@ -15,11 +15,13 @@ import random
 import sqlite3
 
 import pytest
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, SqliteTaskStore
 from ovos_a2a_solver.bridge.storage.tasks import call_context_for, owner_scope
+from ovos_a2a_solver.states import TERMINAL
 
 STATES = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED,
           TaskState.TASK_STATE_FAILED]
@@ -112,10 +114,16 @@ def test_every_filter_gives_the_exact_total_and_pages_through_inserts_changes_an
         await check_all(store, kept, contexts)
         for number, (context, tasks) in enumerate(kept):  # some change state (and time), some go
             for task_id in rng.sample(sorted(tasks), 15):
-                task = tasks[task_id]
+                task = Task()
+                task.CopyFrom(tasks[task_id])
                 task.status.state = rng.choice(STATES)
                 task.status.timestamp.FromNanoseconds(task.status.timestamp.ToNanoseconds() + 7)
+                if tasks[task_id].status.state in TERMINAL:  # a final task never changes
+                    with pytest.raises(ConcurrentTaskModificationError):
+                        await store.save(task, context)
+                    continue
                 await store.save(task, context)
+                tasks[task_id] = task
             for task_id in rng.sample(sorted(tasks), 10):
                 await store.delete(task_id, context)
                 del tasks[task_id]
@@ -126,7 +134,8 @@ def test_every_filter_gives_the_exact_total_and_pages_through_inserts_changes_an
             foreign = Task()
             foreign.CopyFrom(stranger)
             foreign.status.state = TaskState.TASK_STATE_REJECTED
-            await store.save(foreign, context)
+            with pytest.raises(ConcurrentTaskModificationError):
+                await store.save(foreign, context)
         await check_all(store, kept, contexts)
 
     asyncio.run(run())

@@ -15,6 +15,8 @@ store); otherwise a fresh temporary one is made and removed on stop.
 ``limit_file_size(N)`` lets the running process write no byte of any file past offset N
 (``RLIMIT_FSIZE``: its writes fail as on a full disk; ``None`` lifts it); start it with
 ``piped_output=True`` so that its own output still reaches the logs (through pipes).
+``command_prefix`` goes before the command, e.g. ``["ip", "netns", "exec", NAME]`` (a program
+that ends by executing the rest, so that the process signalled is the bridge itself).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 #: the banner's line of a bridge with ``--workers``
 WORKERS_LINE = re.compile(r"^  (\d+) workers, process ids ([\d ]+)$", re.M)
@@ -57,7 +59,7 @@ class BridgeProcess:
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
                  call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
                  default_state_dir: bool = False, fd_limit: Optional[int] = None,
-                 piped_output: bool = False) -> None:
+                 command_prefix: Sequence[str] = (), piped_output: bool = False) -> None:
         if default_state_dir and state_dir is not None:
             raise ValueError("give state_dir or default_state_dir=True, not both")
         self._own_state = state_dir is None and not default_state_dir
@@ -67,8 +69,8 @@ class BridgeProcess:
         self.call_log = Path(call_log) if call_log is not None else None
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         port_flag = ["--port", str(port)] if port is not None else []
-        self.args = [sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag, "--backend", backend,
-                     *state_args, *args]
+        self.args = [*command_prefix, sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag,
+                     "--backend", backend, *state_args, *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
         if self.call_log is not None:

@@ -6,12 +6,20 @@ Each field of :class:`BridgeSettings` carries a :class:`Spec` (help text, bounds
 has a flag). From it come the ``serve`` command's flags and help (:func:`add_flags`) and the
 README's settings table (:func:`settings_table`), so a default or a bound is written once.
 
-Values come from command-line flags, then ``OVOS_A2A_*`` environment variables, then
-defaults. A flag out of range is a usage error (argparse checks it with :func:`flag_type`);
-an environment number out of range is clamped and a malformed one replaced by its default,
-each with a warning naming the variable, so a bad deployment setting never stops the
-bridge. What cannot be repaired (a base URL that is not http(s), an in-memory or unknown
-database, listening beyond loopback without credentials) raises :class:`SettingsError`.
+Values come from command-line flags, then ``OVOS_A2A_*`` environment variables, then the
+settings file (``--config``), then defaults. A flag out of range is a usage error (argparse
+checks it with :func:`flag_type`); an environment number out of range is clamped and a
+malformed one replaced by its default, each with a warning naming the variable, so a bad
+deployment setting never stops the bridge. The settings file is JSON, so its values are
+type-checked: a value of the wrong type is a :class:`SettingsError` naming the key. What
+cannot be repaired (a base URL that is not http(s), an in-memory or unknown database,
+listening beyond loopback without credentials) raises :class:`SettingsError` too.
+
+A secret (a password, tokens, a database URL with a password: see ``Spec.secret``) is
+never needed on a command line, where every user of the machine reads it (``ps``): it
+comes from the environment, from a file only its owner may read (``--password-file``,
+``OVOS_A2A_PASSWORD_FILE``...) or from the settings file, which is then refused while
+others may read it. Its flag still works, with a warning that says where to put it.
 """
 from __future__ import annotations
 
@@ -69,6 +77,9 @@ class Spec:
     ``flag`` False makes it an environment-only setting; ``bounds`` is the inclusive
     (minimum, maximum) of a number; ``shown`` is the default as the help text says it when
     the plain value would not (``None`` meaning "the persona's", a computed default...).
+    ``secret`` marks a value others must not read: True, or a test of the value (a database
+    URL is one only when it holds a password). A secret setting also has a ``--NAME-file``
+    flag and an ``OVOS_A2A_NAME_FILE`` variable, naming a file that holds the value.
     """
 
     help: str
@@ -78,14 +89,19 @@ class Spec:
     metavar: str | None = None
     shown: str | None = None
     choices: tuple[str, ...] | None = None
+    secret: bool | Callable[[Any], bool] = False
 
 
-def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING,
-            secret: bool = False, **spec: Any) -> Any:
-    """A dataclass field with its :class:`Spec` (keyword arguments) in its metadata.
-    ``secret`` keeps the value out of ``repr`` (and so out of logs)."""
-    return field(default=default, default_factory=default_factory, repr=not secret,
+def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING, **spec: Any) -> Any:
+    """A dataclass field with its :class:`Spec` (keyword arguments) in its metadata. A
+    ``secret`` is also kept out of ``repr`` (and so out of logs)."""
+    return field(default=default, default_factory=default_factory, repr=not spec.get("secret"),
                  metadata={"spec": Spec(**spec)})
+
+
+def has_password(url: str) -> bool:
+    """Whether the database URL ``url`` holds a password."""
+    return redact_url(url) != url
 
 
 #: the persona a bridge serves when no file is given: the embedded offline persona
@@ -146,7 +162,7 @@ class BridgeSettings:
     state_dir: str | None = setting(None, metavar="DIR", shown="$XDG_STATE_HOME/ovos_a2a_solver/bridge/PERSONA-PORT",
                                     help="directory of the SQLite task store; by default each bridge has its own, "
                                          "named for its persona and port")
-    db: str | None = setting(None, secret=True, metavar="URL",
+    db: str | None = setting(None, secret=has_password, metavar="URL",
                              help=f"PostgreSQL database of the task store instead of SQLite, shared by every "
                                   f"replica ({POSTGRES_HINT})")
     name: str | None = setting(None, shown="the persona's", help="agent name on the card")
@@ -198,8 +214,7 @@ class BridgeSettings:
                                        help="seconds every message is answered 'failed' at once after "
                                             f"{BACKEND_FAILURES_BEFORE_REST} failed turns in a row")
     username: str = setting("a2a", help="HTTP Basic user name")
-    password: str | None = setting(None, secret=True,
-                                   help="HTTP Basic password (better in the environment)")
+    password: str | None = setting(None, secret=True, help="HTTP Basic password")
     tokens: tuple[str, ...] = setting((), kind=tuple, flag=False, secret=True,
                                       help="accepted Bearer tokens, comma separated")
     push_allow: tuple[str, ...] = setting((), kind=tuple, flag=False,
@@ -369,20 +384,24 @@ class BridgeSettings:
     def load(cls, values: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> "BridgeSettings":
         """Settings from explicit ``values`` (flags; ``None`` means not given), then the
         environment (``OVOS_A2A_<NAME>``), then the settings file (``config``), then
-        defaults. The file's values are checked as the environment's are (a number out of
-        range is clamped, with a warning naming the file). Raises :class:`SettingsError`."""
+        defaults (see :func:`given_value`). The file's values are type-checked (see
+        :func:`read_settings_file`), and its numbers checked as the environment's are (out of
+        range: clamped, with a warning naming the file). A secret given as a flag is taken,
+        with a warning saying where to put it instead. Raises :class:`SettingsError`."""
         env = os.environ if env is None else env
-        path = (values or {}).get("config") or env.get(ENV_PREFIX + "CONFIG") or None
+        values = values or {}
+        path = values.get("config") or env.get(ENV_PREFIX + "CONFIG") or None
         from_file = read_settings_file(path) if path else {}
         clean: dict[str, Any] = {}
         for f in fields(cls):
-            raw, source = (values or {}).get(f.name), flag_name(f)
+            raw, source = given_value(f, values, env, from_file, path)
             if raw is None:
-                raw, source = env.get(env_name(f)), env_name(f)
-            if raw is None or raw == "":
-                raw, source = from_file.get(f.name), f"{path}: {f.name}"
-            if raw is not None and raw != "":
-                clean[f.name] = _convert(f, raw, source)
+                continue
+            if source == flag_name(f) and holds_secret(f, raw):
+                LOG.warning("%s on the command line shows its secret to every user of this machine (ps); set %s, "
+                            "or %s FILE (a file only you can read), instead", source, env_name(f),
+                            secret_file_flag(f))
+            clean[f.name] = _convert(f, raw, source)
         return cls(**clean)
 
     def check_exposure(self) -> None:
@@ -393,8 +412,8 @@ class BridgeSettings:
                                 "does not check credentials; serve JSON-RPC and HTTP+JSON only")
         if not is_loopback(self.host) and not self.requires_auth:
             raise SettingsError(f"refusing to listen on {self.host} without credentials: set a password "
-                                f"(--password / {ENV_PREFIX}PASSWORD) or tokens ({ENV_PREFIX}TOKENS), "
-                                f"or listen on 127.0.0.1")
+                                f"({ENV_PREFIX}PASSWORD or --password-file) or tokens ({ENV_PREFIX}TOKENS or "
+                                f"--tokens-file), or listen on 127.0.0.1")
 
 
 # ---- names, conversion, checks ---------------------------------------------------------------
@@ -418,30 +437,159 @@ def connections_allowed(file_limit: int, endpoints: int = 1) -> int:
 
 
 def read_settings_file(path: str) -> dict[str, Any]:
-    """The settings of a JSON file, by field name (``max_concurrent`` or ``max-concurrent``);
-    a :class:`SettingsError` for a file that cannot be read, is no JSON object, or names a
-    setting that does not exist (a typo must not be ignored)."""
+    """The settings of a JSON file, by field name (``max_concurrent`` or ``max-concurrent``;
+    for a secret setting also ``NAME_file``, the file that holds it). A :class:`SettingsError`
+    in one line for a file that cannot be read, is no JSON object, names a setting that does
+    not exist (a typo must not be ignored), gives a value of the wrong type (see
+    :func:`wrong_type`), or holds a secret while other users may read it."""
     import difflib
     import json
 
+    file = Path(path).expanduser()
     try:
-        data = json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise SettingsError(f"{names_of('config')}: cannot read {path}: {(exc.strerror or str(exc)).lower()}") from None
     except ValueError as exc:
         raise SettingsError(f"{names_of('config')}: {path} is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise SettingsError(f"{names_of('config')}: {path} must hold a JSON object of settings")
-    known = {f.name for f in fields(BridgeSettings)} - {"config"}
+    known = {f.name: f for f in fields(BridgeSettings) if f.name != "config"}
+    secret_files = {f"{name}_file" for name, f in known.items() if spec_of(f).secret}
     settings = {}
     for key, value in data.items():
         name = str(key).replace("-", "_")
-        if name not in known:
-            near = difflib.get_close_matches(name, sorted(known), n=1)
+        if name not in known and name not in secret_files:
+            near = difflib.get_close_matches(name, sorted({*known, *secret_files}), n=1)
             raise SettingsError(f"{names_of('config')}: {path} names no setting {key!r}"
                                 + (f"; did you mean {near[0]!r}?" if near else ""))
+        wrong = wrong_type(known[name], value) if name in known else \
+            None if value is None or isinstance(value, str) else f"must be a file name (a string), not {_json_type(value)}"
+        if wrong:
+            raise SettingsError(f"{names_of('config')}: {path}: {key} {wrong}")
         settings[name] = value
+    secrets = [name for name, value in settings.items()
+               if name in known and value not in (None, "") and holds_secret(known[name], value)]
+    mode = open_to_others(file) if secrets else None
+    if mode is not None:
+        instead = ", ".join(f"{env_name(known[name])} or {secret_file_flag(known[name])}" for name in secrets)
+        raise SettingsError(f"{names_of('config')}: {path} holds a secret ({', '.join(secrets)}) and other users may "
+                            f"read it (mode {mode:04o}): chmod 600 {path}, or set {instead} instead")
     return settings
+
+
+def wrong_type(f: Field, value: Any) -> str | None:
+    """What is wrong with ``value`` as the settings file's value of ``f`` (``must be an
+    integer, not a string``), or ``None`` when its JSON type fits the setting (``null``: not set)."""
+    spec = spec_of(f)
+    if value is None:
+        return None
+    if spec.kind is bool:
+        fits, wanted = isinstance(value, bool), "true or false"
+    elif spec.kind is int:
+        fits, wanted = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif spec.kind is float:
+        fits, wanted = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif spec.kind is tuple:
+        fits = isinstance(value, list) and all(isinstance(item, str) for item in value)
+        wanted = 'a list of strings (["a", "b"])'
+    else:
+        fits, wanted = isinstance(value, str), "a string"
+    if not fits:
+        return f"must be {wanted}, not {_json_type(value)}"
+    if spec.choices and value not in spec.choices:
+        return f"must be one of {', '.join(spec.choices)}, not {value!r}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of ``value``'s type, as a person reads it (never the value: it may be a secret)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list" if all(isinstance(item, str) for item in value) else "a list of other things than strings"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+# ---- secrets -----------------------------------------------------------------------------------
+
+def holds_secret(f: Field, value: Any) -> bool:
+    """Whether ``value`` of the setting ``f`` is a secret (see ``Spec.secret``)."""
+    secret = spec_of(f).secret
+    if callable(secret):
+        return isinstance(value, str) and secret(value)
+    return bool(secret) and bool(value)
+
+
+def secret_file_flag(f: Field) -> str:
+    """``--password-file`` for ``password``: the flag naming the file that holds a secret setting."""
+    return f"{flag_name(f)}-file"
+
+
+def secret_file_env(f: Field) -> str:
+    """``OVOS_A2A_PASSWORD_FILE`` for ``password``."""
+    return f"{env_name(f)}_FILE"
+
+
+def given_value(f: Field, values: Mapping[str, Any], env: Mapping[str, str], from_file: Mapping[str, Any],
+                path: str | None) -> tuple[Any, str]:
+    """``(raw value or None, where it came from)`` of the setting ``f``: from its flag, its
+    variable or the settings file, the first that gives one (empty is not given). At each of
+    those places a secret setting may instead name the file that holds it (``--password-file``,
+    ``OVOS_A2A_PASSWORD_FILE``, ``password_file``), read by :func:`read_secret_file`; both
+    at one place is a :class:`SettingsError`."""
+    in_file = f"{names_of('config')}: {path}: "
+    places = ((values, f.name, f"{f.name}_file", "", flag_name(f), secret_file_flag(f)),
+              (env, env_name(f), secret_file_env(f), "", env_name(f), secret_file_env(f)),
+              (from_file, f.name, f"{f.name}_file", in_file, f.name, f"{f.name}_file"))
+    for mapping, key, file_key, prefix, name, file_name in places:
+        raw = mapping.get(key)
+        held_in = mapping.get(file_key) if spec_of(f).secret else None
+        raw, held_in = (None if x == "" else x for x in (raw, held_in))
+        if raw is not None and held_in is not None:
+            raise SettingsError(f"{prefix}give {name} or {file_name}, not both")
+        if held_in is not None:
+            return read_secret_file(f, held_in, f"{prefix}{file_name}"), f"{prefix}{file_name}"
+        if raw is not None:
+            return raw, (f"{path}: {f.name}" if prefix else name)
+    return None, ""
+
+
+def read_secret_file(f: Field, path: str, source: str) -> str | list[str]:
+    """The value of the secret setting ``f`` held in the file ``path`` (named ``source`` in
+    errors): its text without the line end; for a list (``tokens``), one item per line or
+    comma separated. A :class:`SettingsError` when the file cannot be read, holds nothing,
+    or other users may read it."""
+    file = Path(path).expanduser()
+    try:
+        mode = open_to_others(file)
+        text = file.read_text(encoding="utf-8") if mode is None else ""
+    except OSError as exc:
+        raise SettingsError(f"{source}: cannot read {path}: {(exc.strerror or str(exc)).lower()}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"{source}: {path} is not UTF-8 text") from None
+    if mode is not None:
+        raise SettingsError(f"{source}: other users may read {path} (mode {mode:04o}): chmod 600 {path}")
+    value: str | list[str] = text.strip("\r\n")
+    if spec_of(f).kind is tuple:
+        value = [item.strip() for item in re.split(r"[,\n]", text) if item.strip()]
+    if not value:
+        raise SettingsError(f"{source}: {path} is empty")
+    return value
+
+
+def open_to_others(path: Path) -> int | None:
+    """The permission bits of ``path`` when users other than its owner may read or change
+    it (any group or other bit), else ``None`` (also where there are no such bits: not POSIX).
+    Raises ``OSError`` when it cannot be looked at."""
+    if os.name != "posix":
+        return None
+    mode = path.stat().st_mode & 0o777
+    return mode if mode & 0o077 else None
 
 
 def spec_of(f: Field) -> Spec:
@@ -649,21 +797,40 @@ def _about(f: Field) -> str:
     return "; ".join(x for x in (values, env_name(f) if spec_of(f).flag else "") if x)
 
 
+def secret_help(f: Field) -> str:
+    """What the help and the README say of a secret setting: where it is safe."""
+    what = "with a password it is a secret" if callable(spec_of(f).secret) else "a secret"
+    return (f"{what}: not on the command line, where every user sees it (ps), but in {env_name(f)} or in a "
+            f"file only you can read: {secret_file_flag(f)} ({secret_file_env(f)}) or --config")
+
+
+def secret_file_help(f: Field) -> str:
+    """The help of a secret setting's ``--NAME-file`` flag."""
+    items = " (one per line, or comma separated)" if spec_of(f).kind is tuple else ""
+    return (f"read {flag_name(f) if spec_of(f).flag else env_name(f)} from FILE{items}; refused if other users may "
+            f"read FILE")
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per setting that has one, its help from the setting's :class:`Spec`
-    (default, bounds, environment variable). Every flag defaults to ``None`` (not given),
-    so that :meth:`BridgeSettings.load` can fall back to the environment."""
+    (default, bounds, environment variable), and a ``--NAME-file`` flag per secret setting.
+    Every flag defaults to ``None`` (not given), so that :meth:`BridgeSettings.load` can fall
+    back to the environment."""
     for f in fields(BridgeSettings):
         spec = spec_of(f)
-        if not spec.flag:
-            continue
-        text = f"{spec.help} [{_about(f)}]".replace("%", "%%")
-        if spec.kind is bool:
-            parser.add_argument(flag_name(f), dest=f.name, action="store_true", default=None, help=text)
-            continue
-        number = spec.kind in (int, float)
-        parser.add_argument(flag_name(f), dest=f.name, default=None, help=text, choices=spec.choices,
-                            type=flag_type(f) if number else str, metavar=spec.metavar or ("N" if number else None))
+        if spec.flag:
+            meaning = f"{spec.help} ({secret_help(f)})" if spec.secret else spec.help
+            text = f"{meaning} [{_about(f)}]".replace("%", "%%")
+            if spec.kind is bool:
+                parser.add_argument(flag_name(f), dest=f.name, action="store_true", default=None, help=text)
+            else:
+                number = spec.kind in (int, float)
+                parser.add_argument(flag_name(f), dest=f.name, default=None, help=text, choices=spec.choices,
+                                    type=flag_type(f) if number else str,
+                                    metavar=spec.metavar or ("N" if number else None))
+        if spec.secret:
+            parser.add_argument(secret_file_flag(f), dest=f"{f.name}_file", default=None, metavar="FILE",
+                                help=f"{secret_file_help(f)} [{secret_file_env(f)}]".replace("%", "%%"))
 
 
 def environment_only_help() -> str:
@@ -672,7 +839,8 @@ def environment_only_help() -> str:
     for f in fields(BridgeSettings):
         spec = spec_of(f)
         if not spec.flag:
-            lines.append(f"  {env_name(f)}: {spec.help}" + (f" [{_about(f)}]" if _about(f) else ""))
+            meaning = f"{spec.help} ({secret_help(f)})" if spec.secret else spec.help
+            lines.append(f"  {env_name(f)}: {meaning}" + (f" [{_about(f)}]" if _about(f) else ""))
     return "\n".join(lines)
 
 
@@ -683,9 +851,13 @@ def settings_table() -> str:
         spec = spec_of(f)
         flag = flag_name(f) + (f" {spec.metavar}" if spec.metavar else "") if spec.flag else "—"
         flag = f"`{flag}`" if spec.flag else flag
+        env, meaning = f"`{env_name(f)}`", spec.help
+        if spec.secret:
+            flag = f"`{secret_file_flag(f)} FILE`" if flag == "—" else f"{flag}, `{secret_file_flag(f)} FILE`"
+            env, meaning = f"{env}, `{secret_file_env(f)}`", f"{meaning} ({secret_help(f)})"
         default = default_text(f)
         default = default if default in ("—", "on", "off") or " " in default else f"`{default}`"
         if bounds_text(f):
             default += f" ({bounds_text(f)})"
-        rows.append(f"| {flag} | `{env_name(f)}` | {default} | {spec.help} |")
+        rows.append(f"| {flag} | {env} | {default} | {meaning} |")
     return "\n".join(rows)

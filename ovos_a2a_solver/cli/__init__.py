@@ -47,13 +47,16 @@ __all__ = ["main", "build_parser", "agent_url", "credentials_for"]
 def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
     if url:
         p.add_argument("url", help="the agent's URL (its card is looked up under it)")
-    p.add_argument("--auth", metavar="HEADER", help='credential for this URL only, e.g. "Bearer abc" or "X-API-Key: k"')
+    p.add_argument("--auth", metavar="HEADER", help='credential for this URL only, e.g. "Bearer abc" or "X-API-Key: k"; '
+                                                    "or set A2A_CLIENT_AUTH + A2A_CLIENT_PEER_URL, out of sight of "
+                                                    "the machine's other users (ps shows flags)")
     p.add_argument("--password", help="HTTP Basic password for this URL only (user: --user, default a2a); "
-                                      "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL")
+                                      "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL (ps shows flags)")
     p.add_argument("--user", help="HTTP Basic user name (default a2a, or A2A_CLIENT_USER)")
     p.add_argument("--oauth2-client", metavar="ID", help="OAuth2 client id, for a card that requires a "
                                                          "client-credentials flow (secret: --oauth2-secret)")
-    p.add_argument("--oauth2-secret", metavar="SECRET", help="OAuth2 client secret (or set A2A_CLIENT_OAUTH2_SECRET)")
+    p.add_argument("--oauth2-secret", metavar="SECRET", help="OAuth2 client secret; or set A2A_CLIENT_OAUTH2_SECRET "
+                                                             "(ps shows flags)")
     p.add_argument("--oauth2-token-origin", metavar="ORIGIN", action="append",
                    help="another origin whose token endpoint may get the OAuth2 secret, e.g. "
                         "https://login.example (repeatable); the agent's own origin always may")
@@ -69,7 +72,8 @@ EXAMPLES = {
     "discover": "ovos-a2a discover localhost:8337/a2a\n  ovos-a2a discover https://agent.example/a2a --json",
     "send": 'ovos-a2a send localhost:8337/a2a "what is my name?" --session trip\n'
             "  ovos-a2a send localhost:8337/a2a - < question.txt      # the message from stdin\n"
-            '  ovos-a2a send https://agent.example/a2a --file long.txt --stream --auth "Bearer $TOKEN"',
+            '  A2A_CLIENT_AUTH="Bearer $TOKEN" A2A_CLIENT_PEER_URL=https://agent.example \\\n'
+            "      ovos-a2a send https://agent.example/a2a --file long.txt --stream",
     "status": "ovos-a2a status localhost:8337/a2a 0f1ff863-5d2c-4d6e-9a43-8d0c6f2a4b11",
     "cancel": "ovos-a2a cancel localhost:8337/a2a 0f1ff863-5d2c-4d6e-9a43-8d0c6f2a4b11",
     "tasks": "ovos-a2a tasks localhost:8337/a2a --state active\n"

@@ -20,8 +20,10 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
     """``(auth header or None, a note to show)`` for contacting ``url``.
 
     ``--auth`` and ``--password`` are for the URL on the command line. The environment's
-    ``A2A_CLIENT_PASSWORD`` goes only to the origin of ``A2A_CLIENT_PEER_URL``: any other
-    agent is contacted anonymously, and the note says so.
+    ``A2A_CLIENT_AUTH`` (a header, as ``--auth`` takes it) or else ``A2A_CLIENT_PASSWORD``
+    goes only to the origin of ``A2A_CLIENT_PEER_URL``: any other agent is contacted
+    anonymously, and the note says so. (The environment keeps a credential off the command
+    line, where every user of the machine sees it.)
     """
     from ovos_a2a_solver.agent.credentials import origin_of
 
@@ -30,16 +32,17 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
         return args.auth, None
     if getattr(args, "password", None):
         return basic_header(user, args.password), None
-    password, peer = env.get("A2A_CLIENT_PASSWORD"), env.get("A2A_CLIENT_PEER_URL")
-    if not password:
+    header, password, peer = env.get("A2A_CLIENT_AUTH"), env.get("A2A_CLIENT_PASSWORD"), env.get("A2A_CLIENT_PEER_URL")
+    if not header and not password:
         return None, None
+    variable = "A2A_CLIENT_AUTH" if header else "A2A_CLIENT_PASSWORD"
     target = origin_of(url)
     if peer and target is not None and origin_of(peer) == target:
-        return basic_header(user, password), None
+        return header or basic_header(user, password), None
     where = f"{target[0]}://{target[1]}:{target[2]}" if target else url
     if not peer:
-        return None, f"A2A_CLIENT_PASSWORD is set but A2A_CLIENT_PEER_URL is not: contacting {where} anonymously"
-    return None, f"A2A_CLIENT_PASSWORD is only for {peer}: contacting {where} anonymously"
+        return None, f"{variable} is set but A2A_CLIENT_PEER_URL is not: contacting {where} anonymously"
+    return None, f"{variable} is only for {peer}: contacting {where} anonymously"
 
 
 def oauth2_credentials(args, env=os.environ):

@@ -134,7 +134,7 @@ def refusals(tmp_path_factory):
             "base-url-words": ([*base, "--base-url", "not a url"], {}, cli_command),
             "base-url-ftp": ([*base, "--base-url", "ftp://ovos.example.com/a2a"], {}, cli_command),
             "base-url-env": (base, {"OVOS_A2A_BASE_URL": "http://"}, cli_command),
-            "db-unreachable": ([*base, "--db", f"postgresql+asyncpg://a2a:s3cret@127.0.0.1:{closed}/a2a"], {},
+            "db-unreachable": (base, {"OVOS_A2A_DB": f"postgresql+asyncpg://a2a:s3cret@127.0.0.1:{closed}/a2a"},
                                cli_command),
             "db-memory": ([*base, "--db", "sqlite://"], {}, cli_command),
             "db-memory-aiosqlite": ([*base, "--db", "sqlite+aiosqlite:///:memory:"], {}, cli_command),
@@ -242,7 +242,7 @@ def test_a_database_that_refuses_the_password_is_one_line(tmp_path):
     from sqlalchemy.engine import make_url
 
     wrong = make_url(POSTGRES).set(password="not-the-password").render_as_string(hide_password=False)
-    result = Cli(tmp_path / "state").run("serve", "--backend", "echo", "--port", "0", "--db", wrong)
+    result = Cli(tmp_path / "state").run("serve", "--backend", "echo", "--port", "0", env={"OVOS_A2A_DB": wrong})
     line = one_line_error(result, 1)
     assert "password authentication failed" in line and "not-the-password" not in line, line
 
@@ -401,6 +401,15 @@ def test_a_settings_file_is_read_and_flags_and_the_environment_win_over_it(tmp_p
     ('{"prot": 8337}', "names no setting 'prot'; did you mean 'port'?"),
     ("[1, 2]", "must hold a JSON object of settings"),
     ("{port: 1}", "is not JSON"),
+    ('{"host": "0.0.0.0", "password": false}', ": password must be a string, not a boolean"),
+    ('{"tokens": true}', ": tokens must be a list of strings"),
+    ('{"tokens": "a-token"}', ": tokens must be a list of strings"),
+    ('{"port": "8338"}', ": port must be an integer, not a string"),
+    ('{"heartbeat": [1]}', ": heartbeat must be a number, not a list"),
+    ('{"access_log": "yes"}', ": access_log must be true or false, not a string"),
+    ('{"db": 5432}', ": db must be a string, not a number"),
+    ('{"backend": "nothing"}', ": backend must be one of persona, echo, scenarios"),
+    ('{"password_file": true}', ": password_file must be a file name (a string), not a boolean"),
 ])
 def test_a_settings_file_that_cannot_be_used_is_one_line(tmp_path, content, said):
     config = tmp_path / "bridge.json"

@@ -12,6 +12,9 @@ store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
 ``fd_limit=N`` starts it with at most N open files (``RLIMIT_NOFILE``, soft and hard).
+A ``--db URL`` among the arguments reaches the bridge as an operator should give it, as
+``OVOS_A2A_DB`` in its environment: on its command line the URL's password would be shown
+to every user (and the bridge warns of it).
 ``limit_file_size(N)`` lets the running process write no byte of any file past offset N
 (``RLIMIT_FSIZE``: its writes fail as on a full disk; ``None`` lifts it); start it with
 ``piped_output=True`` so that its own output still reaches the logs (through pipes).
@@ -69,10 +72,12 @@ class BridgeProcess:
         self.call_log = Path(call_log) if call_log is not None else None
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         port_flag = ["--port", str(port)] if port is not None else []
+        db_env, args = _db_in_environment(args)
         self.args = [*command_prefix, sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag,
                      "--backend", backend, *state_args, *args]
         full_env = dict(os.environ)
         full_env.update(env or {})
+        full_env.update(db_env)
         if self.call_log is not None:
             full_env["OVOS_A2A_ECHO_LOG"] = str(self.call_log)
         self._logs = Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_logs_"))
@@ -214,6 +219,16 @@ def _copy_out(pipe, path: Path) -> None:
         for chunk in iter(lambda: pipe.read1(65536), b""):
             log.write(chunk)
             log.flush()
+
+
+def _db_in_environment(args) -> tuple[dict[str, str], list[str]]:
+    """``({"OVOS_A2A_DB": URL}, the other arguments)`` for arguments with ``--db URL``, else
+    ``({}, the arguments)``."""
+    args = list(args)
+    if "--db" not in args:
+        return {}, args
+    at = args.index("--db")
+    return {"OVOS_A2A_DB": args[at + 1]}, args[:at] + args[at + 2:]
 
 
 def _file_limit(count: Optional[int]):

@@ -16,8 +16,11 @@ import textwrap
 from ovos_a2a_solver.bridge.config import SettingsError, add_flags, environment_only_help
 
 DESCRIPTION = ("Publish an OVOS persona as a durable A2A agent. Flags win over OVOS_A2A_* environment variables "
-               "(e.g. OVOS_A2A_PASSWORD), which win over defaults. A flag out of range is an error; an environment "
-               "value out of range is clamped, with a warning.")
+               "(e.g. OVOS_A2A_PORT), which win over a settings file (--config), which wins over defaults. A flag "
+               "out of range is an error; an environment value out of range is clamped, with a warning. Secrets "
+               "(the password, tokens, a database URL with a password) go in the environment or in a file only you "
+               "can read (--password-file, --tokens-file, --db-file, --config), never on the command line, where "
+               "every user of the machine sees them.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -128,6 +128,26 @@ def test_the_container_commands_are_valid_ovos_a2a_commands():
     assert "pip install --no-cache-dir --pre '/src[server,postgresql]'" in "\n".join(lines)
 
 
+def test_no_deploy_file_puts_a_secret_on_a_command_line():
+    """Every user of a machine reads every command line (ps): the password, the tokens and the
+    database URL (with its password) reach the bridge in its environment."""
+    from dataclasses import fields
+
+    from ovos_a2a_solver.bridge.config import holds_secret
+
+    lines = (DEPLOY / "Containerfile").read_text().splitlines()
+    commands = {name: service["command"] for name, service in compose()["services"].items() if "build" in service}
+    commands["Containerfile"] = yaml.safe_load(next(line for line in lines if line.startswith("CMD "))[4:])
+    commands["ovos-a2a.service"] = shlex.split(unit()["Service"]["ExecStart"])
+    for name, argv in commands.items():
+        args = vars(build_parser().parse_args(argv[1:]))
+        shown = [f.name for f in fields(BridgeSettings) if args.get(f.name) and holds_secret(f, args[f.name])]
+        assert shown == [], f"{name} passes {shown} on its command line"
+    for name, service in compose()["services"].items():
+        if "build" in service:
+            assert {"OVOS_A2A_PASSWORD", "OVOS_A2A_DB"} <= set(service["environment"]), name
+
+
 def test_the_container_build_leaves_out_local_files():
     ignored = (REPO_ROOT / ".dockerignore").read_text().split()
     assert {".git", ".venv"} <= set(ignored)

@@ -120,7 +120,11 @@ def problems_of(load: Load, watch: TerminalWatch, readings: dict[str, dict[str, 
             found["a task stranded (not terminal nor input-required)"].append(f"task {task_id}: {states}")
         elif len(set(states.values())) > 1:
             found["the replicas disagree on a task"].append(f"task {task_id}: {states}")
+    seen_changes = set()
     for task_id, first, read, where, when in watch.changes:
+        if (task_id, read) in seen_changes:
+            continue  # the same change read again
+        seen_changes.add((task_id, read))
         found["a terminal task changed state"].append(
             f"task {task_id}: first {first} (on {watch.first[task_id][1]} at {watch.first[task_id][2]:.1f} s), "
             f"then {read} on {where} at {when:.1f} s")
@@ -275,16 +279,18 @@ def test_a_replica_cut_off_from_the_database_stops_in_time_and_rewrites_nothing(
                             deadline=DEADLINE, call_log=call_log, host=machines.address(label.lower()),
                             command_prefix=machines.run_in(label.lower())) for label in ("A", "B")]
         a, b = replicas
-        health: list[tuple[float, float, str]] = []  # (since the load started, wall clock, what A's /health said)
+        health: list[tuple[float, float, str]] = []  # (asked, since the load started; asked, wall clock; what
+        #                                              A's /health said)
         stop_health = threading.Event()
 
         def watch_health() -> None:
             while not stop_health.is_set():
+                asked, asked_wall = load.now(), time.time()
                 try:
                     said = str(httpx.get(a.root + "/health", timeout=HEALTH_WITHIN).status_code)
                 except httpx.HTTPError:
                     said = "no answer"
-                health.append((load.now(), time.time(), said))
+                health.append((asked, asked_wall, said))
                 stop_health.wait(0.2)
 
         try:
@@ -318,11 +324,14 @@ def test_a_replica_cut_off_from_the_database_stops_in_time_and_rewrites_nothing(
             said_503 = [(t, wall) for t, wall, said in health if t > cut_at and said == "503"]
             said_ok_after_cut = [t for t, _, said in health if cut_at < t < healed_at and said == "200"]
             plan.events.append((load.now(), f"A's /health: last 200 at {max(said_ok_after_cut, default=cut_at):.1f} "
-                                             f"s, first 503 at {said_503[0][0] if said_503 else 'never'}; its "
+                                             f"s, first 503 asked at {said_503[0][0] if said_503 else 'never'}; its "
                                              f"lease ended {lease_ends - time.time() + load.now():.1f} s"))
+            said_ok_late = [t for t, wall, said in health if wall >= lease_ends and t < healed_at and said == "200"]
+            if said_ok_late:
+                found["A's /health said 200 after its lease ended"].append(f"asked at {said_ok_late}")
             if not said_503 or said_503[0][1] >= lease_ends:
                 found["A's /health did not say 503 before its lease ended"].append(
-                    f"cut at {cut_at:.1f} s, lease ended {lease_ends - time.time() + load.now():.1f} s, first 503: "
+                    f"cut at {cut_at:.1f} s, lease ended {lease_ends - time.time() + load.now():.1f} s, first 503 asked: "
                     f"{said_503[0][0] if said_503 else 'never'}; readings in the cut: "
                     f"{collections.Counter(said for t, _, said in health if cut_at < t < healed_at)}")
             if back_after > LEASE + 5:

@@ -50,7 +50,8 @@ from a2a.server.cluster import VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, SendMessageRequest,
-                       SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState)
+                       SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
+                       TaskStatusUpdateEvent)
 from a2a.utils.errors import (A2AError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
@@ -97,23 +98,53 @@ def _store_away_is_temporary(method):
 
 
 def _store_away_ends_stream(method):
-    """A handler method's stream, which ends with :class:`StoreUnavailableError` should the
-    task store be away (before its first event: the call is refused, as a busy one is)."""
+    """A handler method's stream, should the task store be away: before its first event the
+    call is refused with :class:`StoreUnavailableError`, as a busy one is; after it (the answer's
+    status was sent) the stream ends cleanly with a last status of the task as it stood, whose
+    metadata says why (a note, as the heartbeats are): a client reads the task again or
+    subscribes again, as after any stream that ended before the task did. An error event would
+    be JSON-RPC's internal error, -32603, for the a2a-sdk passes no other code on mid-stream."""
 
     @functools.wraps(method)
     async def stream(self: "BridgeRequestHandler", params, context: ServerCallContext) -> AsyncGenerator:
+        last = None
         try:
             # closed on every way out, its ``finally`` included (a bare async-for, as the SDK's
             # routes iterate, does not close what it iterates)
             async with contextlib.aclosing(method(self, params, context)) as events:
                 async for event in events:
                     yield event
+                    last = event
         except Exception as exc:
             if not store_unavailable(exc):
                 raise
-            await self.refuse_for_now(exc, context)
+            if last is None:
+                await self.refuse_for_now(exc, context)
+            self.availability.failed(exc)
+            yield _stream_cut_short(last)
 
     return stream
+
+
+#: what the last event of a stream that the task store's absence cut short says, in its metadata
+STREAM_CUT_SHORT = ("The task store is unavailable; this stream ends before the task did. Read the task again "
+                    "(GetTask) or subscribe to it again shortly.")
+
+
+def _stream_cut_short(last) -> TaskStatusUpdateEvent:
+    """The status event that ends a stream cut short after ``last`` (a task or one of its events)."""
+    task_id = getattr(last, "id", "") if isinstance(last, Task) else getattr(last, "task_id", "")
+    status = TaskStatus()
+    if isinstance(last, Task):
+        status.state = last.status.state
+    elif isinstance(last, TaskStatusUpdateEvent):
+        status.state = last.status.state
+    else:
+        status.state = TaskState.TASK_STATE_WORKING
+    status.timestamp.GetCurrentTime()
+    event = TaskStatusUpdateEvent(task_id=task_id, context_id=getattr(last, "context_id", ""), status=status)
+    event.metadata.update({"note": STREAM_CUT_SHORT, "storeUnavailable": True})
+    return event
 
 
 class ChosenTaskIds(RequestContextBuilder):

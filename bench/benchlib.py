@@ -492,7 +492,7 @@ def bare_server_main(argv: list[str]) -> None:
         if args.tuned_gc:  # what start-up built frozen, the young collected less often
             import gc
 
-            from ovos_a2a_solver.bridge.process.server import YOUNG_COLLECTION_EVERY
+            from ovos_a2a_solver.bridge.process.one_process import YOUNG_COLLECTION_EVERY
 
             gc.collect()
             gc.freeze()

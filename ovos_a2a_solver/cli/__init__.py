@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = build_parser().parse_args(argv)
     debug = getattr(args, "debug", False)
-    if args.command != "serve" and debug:  # serve sets up its own logs (bridge/process/server.py)
+    if args.command != "serve" and debug:  # serve sets up its own logs (bridge/process/command.py)
         logging.basicConfig(level=logging.DEBUG, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     elif args.command != "serve":  # warnings as notes, never over the wait line
         logging.basicConfig(level=logging.WARNING, handlers=[NoteHandler()])

@@ -3,7 +3,7 @@
 """``serve``: start a bridge, as one process or as ``--workers`` under a supervisor.
 
 It checks what can be checked before the persona loads (:mod:`.startup`), binds the port,
-then serves in this process (:mod:`.server`) or forks the workers (:mod:`.workers`), as
+then serves in this process (:mod:`.one_process`) or forks the workers (:mod:`.workers`), as
 uvicorn's ``main.run`` picks one server or its supervisor: neither of those imports the other.
 """
 from __future__ import annotations
@@ -61,7 +61,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
 
                 supervise(settings, sock, signing_key, ready, verbose)
                 return
-            from ovos_a2a_solver.bridge.process.server import run_bridge
+            from ovos_a2a_solver.bridge.process.one_process import run_bridge
 
             if files:
                 from ovos_a2a_solver.bridge.observe.metrics import metrics_for

@@ -22,6 +22,7 @@ _EXPORTS = {
     "AgentInterface": "ovos_a2a_solver.agent.cards",
     "AgentTaskError": "ovos_a2a_solver.agent.exceptions",
     "IncompleteAnswerError": "ovos_a2a_solver.agent.exceptions",
+    "NoAnswerError": "ovos_a2a_solver.agent.exceptions",
     "CircuitOpenError": "ovos_a2a_solver.agent.exceptions",
     "StillWorkingError": "ovos_a2a_solver.agent.exceptions",
     "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
@@ -40,7 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.conversations.conversation_store import ConversationStore
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
-                                                  IncompleteAnswerError, MissingCredentialError, StillWorkingError)
+                                                  IncompleteAnswerError, MissingCredentialError, NoAnswerError,
+                                                  StillWorkingError)
 
 
 def __getattr__(name: str) -> Any:

@@ -34,7 +34,7 @@ from typing import Any
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
@@ -44,7 +44,8 @@ from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.agent.connection import AgentConnection
 from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
-                                              IncompleteAnswerError, MissingCredentialError, StillWorkingError)
+                                              IncompleteAnswerError, MissingCredentialError, NoAnswerError,
+                                              StillWorkingError)
 from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, agent_answered, connection_lost,
                                                     peer_error, refused_for_good)
 from ovos_a2a_solver.agent.signatures import signature_check
@@ -60,7 +61,7 @@ LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "CardSignatureError", "CircuitOpenError", "Credentials", "IncompleteAnswerError", "MissingCredentialError",
-           "StillWorkingError", "TaskUpdate"]
+           "NoAnswerError", "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,7 @@ class _BaseClient:
                           task_id=(conv.task_id or "") if conv else "")
         if lang:
             message.metadata.update({"lang": lang})  # the user's language (the bridge reads metadata["lang"])
+        answer.asked_id = message.message_id
         connection = self._get_connection()
         self._breaker.before_turn()
         running = _Running(session_id, answer, asyncio.current_task())
@@ -355,7 +357,12 @@ class _BaseClient:
 
         A stream of which nothing could be read (no A2A event of any version) is not asked
         for again from this agent until its card changes: the message goes again, blocking,
-        unless the agent named its task (then that is followed)."""
+        unless the agent named its task (then that is followed).
+
+        A continuation whose reply broke before its first event is looked up (GetTask): when
+        the agent no longer has the task (it restarted, and said so inside a stream it then
+        cut), the task is let go and the message goes again at once as a new task in the same
+        context."""
         answer, attempts = running.answer, self._attempts(connection)
         while True:
             streaming = streaming and connection.streams_readable
@@ -379,6 +386,14 @@ class _BaseClient:
                     async for revision in self._follow(answer):
                         yield revision
                     return
+                if message.task_id and not answer.events and connection_lost(exc) \
+                        and await self._task_gone(message.task_id):
+                    LOG.info("the continuation of task %s broke before its first event (%s), and %s no longer "
+                             "has the task: the message goes as a new task in the same context", message.task_id,
+                             exc, self.base_url)
+                    self._as_new_task(message, running)
+                    conv = self.conversation(running.session_id) if running.session_id is not None else None
+                    continue
                 wait = attempts.next_try(exc, send_again=answer.events == 0)
                 if wait is None:
                     self._after_error(exc, running.session_id, conv)
@@ -402,6 +417,26 @@ class _BaseClient:
             if connection.streams_readable or not streamed:
                 return
             # the message again, blocking: the stream named no task to follow
+
+    async def _task_gone(self, task_id: str) -> bool:
+        """Whether the agent says it has no task ``task_id`` (GetTask answered TaskNotFoundError)."""
+        try:
+            await self._call("get_task", GetTaskRequest(id=task_id))
+        except TaskNotFoundError:
+            return True
+        except A2AError as exc:
+            LOG.debug("task %s could not be looked up at %s: %s", task_id, self.base_url, exc)
+        return False
+
+    def _as_new_task(self, message: Message, running: "_Running") -> None:
+        """Make ``message`` the first of a new task in its context (a new messageId: the agent took
+        nothing of it); the session's open task is let go, and the answer read afresh."""
+        message.task_id = ""
+        message.message_id = uuid.uuid4().hex
+        running.answer.asked_id = message.message_id
+        running.answer.given = {}
+        if running.session_id is not None:
+            self.conversations.forget_task(self.conversation_key, running.session_id)
 
     def _deadline_passed(self, running: "_Running", conv: Conversation | None, message: Message) -> Exception:
         """What a turn whose deadline passed raises: :class:`StillWorkingError` while the agent
@@ -526,9 +561,14 @@ class _BaseClient:
         if earlier is not None and earlier.waiting:
             return earlier.text
         answer = self._assembler(None)
-        async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
-            async for _ in revisions:
-                pass
+        try:
+            async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
+                async for _ in revisions:
+                    pass
+        except NoAnswerError:
+            if earlier is None or not earlier.text.strip():
+                raise
+            return earlier.text  # the earlier task's answer is still said
         return earlier.text + ARTIFACT_SEPARATOR + answer.final_text() if earlier else answer.final_text()
 
     async def _answer_revisions(self, text: str, session_id: str | None,
@@ -588,11 +628,16 @@ class _BaseClient:
 
     def _after_answer(self, answer: AnswerAssembler, session_id: str | None, conv: Conversation | None) -> None:
         context_id = answer.context_id or (conv.context_id if conv else "")
-        outcome = outcome_of(answer.state, answer.message_reply)
+        outcome = outcome_of(answer.state, answer.message_reply, answer.has_words)
         self._record(session_id, outcome, context_id, answer.task_id)
         if outcome is Outcome.ENDED:
-            raise AgentTaskError(ENDED_WITHOUT_ANSWER[answer.state], answer.status_text,
+            raise AgentTaskError(ENDED_WITHOUT_ANSWER[answer.state], answer.ending_reason(),
                                  answer.task_id, context_id)
+        if outcome is Outcome.SILENT:
+            LOG.info("%s gave no answer: neither its artifacts, its status messages nor its history held any "
+                     "text (task %s)", self.base_url, answer.task_id or "none: a message reply")
+            raise NoAnswerError("" if answer.message_reply or answer.state is None else state_name(answer.state),
+                                answer.task_id, context_id)
         if outcome is Outcome.INCOMPLETE:
             state = "unknown" if answer.state is None else state_name(answer.state)
             raise IncompleteAnswerError(f"the agent's reply ended while its task was {state}")

@@ -5,8 +5,9 @@
 Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 ``A2AClientTimeoutError``, ``A2AClientError`` and the protocol errors of
 ``a2a.utils.errors``), plus these: :class:`AgentTaskError` for a task the agent ended without
-an answer, :class:`StillWorkingError` for a turn whose deadline passed while the agent went
-on working, :class:`IncompleteAnswerError` for a reply that ended early,
+an answer, :class:`NoAnswerError` for a turn the agent ended without a word,
+:class:`StillWorkingError` for a turn whose deadline passed while the agent went on working,
+:class:`IncompleteAnswerError` for a reply that ended early,
 :class:`CardSignatureError` for a card whose required signature is not valid,
 :class:`MissingCredentialError` for a card whose security no credential satisfies, and
 :class:`CircuitOpenError` while an agent that failed several turns in a row gets a rest.
@@ -25,6 +26,18 @@ class AgentTaskError(A2AError):
     def __init__(self, state: str, reason: str = "", task_id: str = "", context_id: str = "") -> None:
         self.state, self.reason, self.task_id, self.context_id = state, reason, task_id, context_id
         super().__init__(f"the agent {state} the task" + (f": {reason}" if reason else ""))
+
+
+class NoAnswerError(A2AError):
+    """The agent ended the turn without a word to say: it completed the task, answered with a
+    message or asked back, and neither its artifacts, its status messages nor the task's history
+    held any text. ``state`` is how the task was left ("completed", "input-required", ...; "" for
+    a message reply)."""
+
+    def __init__(self, state: str, task_id: str = "", context_id: str = "") -> None:
+        self.state, self.task_id, self.context_id = state, task_id, context_id
+        what = f"left task {task_id} {state}" if task_id and state else "replied"
+        super().__init__(f"the agent gave no answer: it {what} without any text")
 
 
 class StillWorkingError(A2AClientTimeoutError):

@@ -25,11 +25,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from a2a.types import TaskState
+from a2a.types import Role, TaskState
 
 from ovos_a2a_solver.answers.revisions import Revision
 from ovos_a2a_solver.answers.sentences import sentence_start
-from ovos_a2a_solver.answers.status_answer import StatusAnswer, content as _content
+from ovos_a2a_solver.answers.status_answer import StatusAnswer, content as _content, progress_note
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
@@ -45,18 +45,27 @@ def _joined(tail: str, chunk: str) -> str:
     return chunk
 
 
+def _has_words(parts: Any) -> bool:
+    """Whether any of the parts is text with more than spaces in it."""
+    return any(part.WhichOneof("content") == "text" and not part.text.isspace() and part.text for part in parts)
+
+
 def _text(parts: Any) -> str:
     """The parts as text, joined the way their chunks were streamed (an SDK server aggregates
-    appended chunks into one artifact with a part per chunk). A file, link or data part is
-    described in a short sentence of its own."""
+    appended chunks into one artifact with a part per chunk). A file or link is described in a
+    short sentence of its own; so is a data part, unless the parts have words: data beside words
+    (the schema of the reply a question expects, a call's payload) is for programs, not said."""
     pieces: list[str] = []
     tail = ""
+    words = _has_words(parts)
     for part in parts:
         kind = part.WhichOneof("content")
         if kind == "text":
             if not part.text:
                 continue
             piece = _joined(tail, part.text)
+        elif kind == "data" and words:
+            continue
         else:
             piece = describe_part(part, kind)
             if not piece:
@@ -182,6 +191,8 @@ def _cut(text: str) -> str:
 CUT_KEY = "cut:"
 #: The key of the answer streamed in "working" status messages (and of the artifact that continues it).
 STATUS_ANSWER_KEY = "status:working"
+#: The key of the answer read from the task's history (only when nothing else gave a word).
+HISTORY_KEY = "history"
 
 
 class AnswerAssembler:
@@ -212,6 +223,12 @@ class AnswerAssembler:
         # key -> an artifact's text as the task had it when it last asked the user: a whole artifact
         # that still reads so (a continued task's snapshot repeats them) is not given again
         self.given = given or {}
+        self.asked_id = ""  # the messageId of the user's message this reply answers (its place in a history)
+        # the texts of the task's "working" status messages since that message, in order: those of the
+        # newest task snapshot's history (and its status), then those streamed after it
+        self._status_texts: list[str] = []
+        self._status_chars = 0
+        self._status_working = False   # status_text came with a "working" status (it may be a progress note)
         self._chars = 0     # characters in the pieces now
         self._status_answer = StatusAnswer()
         self._artifact_seen = False   # an agent that answers in artifacts: its status texts are progress
@@ -242,6 +259,7 @@ class AnswerAssembler:
             task = event.task
             self._ids(task.id, task.context_id)
             self._status(task.status)
+            self._take_history(task)
             out = self._release()
             for n, artifact in enumerate(task.artifacts):
                 out += self._artifact(artifact.artifact_id or f"#{n}", artifact.parts, False, False)
@@ -280,28 +298,66 @@ class AnswerAssembler:
                 if text.length >= self._status_length:
                     self._catching_up = None  # caught up: the answer reads the artifact, chunks append
                 return self._replace(key, text.text, last)
+            if append and last and _repeats(self._pieces[key], chunk):
+                return self._replace(key, chunk, last)
         if append and key in self._pieces:
+            if last and _repeats(self._pieces[key], chunk):
+                return self._whole(key, parts, last)  # the whole text again at its last chunk: a replacement
             return self._append(key, chunk, last)
         return self._whole(key, parts, last)
 
     def finish(self) -> list[Revision]:
-        """Revisions still owed at the end: data held back (:meth:`_whole`), and the status message
-        when it is the answer or a question (continuing the answer streamed in status messages
-        when it extends it)."""
-        held = self._release(*self._held)
-        text = self.status_text.strip()
-        if not text or self.state is None or self.cut:
-            return held
+        """Revisions still owed at the end: data held back (:meth:`_whole`); the final status
+        message, as the whole of the answer streamed in status messages when it extends it, as
+        the answer when nothing else gave a word (the task completed), or as the question (the
+        task waits for the user); and, when no answer was said, the answer of the "working"
+        status messages that no later text decided (the last of them, or those a task's history
+        holds: :meth:`status_run`). A progress note is never said."""
+        out = self._release(*self._held)
+        if self.state is None or self.cut:
+            return out
+        completed = self.state == TaskState.TASK_STATE_COMPLETED
         waiting = self.state in WAITING_FOR_USER
-        said = self.final_text() if waiting or self.state == TaskState.TASK_STATE_COMPLETED else ""
+        if not (completed or waiting):
+            return out
+        final = "" if self._status_working else self.status_text.strip()
         streamed = self._pieces.get(STATUS_ANSWER_KEY)
-        if said and streamed is not None and not self._continuing \
-                and _content(text).startswith(_content(streamed.text)):
-            return held + self._replace(STATUS_ANSWER_KEY, text, last=True)
-        answered_by_status = self.state == TaskState.TASK_STATE_COMPLETED and not said.strip()
-        if (waiting and text not in said) or answered_by_status:
-            return held + self._replace("status", text, last=True)
-        return held
+        if streamed is not None and not self._continuing:
+            run = self.status_run()
+            if final and _content(final).startswith(_content(streamed.text)):
+                return out + self._replace(STATUS_ANSWER_KEY, final, last=True)
+            if run and _content(run).startswith(_content(streamed.text)) and len(run) > streamed.length:
+                out += self._replace(STATUS_ANSWER_KEY, run, last=True)  # texts only a snapshot brought
+        if final and completed and not self.has_words:
+            return out + self._replace("status", final, last=True)
+        if not self.has_words:
+            out += self._replace(HISTORY_KEY, self.status_run(), last=True)
+        if final and waiting and final not in self.final_text():
+            out += self._replace("status", final, last=True)
+        return out
+
+    @property
+    def has_words(self) -> bool:
+        """Whether the answer so far has anything to say (more than spaces)."""
+        return any(piece.length and not piece.text.isspace() for piece in self._pieces.values())
+
+    def status_run(self) -> str:
+        """The answer the task's "working" status messages hold (those streamed, and those an
+        a2a-sdk server moved into the task's history, which a blocking reply carries), read by
+        the rule of ``answers.status_answer``: the run of texts that extend or continue each
+        other, or else the last text unless it is a progress note. A blocking reply thus says
+        what the stream of the same task would have said."""
+        reading = StatusAnswer()
+        for text in self._status_texts:
+            reading.add(text)
+        if not reading.answer and progress_note(reading.text):
+            return ""
+        return reading.text.strip()
+
+    def ending_reason(self) -> str:
+        """The agent's words for a task it failed, rejected or canceled: its status message, or
+        else the last of its messages in the task's history."""
+        return self.status_text or (self._status_texts[-1].strip() if self._status_texts else "")
 
     def final_text(self) -> str:
         """The whole answer as the agent has it now: each piece's text, in order."""
@@ -345,7 +401,7 @@ class AnswerAssembler:
     def artifact_texts(self) -> dict[str, str]:
         """Each artifact's text as the agent has it now (the :attr:`given` of the task's next turn)."""
         return {key: self._asked.get(key, piece.text) for key, piece in self._pieces.items()
-                if key != "status" and not key.startswith(("message:", CUT_KEY))}
+                if key not in ("status", HISTORY_KEY) and not key.startswith(("message:", CUT_KEY))}
 
     def _whole(self, key: str, parts: Any, last: bool = False) -> list[Revision]:
         """A whole artifact (none, when it reads as :attr:`given`). One made only of data that
@@ -394,6 +450,32 @@ class AnswerAssembler:
         self.task_id = task_id or self.task_id
         self.context_id = context_id or self.context_id
 
+    def _take_history(self, task: Any) -> None:
+        """Take the "working" texts of a task snapshot: those of its history that follow the
+        user's message (:attr:`asked_id`, or else the user's last message), and its status
+        message while it works; up to ``max_chars`` characters (see :meth:`status_run`)."""
+        history = task.history
+        start = None
+        for index in range(len(history) - 1, -1, -1):
+            if self.asked_id and history[index].message_id == self.asked_id:
+                start = index + 1
+                break
+        if start is None:  # the history does not hold the message: the agent's texts after the user's last
+            start = next((index + 1 for index in range(len(history) - 1, -1, -1)
+                          if history[index].role == Role.ROLE_USER), 0)
+        messages = [message for message in history[start:] if message.role == Role.ROLE_AGENT]
+        if task.status.state == TaskState.TASK_STATE_WORKING and task.status.HasField("message"):
+            messages.append(task.status.message)
+        texts, chars = [], 0
+        for message in messages:
+            if not _read_as_text(message.parts):
+                continue
+            texts.append(_text(message.parts))
+            chars += len(texts[-1])
+            if self.max_chars is not None and chars > self.max_chars:
+                break
+        self._status_texts, self._status_chars = texts, chars
+
     def _status(self, status: Any, streamed: bool = False) -> list[Revision]:
         """Take a status; a "working" one of a stream may carry the answer as it grows
         (``answers.status_answer``), until an artifact came."""
@@ -404,10 +486,18 @@ class AnswerAssembler:
         text = _text(status.message.parts)
         if not text:
             return []
-        self.status_text = text if self.max_chars is None else text[:self.max_chars]
-        if status.state != TaskState.TASK_STATE_WORKING:
+        working = status.state == TaskState.TASK_STATE_WORKING
+        if working and not _read_as_text(status.message.parts):
+            self.progress = text  # data or files alone: progress, never the answer
             return []
-        if streamed and not self._artifact_seen and _only_text(status.message.parts):
+        self.status_text = text if self.max_chars is None else text[:self.max_chars]
+        self._status_working = working
+        if not working:
+            return []
+        if streamed and (self.max_chars is None or self._status_chars <= self.max_chars):
+            self._status_texts.append(self.status_text)  # held up to max_chars, as the history is
+            self._status_chars += len(self.status_text)
+        if streamed and not self._artifact_seen:
             change = self._status_answer.add(text)
             if self._status_answer.answer:
                 if change is None:
@@ -420,8 +510,16 @@ class AnswerAssembler:
         return []
 
 
-def _only_text(parts: Any) -> bool:
-    return all(part.WhichOneof("content") == "text" for part in parts)
+def _read_as_text(parts: Any) -> bool:
+    """Whether a status message may carry the answer: words, and beside them only data (not said)."""
+    return _has_words(parts) and all(part.WhichOneof("content") in ("text", "data") for part in parts)
+
+
+def _repeats(piece: "_Piece", chunk: str) -> bool:
+    """Whether an appended ``chunk`` is the piece's whole text again (spaces aside), as some
+    agents send the whole answer once more in the chunk that closes it."""
+    said = _content(piece.text)
+    return bool(said) and _content(chunk).startswith(said)
 
 
 def _after_content(text: str, count: int) -> int:

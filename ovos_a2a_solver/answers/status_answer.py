@@ -35,6 +35,11 @@ def content(text: str) -> str:
     return "".join(text.split())
 
 
+def progress_note(text: str) -> bool:
+    """Whether ``text`` reads as a progress note whatever follows it: it ends in an ellipsis."""
+    return text.rstrip().endswith(_ELLIPSIS)
+
+
 def _continues(text: str, chunk: str) -> bool:
     """Whether ``chunk`` reads as the next piece of ``text``, not as a new note in its place."""
     end = text.rstrip()

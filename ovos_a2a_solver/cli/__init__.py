@@ -35,7 +35,7 @@ from ovos_a2a_solver.bridge.process.command import add_arguments as add_serve_ar
 from ovos_a2a_solver.cli.agents import agent_url, credentials_for
 from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_discover, cmd_health, cmd_send,
                                           cmd_serve, cmd_status, cmd_tasks)
-from ovos_a2a_solver.cli.failures import (missing_credential, one_line, still_working_hint, unauthorized,
+from ovos_a2a_solver.cli.failures import (missing_credential, no_answer, one_line, still_working_hint, unauthorized,
                                           unknown_task, unreachable)
 from ovos_a2a_solver.cli.output import CommandError, NoteHandler, Output
 from ovos_a2a_solver.cli.store import add_store_arguments
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             if debug:
                 raise
             message = (unauthorized(exc, args) or missing_credential(exc) or unreachable(exc, args)
-                       or unknown_task(exc, args) or one_line(exc) + still_working_hint(exc, args))
+                       or unknown_task(exc, args) or no_answer(exc) or one_line(exc) + still_working_hint(exc, args))
             print(f"ovos-a2a: {message}", file=sys.stderr)
             return exc.status if isinstance(exc, CommandError) else (2 if isinstance(exc, ValueError) else 1)
     except BrokenPipeError:  # the reader went away (| head): stop quietly, as Unix tools do

@@ -47,6 +47,13 @@ def missing_credential(exc: BaseException) -> str | None:
             f"OAuth2 client credentials (--oauth2-token-origin for a token endpoint on another origin)")
 
 
+def no_answer(exc: BaseException) -> str | None:
+    """For a turn the agent ended without a word: its words, without the error's name."""
+    from ovos_a2a_solver.agent.exceptions import NoAnswerError
+
+    return str(exc) if isinstance(exc, NoAnswerError) else None
+
+
 def _causes(exc: BaseException):
     """``exc`` and the exceptions it was raised from, outermost first."""
     seen = set()

@@ -29,6 +29,7 @@ class Outcome(enum.Enum):
     STILL_WORKING = "still working"  # the deadline passed while the named task worked on
     UNNAMED = "unnamed"              # the deadline passed before the agent named the message's task
     INCOMPLETE = "incomplete"        # the reply ended while the task was still running
+    SILENT = "silent"                # the agent completed, replied or asked back without a word
 
 
 class Kept(enum.Enum):
@@ -50,6 +51,7 @@ KEPT = {
     Outcome.STILL_WORKING: Kept.PENDING_TASK,
     Outcome.UNNAMED: Kept.PENDING_MESSAGE,
     Outcome.INCOMPLETE: Kept.CONTEXT,
+    Outcome.SILENT: Kept.CONTEXT,  # a task that asked back without a word is let go: the next utterance is heard
 }
 
 
@@ -76,13 +78,14 @@ ENDED_WITHOUT_ANSWER = {
 }
 
 
-def outcome_of(state: int | None, message_reply: bool) -> Outcome:
+def outcome_of(state: int | None, message_reply: bool, has_words: bool = True) -> Outcome:
     """The outcome of a reply that ended: its task's last ``state``; ``message_reply``: the
-    agent answered with a message instead of a task."""
-    if message_reply or state in ANSWERED:
-        return Outcome.ANSWERED
-    if state in WAITING_FOR_USER:
-        return Outcome.WAITING
+    agent answered with a message instead of a task; ``has_words``: the reply gave something
+    to say (an answer or a question)."""
+    if message_reply or state in ANSWERED or state in WAITING_FOR_USER:
+        if not has_words:
+            return Outcome.SILENT
+        return Outcome.WAITING if state in WAITING_FOR_USER and not message_reply else Outcome.ANSWERED
     if state in ENDED_WITHOUT_ANSWER:
         return Outcome.ENDED
     return Outcome.INCOMPLETE

@@ -66,6 +66,21 @@ Streaming shapes (about 30 ms between events):
   data-question    INPUT_REQUIRED with no status message, its question "which city?" only in an
                    "Interrupt" artifact of data {"id", "value"} (as LangGraph sends an interrupt);
                    follow-up -> "continued[ctx]: TEXT"
+Answers in odd places, or none:
+  history-answer   the answer of status-delta (its notes first) in "working" status messages, then COMPLETED
+                   with no artifact and no status message: the final task holds the answer only in its history
+  history-question a "working" status message "Sorry, the weather service is down.", then INPUT_REQUIRED
+                   with no message (the text only in the task's history); follow-up -> "continued[ctx]: TEXT"
+  wordless         COMPLETED with an artifact and a status message of empty parts (a model that raised);
+                   "ask": INPUT_REQUIRED without a word anywhere; "hello": "heard[ctx]: hello";
+                   follow-up -> "continued[ctx]: TEXT"
+  schema-question  INPUT_REQUIRED "Which city do you mean?" in a status message that also holds a data part
+                   (the suspended call's payload and the JSON schema of the reply); follow-up ->
+                   "continued[ctx]: TEXT"
+  forgetful        "login": INPUT_REQUIRED "password?", follow-up -> "logged in"; anything else ->
+                   "new task[ctx]: TEXT". A streamed continuation of a task it does not have (after
+                   /_admin/forget) opens its SSE response, then breaks it with "Task not found" inside
+                   (see ForgetfulStream)
   fasta2a, fasta2a-rest, fasta2a-v03, fasta2a-stream, fasta2a-stream-rest, fasta2a-stream-v03
                    echo after 0.2 s submitted and 0.2 s working, as pydantic-ai's fasta2a answers (see
                    bent_wire.Fasta2aLike): status timestamps without a zone, and SendMessage answered at
@@ -667,6 +682,71 @@ async def data_question(turn: Turn) -> None:
     await turn.updater.requires_input()
 
 
+async def history_answer(turn: Turn) -> None:
+    """The answer of status-delta in "working" status messages, then completed without an artifact
+    or a status message: an a2a-sdk server moves each status message into the task's history."""
+    await turn.open()
+    for text in STATUS_SHAPES['status-delta']:
+        await turn.updater.update_status(TaskState.TASK_STATE_WORKING, turn.msg(text))
+        await pause()
+    await turn.updater.complete()
+
+
+async def history_question(turn: Turn) -> None:
+    """Its error text in a "working" status message, then input-required without a message."""
+    await turn.open()
+    if turn.is_followup:
+        return await turn.answer(f'continued[{turn.context_id}]: {turn.text}')
+    await turn.updater.update_status(TaskState.TASK_STATE_WORKING, turn.msg('Sorry, the weather service is down.'))
+    await pause()
+    await turn.updater.requires_input()
+
+
+async def wordless(turn: Turn) -> None:
+    """Completed with an empty artifact and an empty status message; "ask" asks without a word."""
+    await turn.open()
+    if turn.is_followup:
+        return await turn.answer(f'continued[{turn.context_id}]: {turn.text}')
+    if turn.text == 'hello':
+        return await turn.answer(f'heard[{turn.context_id}]: {turn.text}')
+    await turn.updater.start_work()
+    if turn.text == 'ask':
+        return await turn.updater.requires_input()
+    await turn.updater.add_artifact([Part(text='')], artifact_id='answer', name='answer')
+    await turn.updater.complete(turn.msg(''))
+
+
+SCHEMA_QUESTION = 'Which city do you mean?'
+
+
+async def schema_question(turn: Turn) -> None:
+    """Asks in a status message whose data part holds the suspended call and the reply's schema."""
+    from google.protobuf import struct_pb2
+
+    await turn.open()
+    if turn.is_followup:
+        return await turn.answer(f'continued[{turn.context_id}]: {turn.text}')
+    data = struct_pb2.Value()
+    data.struct_value.update({
+        'resumeSchema': {'$schema': 'http://json-schema.org/draft-07/schema#', 'type': 'object',
+                         'properties': {'city': {'type': 'string'}}, 'required': ['city']},
+        'suspendPayload': {'tool': 'weather', 'callId': 'c-1', 'reason': 'ambiguous city',
+                           'candidates': ['Paris, France', 'Paris, Texas'], 'asked': SCHEMA_QUESTION},
+    })
+    question = turn.updater.new_agent_message([Part(text=SCHEMA_QUESTION), Part(data=data)])
+    await turn.updater.requires_input(question)
+
+
+async def forgetful(turn: Turn) -> None:
+    """"login" asks for a password; the follow-up logs in; anything else is a new task's answer."""
+    await turn.open()
+    if turn.is_followup:
+        return await turn.answer('logged in')
+    if turn.text.strip() == 'login':
+        return await turn.updater.requires_input(turn.msg('password?'))
+    await turn.answer(f'new task[{turn.context_id}]: {turn.text}')
+
+
 async def slow_echo(turn: Turn) -> None:
     """Echo after 0.2 s submitted and 0.2 s working."""
     await turn.open()
@@ -875,6 +955,15 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
                   stream_chunks, bindings=(JSONRPC_1,)),
         AgentSpec('data-question', 'Asks which city only in an Interrupt data artifact.', data_question,
                   bindings=(JSONRPC_1,)),
+        AgentSpec('history-answer', 'Answers in working status messages only: the answer ends in the history.',
+                  history_answer),
+        AgentSpec('history-question', 'Says its error in a working status message, then asks without one.',
+                  history_question),
+        AgentSpec('wordless', 'Completes without a word (an empty artifact and status message).', wordless,
+                  ('go', 'ask', 'hello')),
+        AgentSpec('schema-question', 'Asks which city beside the data of the reply it expects.', schema_question),
+        AgentSpec('forgetful', 'Cuts the stream of a continuation of a task it forgot.', forgetful,
+                  ('login', 'hello'), bindings=(JSONRPC_1,)),
         *(AgentSpec(f'fasta2a{kind}{binding}', 'Echo with timestamps without a zone; ignores blocking.', slow_echo,
                     bindings=(FASTA2A_BINDINGS[binding],), streaming=bool(kind))
           for kind in ('', '-stream') for binding in FASTA2A_BINDINGS),
@@ -1284,6 +1373,46 @@ class CutStream:
         await self.app(scope, replaying(body, receive), cutting)
 
 
+class ForgetfulStream:
+    """Under /forgetful, a SendStreamingMessage the agent answers with an error (the a2a-sdk
+    says "Task not found" for a continuation of a task it does not have) opens its SSE response
+    all the same, then breaks it: the error is raised inside the stream, and the connection is
+    dropped mid-body before any event, as a restarted agent of another framework was seen to do."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope['type'] != 'http' or scope['method'] != 'POST' or not scope['path'].startswith('/forgetful'):
+            return await self.app(scope, receive, send)
+        body = await request_body(receive)
+        streaming = False
+        with contextlib.suppress(ValueError, KeyError, TypeError, AttributeError):
+            streaming = json.loads(body)['method'] == 'SendStreamingMessage'
+        held: dict = {}  # the response's start, held until its body says whether it is an error
+
+        async def breaking(message):
+            if not streaming:
+                return await send(message)
+            if message['type'] == 'http.response.start':
+                held.update(message)
+                return
+            if held:
+                start = dict(held)
+                held.clear()
+                if re.search(rb'"error".*Task .*not found', message.get('body', b'')):
+                    headers = [(k, v) for k, v in start['headers']
+                               if k.lower() not in (b'content-type', b'content-length')]
+                    headers.append((b'content-type', b'text/event-stream'))
+                    await send({**start, 'status': 200, 'headers': headers})
+                    await send({'type': 'http.response.body', 'body': b': stream opened\n\n', 'more_body': True})
+                    raise RuntimeError('Task not found (raised inside the stream, test agent)')
+                await send(start)
+            await send(message)
+
+        await self.app(scope, replaying(body, receive), breaking)
+
+
 def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
     """Whether request headers (lower-case names) carry the credential of one scheme."""
     authorization = headers.get('authorization', '')
@@ -1477,6 +1606,7 @@ def build_app(specs: list[AgentSpec], obs: Observations, base: str, grpc_server,
     app = SchemeGuard(app, specs, obs)
     app = Fasta2aLike(LangGraphShapes(app, obs.calls), obs.calls)
     app = CutStream(app)
+    app = ForgetfulStream(app)
     app = JsSdkErrors(app)
     app = Flaky(app, obs)
     return RequestRecorder(app, obs)

@@ -107,7 +107,8 @@ def analyse_stream(s: dict, heartbeat: float) -> dict:
                 a["first_hb_late_s"] = ts - accepted_ts - heartbeat
             prev = (arrival, ts)
         else:
-            if update and text.startswith("Message accepted") and status.get("timestamp"):
+            accepted = text or (update.get("metadata") or {}).get("note", "") if update else ""
+            if accepted.startswith("Message accepted") and status.get("timestamp"):
                 accepted_ts = _iso(status["timestamp"])
             prev = None
     return a

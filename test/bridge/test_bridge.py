@@ -401,17 +401,18 @@ def test_stream_order_chunks_heartbeats_and_completion(echo_bridge):
     assert all(s.task_id == task_id for s in statuses) and all(a.task_id == task_id for a in artifacts)
 
     # artifact chunks: the first starts the artifact, the rest append, each sentence as it is said (1.5 s
-    # apart: none waits for the next); the artifact then closes with its whole text, the only last chunk
+    # apart: none waits for the next); the artifact then closes with an empty chunk, the only last chunk,
+    # and the completed status repeats the whole answer
     assert len(artifacts) == 6
     assert artifacts[0].append is False
-    assert all(a.append is True for a in artifacts[1:5])
+    assert all(a.append is True for a in artifacts[1:])
     closing = artifacts[-1]
-    assert closing.last_chunk is True and closing.append is False
+    assert closing.last_chunk is True and "".join(p.text for p in closing.artifact.parts) == ""
     assert not any(a.last_chunk for a in artifacts[:-1])
     assert len({a.artifact.artifact_id for a in artifacts}) == 1
-    text = "".join(p.text for a in artifacts[:5] for p in a.artifact.parts)
+    text = "".join(p.text for a in artifacts for p in a.artifact.parts)
     assert text == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
-    assert "".join(p.text for p in closing.artifact.parts) == text
+    assert proto_status_text(statuses[-1].status) == text
 
     # heartbeats while the backend is quiet
     working = statuses[:-1]

@@ -1,6 +1,8 @@
-"""Interop with google-adk: a deterministic ADK agent published with ADK's own A2A helper
-(``to_a2a``, test/support/peers/adk_agent.py), in a venv of its own (test/support/interop.py), asked through
-this plugin's client and its ChatEngine.
+"""Interop with google-adk, in a venv of its own (test/support/interop.py):
+
+* a deterministic ADK agent published with ADK's own A2A helper (``to_a2a``,
+  test/support/peers/adk_agent.py), asked through this plugin's client and its ChatEngine;
+* ADK's ``RemoteA2aAgent`` (test/support/peers/adk_client.py) asking the bridge.
 
 ADK's default executor sends the streamed text of its partial events as WORKING status
 messages, then the whole answer as one more, and as an artifact, at the end. The client reads
@@ -18,7 +20,8 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AClient
 
-from support.interop import ADK_MIN_PYTHON, AdkAgentProcess
+from support.bridge_process import BridgeProcess
+from support.interop import ADK_MIN_PYTHON, AdkAgentProcess, run_adk_client
 
 pytestmark = [
     pytest.mark.timeout(900),  # the first run builds the ADK venv
@@ -131,3 +134,27 @@ def test_the_chat_engine_answers_a_persona_turn_through_adk(agents, executor, mo
     assert said == whole_answer("the weather")
     spoken = list(persona.stream([AgentMessage(role=MessageRole.USER, content="the tides")], session))
     assert spoken == sentences("the tides", turn=2)
+
+
+# ADK's RemoteA2aAgent asking the bridge
+
+BRIDGE_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+
+
+@pytest.fixture(scope="module")
+def bridge():
+    with BridgeProcess() as process:
+        yield process
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
+def test_adk_keeps_the_bridges_answer_whole_and_once_at_either_pace(bridge, streaming):
+    """Sentences 0.02 s apart and 0.4 s apart (more than the 0.25 s a sentence was once held
+    back): what ADK keeps of the reply (what a parent agent's model sees) and its final text are
+    the whole answer, once; the partial events stream it, each sentence once."""
+    turns = run_adk_client(bridge.card_url, "slow:0.02", "slow:0.4", "hello", streaming=streaming)
+    assert [t["errors"] for t in turns] == [[], [], []]
+    assert [t["kept"] for t in turns] == [[BRIDGE_ANSWER], [BRIDGE_ANSWER], ["echo: hello"]]
+    assert [t["final"] for t in turns] == [BRIDGE_ANSWER, BRIDGE_ANSWER, "echo: hello"]
+    if streaming:
+        assert ["".join(t["partial"]) for t in turns] == [BRIDGE_ANSWER, BRIDGE_ANSWER, "echo: hello"]

@@ -207,8 +207,19 @@ def test_the_js_client_asks_the_bridge(bridge, sdk, transport):
 def test_the_js_client_streams_from_the_bridge(bridge, sdk, transport):
     turns = run_js_client(sdk, bridge.card_url, transport, "slow:0.05", "ask:which city?", "lisbon",
                           stream=True)
-    assert turns[0]["chunks"] == ["Sentence 1.", " Sentence 2.", " Sentence 3.", " Sentence 4.", " Sentence 5."]
+    assert turns[0]["chunks"] == ["Sentence 1.", " Sentence 2.", " Sentence 3.", " Sentence 4.", " Sentence 5.", ""]
     assert [t["answer"] for t in turns[1:]] == ["which city?", "echo: lisbon"]
     assert [t["state"] for t in turns] == ["completed", "input-required", "completed"]
     assert {t["contextId"] for t in turns} == {turns[0]["contextId"]}
     assert turns[2]["taskId"] == turns[1]["taskId"]
+
+
+@BRIDGE_BINDINGS
+@pytest.mark.parametrize("pace", ["slow:0.02", "slow:0.4"], ids=["together", "apart"])
+def test_the_js_client_reads_the_bridges_answer_once_whether_it_honours_append_or_not(bridge, sdk, transport, pace):
+    """Sentences close together and further apart than 0.25 s: the chunks concatenated (append
+    ignored) and the artifact with append honoured are the answer once; no working status says
+    anything (the notes are metadata)."""
+    (turn,) = run_js_client(sdk, bridge.card_url, transport, pace, stream=True)
+    whole = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+    assert (turn["state"], turn["answer"], turn["applied"], turn["statusTexts"]) == ("completed", whole, whole, [])

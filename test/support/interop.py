@@ -34,6 +34,7 @@ LEGACY_CLIENT_SCRIPT = HERE / "legacy" / "v03_client.py"
 #: where the peer scripts find ``port0_server`` (given to them as PYTHONPATH)
 PEERS_DIR = HERE / "peers"
 ADK_AGENT_SCRIPT = PEERS_DIR / "adk_agent.py"
+ADK_CLIENT_SCRIPT = PEERS_DIR / "adk_client.py"
 
 _READY_MARKER = ".ovos-a2a-ready"
 _PIP_TIMEOUT = 900  # seconds for the whole pip install
@@ -412,6 +413,18 @@ class AdkAgentProcess(PeerAgentProcess):
     def __init__(self, executor: str = "default", python: Optional[str] = None,
                  startup_timeout: float = 30.0) -> None:
         super().__init__("--executor", executor, python=python, startup_timeout=startup_timeout)
+
+
+def run_adk_client(card_url: str, *texts: str, streaming: bool = True, timeout: float = 120.0) -> List[dict]:
+    """Send ``texts`` in one ADK session through google-adk's ``RemoteA2aAgent``
+    (``test/support/peers/adk_client.py``): one dict per text, as the script prints it (what ADK
+    kept of the remote agent's reply, its final text, its partial texts). A failing client raises
+    ``AssertionError`` with its output."""
+    command = [adk_python(), str(ADK_CLIENT_SCRIPT), card_url, *([] if streaming else ["--blocking"]), *texts]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert out.returncode == 0, f"$ {' '.join(command)}\n-> exit {out.returncode}\n{out.stdout}{out.stderr}"
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
 # ---------------------------------------------------------------------------

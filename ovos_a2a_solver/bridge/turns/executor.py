@@ -3,13 +3,15 @@
 """The AgentExecutor: one A2A message -> one persona turn -> task events.
 
 Each sentence becomes an appended chunk of one ``answer`` artifact as soon as the
-persona says the next one or ends (one sentence is held back, so the last chunk carries
-``lastChunk``; the artifact's parts joined with "" are the answer's text). A backend's
-typed outputs (``backends``) become artifacts of their own, a message reply, or the
-task's end (``rejected``, ``completed`` with the agent's message). While the
-persona is quiet a ``working`` status update goes out every ``heartbeat`` seconds, its
-metadata ``{"heartbeat": seconds, "note": "Still working (N s)."}`` (no message, so the
-task's history does not fill with them). Every ending
+persona says it; the artifact is closed by an empty last chunk, and the ``completed``
+status repeats the whole answer as its message (see :class:`AnswerArtifact` for why). A
+backend's typed outputs (``backends``) become artifacts of their own, a message reply, or
+the task's end (``rejected``, ``completed`` with the agent's message). Notes are never
+text: the ``working`` status that says the message was accepted has no message, only
+metadata ``{"note": ...}``, and while the persona is quiet a ``working`` status update goes
+out every ``heartbeat`` seconds, its metadata ``{"heartbeat": seconds, "note": "Still
+working (N s)."}`` (no message either, so no client reads a note as answer and the task's
+history does not fill with them). Every ending
 is a task state, never a protocol error: ``completed``; ``failed`` with the reason;
 ``input-required`` when the persona asks back; ``canceled`` only for work that stopped.
 When the per-message ``deadline`` passes, the task stays ``working`` with a message that
@@ -22,7 +24,6 @@ import enum
 import hashlib
 import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -53,10 +54,10 @@ from ovos_a2a_solver.states import state_name
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ANSWER_ARTIFACT = "answer"
-#: the longest a sentence waits for the next one before it goes out (without ``lastChunk``)
-HOLD_BACK = 0.25
-#: what ``_paced`` gives when a held sentence waited :data:`HOLD_BACK` seconds
-HELD_TOO_LONG = object()
+#: the ``note`` of the ``working`` status that starts a streamed or polled task (metadata, never a message)
+ACCEPTED_NOTE = "Message accepted; the persona is working on it."
+#: message-metadata key of the ``completed`` status that repeats the answer: the artifact it repeats
+REPEATS = "repeats"
 #: how long a finished turn waits for the a2a-sdk to store its end before it lets go of its message
 END_STORED_WITHIN = 5.0
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
@@ -163,8 +164,8 @@ class PersonaExecutor(AgentExecutor):
                 ended_as = "circuit_open"
                 return
             chunked = not blocking
-            if chunked:  # a blocking caller sees only the end; others see the work start
-                await updater.start_work(_agent_message("Message accepted; the persona is working on it."))
+            if chunked:  # a blocking caller sees only the end; others see the work start (a note, not text)
+                await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={"note": ACCEPTED_NOTE})
             session = persona_session(owner, task.context_id)
             retries = self.settings.backend_retries
             for attempt in range(retries + 1):
@@ -235,10 +236,7 @@ class PersonaExecutor(AgentExecutor):
         ``retry``: a failure before anything was said is not written but returned as RETRY.
         """
         writer = TaskWriter(updater, chunked, retry)
-        async for event in self._paced(turn, updater, first, lambda: writer.answer.holding):
-            if event is HELD_TOO_LONG:
-                await writer.answer.flush()
-                continue
+        async for event in self._paced(turn, updater, first):
             if event is None:  # the deadline passed
                 await writer.answer.flush()
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
@@ -250,13 +248,11 @@ class PersonaExecutor(AgentExecutor):
                 return end
         raise AssertionError("a turn's events end with the deadline or an ending event")  # pragma: no cover
 
-    async def _paced(self, turn: Turn, updater: TaskUpdater, first: TurnEvent | None,
-                     holding=lambda: False) -> AsyncIterator[TurnEvent | None | object]:
+    async def _paced(self, turn: Turn, updater: TaskUpdater,
+                     first: TurnEvent | None) -> AsyncIterator[TurnEvent | None]:
         """The turn's events (``first`` first) as they come; while none comes, a heartbeat on
         the task every ``heartbeat`` seconds (no message, so it never piles up in the
-        history); :data:`HELD_TOO_LONG` once a sentence was held back (``holding()``) for
-        :data:`HOLD_BACK` seconds with nothing after it; ``None`` once the turn's
-        ``deadline`` passed, and then nothing more."""
+        history); ``None`` once the turn's ``deadline`` passed, and then nothing more."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.deadline
@@ -270,15 +266,11 @@ class PersonaExecutor(AgentExecutor):
             if not turn.events.empty():  # said already: no timer to arm
                 yield turn.events.get_nowait()
                 continue
-            held = holding()
-            wait = min(self.settings.heartbeat, deadline - now, HOLD_BACK if held else math.inf)
+            wait = min(self.settings.heartbeat, deadline - now)
             try:
                 async with asyncio.timeout(wait):  # no task per wait, as wait_for makes
                     event = await turn.events.get()
             except TimeoutError:
-                if held and holding():
-                    yield HELD_TOO_LONG
-                    continue
                 if loop.time() < deadline:
                     elapsed = round(loop.time() - started)
                     await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
@@ -370,7 +362,7 @@ class TaskWriter:
         if kind is TurnEventKind.DONE:
             if answer.said or self.outputs:
                 await answer.close()
-                await updater.complete()
+                await updater.complete(answer.repeated())
                 return RelayEnd.ANSWERED
             await updater.failed(_agent_message("The persona had no answer."))
             return RelayEnd.NO_ANSWER
@@ -405,14 +397,23 @@ class TaskWriter:
 class AnswerArtifact:
     """The ``answer`` artifact of one turn: chunk by chunk, or whole at the end.
 
-    Chunks: the first sentence, then " " + each next one; the parts joined with "" are the
-    answer's text. Each sentence is held back until the next one comes or the turn ends,
-    so the last chunk carries ``lastChunk`` and no chunk is ever empty, but never longer
-    than :data:`HOLD_BACK`: a persona that pauses between sentences is heard as it speaks.
-    When the held sentence went out that way and the turn then ends, the artifact is closed
-    by its whole text again, marked ``lastChunk`` (a replacement, ``append`` false: a
-    client that applies the chunks reads the same text). When the turn is given up
-    (deadline, shutdown, stop) the held sentence goes out without ``lastChunk``.
+    Chunks (streaming and polling callers): each sentence goes out as it is said, the
+    first with ``append`` false, then " " + each next one appended; the parts joined with
+    "" are the answer's text. The artifact is closed by one more chunk that adds nothing
+    (an empty text part, ``append`` true, ``lastChunk``), and the ``completed`` status then
+    repeats the whole answer as its message (:meth:`repeated`, marked ``{"repeats":
+    "answer"}``). So every kind of client reassembles the answer once:
+
+    * one that applies ``append`` reads the artifact whole, as one that concatenates every
+      chunk's text ignoring ``append`` does: no chunk rewrites the artifact;
+    * ADK's ``RemoteA2aAgent`` keeps only events that are not partial, and an artifact
+      chunk is partial unless it is the last one: an empty last chunk gives it nothing, and
+      it keeps the ``completed`` status's message, the whole answer (a last chunk that
+      carried the last sentence would be all it kept; one that carried the whole text again
+      would be said twice by clients that ignore ``append``);
+    * a blocking call sees the task at its end: the artifact whole, in one part.
+
+    When the turn is given up (deadline, shutdown, stop) the artifact is left open.
     """
 
     def __init__(self, updater: TaskUpdater, chunked: bool) -> None:
@@ -421,37 +422,44 @@ class AnswerArtifact:
         self._written = 0   # sentences already in the artifact
         self._closed = False
 
-    @property
-    def holding(self) -> bool:
-        """Whether a sentence is held back, waiting for the next one or the end."""
-        return self.chunked and len(self.said) > self._written
-
     async def add(self, sentence: str) -> None:
-        if self.chunked and len(self.said) > self._written:  # the held-back sentence goes out now
-            await self.flush()
         self.said.append(sentence)
+        if self.chunked:
+            await self.flush()
 
     async def flush(self) -> None:
         """Write the sentences not written yet, as one chunk (the artifact stays open)."""
-        await self._write_rest(last=False)
-
-    async def close(self) -> None:
-        """Write the rest, marked as the artifact's last chunk."""
-        await self._write_rest(last=True)
-
-    async def _write_rest(self, last: bool) -> None:
-        if last and self._written == len(self.said) and self._written and not self._closed:
-            self._closed = True  # everything went out without lastChunk: close it with the whole
-            await self.updater.add_artifact([Part(text=" ".join(self.said))], artifact_id=ANSWER_ARTIFACT,
-                                            name=ANSWER_ARTIFACT, append=False, last_chunk=True)
-            return
-        self._closed = self._closed or last
         if self._written < len(self.said):
             text = " ".join(self.said[self._written:])
             first = self._written == 0
             self._written = len(self.said)
             await self.updater.add_artifact([Part(text=text if first else " " + text)], artifact_id=ANSWER_ARTIFACT,
-                                            name=ANSWER_ARTIFACT, append=not first, last_chunk=last)
+                                            name=ANSWER_ARTIFACT, append=not first)
+
+    async def close(self) -> None:
+        """Write the rest and close the artifact: whole in one chunk when nothing went out
+        yet, else by an empty last chunk."""
+        if self._closed or not self.said:
+            return
+        self._closed = True
+        if self._written == 0:
+            self._written = len(self.said)
+            await self.updater.add_artifact([Part(text=" ".join(self.said))], artifact_id=ANSWER_ARTIFACT,
+                                            name=ANSWER_ARTIFACT, append=False, last_chunk=True)
+            return
+        await self.flush()
+        await self.updater.add_artifact([Part(text="")], artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
+                                        append=True, last_chunk=True)
+
+    def repeated(self) -> Message | None:
+        """The message of the ``completed`` status of a streamed answer: its whole text, marked
+        as repeating the artifact; ``None`` when the answer was not streamed (a blocking call
+        reads the artifact) or nothing was said."""
+        if not self.chunked or not self.said:
+            return None
+        message = _agent_message(" ".join(self.said))
+        message.metadata[REPEATS] = ANSWER_ARTIFACT
+        return message
 
 
 def whole_answer(events: list[TurnEvent]) -> str | None:

@@ -21,14 +21,21 @@ converse(async (cardUrl, transport) => {
     const message = { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }], contextId, taskId };
     let task;
     const chunks = [];
+    const applied = new Map();  // artifactId -> its text with append honoured
+    const statusTexts = [];     // the texts of working status messages
     if (stream) {
       for await (const event of client.sendMessageStream({ message })) {
         // a stream that continues a task may start with an update, without the task
         task ??= event.kind === 'task' ? event : { id: event.taskId, contextId: event.contextId };
         if (event.kind === 'task') task = event;
-        else if (event.kind === 'artifact-update') chunks.push(texts(event.artifact.parts));
-        else if (event.kind === 'status-update') task = { ...task, status: event.status };
-        else throw new Error(`unexpected ${event.kind} event`);
+        else if (event.kind === 'artifact-update') {
+          const chunk = texts(event.artifact.parts);
+          chunks.push(chunk);
+          applied.set(event.artifact.artifactId, (event.append ? applied.get(event.artifact.artifactId) ?? '' : '') + chunk);
+        } else if (event.kind === 'status-update') {
+          task = { ...task, status: event.status };
+          if (event.status.state === 'working' && event.status.message) statusTexts.push(texts(event.status.message.parts));
+        } else throw new Error(`unexpected ${event.kind} event`);
       }
     } else {
       task = await client.sendMessage({ message });
@@ -37,7 +44,8 @@ converse(async (cardUrl, transport) => {
     const waiting = task.status.state === 'input-required';
     const answer = waiting ? texts(task.status.message?.parts ?? [])
       : stream ? chunks.join('') : (task.artifacts ?? []).map((a) => texts(a.parts)).join('');
-    return { contextId: task.contextId, taskId: task.id, state: task.status.state, answer, chunks };
+    return { contextId: task.contextId, taskId: task.id, state: task.status.state, answer, chunks,
+      applied: [...applied.values()].join(''), statusTexts };
   }
 
   // a 0.3 transport does not name itself: the one offered (the factory fails without it)

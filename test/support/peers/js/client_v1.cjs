@@ -28,14 +28,23 @@ converse(async (cardUrl, transport) => {
     };
     let task;
     const chunks = [];
+    const applied = new Map();  // artifactId -> its text with append honoured
+    const statusTexts = [];     // the texts of working status messages
     if (stream) {
       for await (const { payload: { $case, value } } of client.sendMessageStream(request)) {
         // a stream that continues a task may start with an update, without the task
         task ??= $case === 'task' ? value : { id: value.taskId, contextId: value.contextId, artifacts: [] };
         if ($case === 'task') task = value;
-        else if ($case === 'artifactUpdate') chunks.push(texts(value.artifact.parts));
-        else if ($case === 'statusUpdate') task = { ...task, status: value.status };
-        else throw new Error(`unexpected ${$case} event`);
+        else if ($case === 'artifactUpdate') {
+          const chunk = texts(value.artifact.parts);
+          chunks.push(chunk);
+          applied.set(value.artifact.artifactId, (value.append ? applied.get(value.artifact.artifactId) ?? '' : '') + chunk);
+        } else if ($case === 'statusUpdate') {
+          task = { ...task, status: value.status };
+          if (value.status.state === TaskState.TASK_STATE_WORKING && value.status.message) {
+            statusTexts.push(texts(value.status.message.parts));
+          }
+        } else throw new Error(`unexpected ${$case} event`);
       }
     } else {
       task = await client.sendMessage(request);
@@ -44,7 +53,8 @@ converse(async (cardUrl, transport) => {
     const waiting = task.status.state === TaskState.TASK_STATE_INPUT_REQUIRED;
     const answer = waiting ? texts(task.status.message?.parts ?? [])
       : stream ? chunks.join('') : task.artifacts.map((a) => texts(a.parts)).join('');
-    return { contextId: task.contextId, taskId: task.id, state: stateName(task.status.state), answer, chunks };
+    return { contextId: task.contextId, taskId: task.id, state: stateName(task.status.state), answer, chunks,
+      applied: [...applied.values()].join(''), statusTexts };
   }
 
   return { transport: client.transport.protocolName, protocolVersion: client.protocolVersion, send };

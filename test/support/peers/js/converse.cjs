@@ -5,8 +5,10 @@
 // Sends each TEXT in turn in one conversation: the contextId of the first reply, and the taskId
 // while the agent waits for input. Prints one JSON line per TEXT: {"transport",
 // "protocolVersion", "contextId", "taskId" (of the task that answered), "state", "answer",
-// "chunks"} (chunks: the text of each artifact update, in order, when streaming). An error is printed to stderr and ends the
-// process with status 1.
+// "chunks", "applied", "statusTexts"} (when streaming: chunks, the text of each artifact update in order, which a
+// client that ignores ``append`` concatenates into ``answer``; applied, the artifacts' text with ``append`` honoured;
+// statusTexts, the texts of "working" status messages). An error is printed to stderr and ends the process with
+// status 1.
 'use strict';
 
 // ``open(cardUrl, transport)`` resolves to {transport, protocolVersion, send(text, ids, stream)}

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import contextlib
 import json
+import re
 import socket
 import subprocess
 import threading
@@ -26,6 +27,7 @@ from a2a.types import (AgentCard, GetTaskRequest, ListTasksRequest, Message, Par
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import TaskNotFoundError
 
+from ovos_a2a_solver.bridge.edge.card import card_version
 from ovos_a2a_solver.version import __version__
 
 from support.bridge_process import BridgeProcess, BridgeStartError
@@ -312,9 +314,26 @@ def test_health(echo_bridge):
     body = health(echo_bridge)
     assert body["ok"] is True
     assert body["store"] == "ok"
-    assert body["version"] == __version__  # the installed package's, as the card says too
-    assert body["version"] == httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
+    assert body["version"] == __version__  # the installed package's; the card says it as SemVer
+    assert card_version(body["version"]) == httpx.get(echo_bridge.root + CARD_PATHS[0], timeout=10).json()["version"]
     assert body["persona"] == "echo" and isinstance(body["running"], int)
+
+
+SEMVER = re.compile(r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?(\+[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?")
+
+
+def test_the_cards_version_is_semver(echo_bridge):
+    """Card validators reject a PEP 440 version ("0.1.0a1": "Invalid version format")."""
+    for path in CARD_PATHS:
+        version = httpx.get(echo_bridge.root + path, timeout=10).json()["version"]
+        assert SEMVER.fullmatch(version), (path, version)
+
+
+@pytest.mark.parametrize("pep440, semver", [("0.1.0a1", "0.1.0-a1"), ("1.2.3", "1.2.3"), ("1.2", "1.2.0"),
+                                            ("2.0.0rc2.dev4", "2.0.0-rc2.dev.4"), ("1.0.0.post1", "1.0.0+post.1"),
+                                            ("not a version", "not a version")])
+def test_a_pep_440_version_as_semver(pep440, semver):
+    assert card_version(pep440) == semver
 
 
 # ---------------------------------------------------------------------------------------

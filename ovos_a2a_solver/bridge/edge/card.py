@@ -25,6 +25,22 @@ if TYPE_CHECKING:  # pragma: no cover
 
 MAX_DESCRIPTION = 200
 
+
+def card_version(version: str = __version__) -> str:
+    """``version`` (PEP 440, as the package names itself: ``0.1.0a1``) as Semantic Versioning,
+    which card validators ask for: ``0.1.0-a1``; a development release is a pre-release too
+    (``0.1.0.dev3`` -> ``0.1.0-dev.3``), a post release build metadata (``+post.1``). A version
+    of another form is given as it is."""
+    import re
+
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?(?:(a|b|rc)(\d+))?(?:\.post(\d+))?(?:\.dev(\d+))?", version)
+    if match is None:
+        return version
+    major, minor, patch, pre, pre_number, post, dev = match.groups()
+    prerelease = ([f"{pre}{pre_number}"] if pre else []) + (["dev", dev] if dev else [])
+    return (f"{major}.{minor}.{patch or 0}" + ("-" + ".".join(prerelease) if prerelease else "")
+            + (f"+post.{post}" if post else ""))
+
 def conversation_skill(name: str, description: str) -> AgentSkill:
     """What any persona does, in its own words: its description, and no example it may not answer."""
     return AgentSkill(id="conversation", name="Conversation",
@@ -54,7 +70,7 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
     card = AgentCard(
         name=name,
         description=description,
-        version=__version__,
+        version=card_version(),
         provider=AgentProvider(organization="OpenVoiceOS", url="https://openvoiceos.org"),
         supported_interfaces=[
             AgentInterface(url=url + "/", protocol_binding=TransportProtocol.JSONRPC, protocol_version="1.0"),

@@ -31,6 +31,7 @@ import contextlib
 import functools
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 
 from a2a.server.cluster import (
@@ -101,6 +102,82 @@ def asyncpg_dsn(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+class RingSenders:
+    """Which rings (``NOTIFY``) are heard: any role that may connect to the database may notify
+    on any channel, at thousands a second, and a payload proves nothing. The session that sent a
+    ring does: PostgreSQL names it (its process id), and ``pg_stat_activity`` its role. A ring
+    from a session of the bridge's own role is heard at once; one from another role's is dropped.
+    A sender not known yet is looked up, at most :data:`SENDERS_LOOKED_UP_A_SECOND` a second (a
+    flood from many new sessions); rings past that wait, and each of their channels is heard once
+    a second. A sender that is gone before it is looked up is taken for the bridge's (a ring
+    costs its listeners one read; one lost could keep a webhook unsent). What is known of a
+    session is kept :data:`SENDER_KNOWN_SECONDS` (process ids are reused), for the last
+    :data:`SENDERS_KEPT` senders."""
+
+    def __init__(self, of_this_role: Callable, deliver: Callable) -> None:
+        self._of_this_role = of_this_role   # pid -> True, False, None (gone)
+        self._deliver = deliver             # (connection, pid, channel, payload)
+        self._known: OrderedDict[int, tuple[bool, float]] = OrderedDict()
+        self._asked: dict[int, list[tuple]] = {}   # senders being looked up -> their rings meanwhile
+        self._waiting: dict[str, tuple] = {}       # channel -> a ring past the look-ups' budget
+        self._window, self._looked_up = 0.0, 0
+        self.dropped = 0                           # rings of other roles' sessions
+
+    def heard(self, connection, pid: int, channel: str, payload: str) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        known = self._known.get(pid)
+        if known is not None and now - known[1] < SENDER_KNOWN_SECONDS:
+            if known[0]:
+                self._deliver(connection, pid, channel, payload)
+            else:
+                self.dropped += 1
+            return
+        ring = (connection, pid, channel, payload)
+        if pid in self._asked:
+            self._asked[pid].append(ring)
+            return
+        if now - self._window >= 1.0:
+            self._window, self._looked_up = now, 0
+        if self._looked_up >= SENDERS_LOOKED_UP_A_SECOND:
+            if not self._waiting:
+                loop.call_later(1.0, self._hear_waiting)
+            self._waiting[channel] = ring
+            return
+        self._looked_up += 1
+        self._asked[pid] = [ring]
+        loop.create_task(self._look_up(pid))
+
+    async def _look_up(self, pid: int) -> None:
+        try:
+            ours = await self._of_this_role(pid)
+        except Exception as exc:  # the database is away: hear it (a ring costs a read)
+            LOG.debug("could not look up the sender of a ring: %r", exc)
+            ours = None
+        rings = self._asked.pop(pid, [])
+        if ours is not None:
+            self._known[pid] = (bool(ours), asyncio.get_running_loop().time())
+            self._known.move_to_end(pid)
+            while len(self._known) > SENDERS_KEPT:
+                self._known.popitem(last=False)
+        for ring in rings:
+            if ours is False:
+                self.dropped += 1
+            else:
+                self._deliver(*ring)
+
+    def _hear_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, {}
+        for ring in waiting.values():
+            self._deliver(*ring)
+
+
+#: senders of rings looked up a second at most (see :class:`RingSenders`)
+SENDERS_LOOKED_UP_A_SECOND = 20
+SENDER_KNOWN_SECONDS = 60.0
+SENDERS_KEPT = 1024
+
+
 class PostgresDatabase:
     """The bridge's :class:`~.database.Sql` on an asyncpg pool, opened at first use: it keeps
     ``min_size`` connections and opens up to ``max_size`` (each kept while in use)."""
@@ -113,6 +190,7 @@ class PostgresDatabase:
         self._listener = None                                   # the connection that LISTENs
         self._listeners: dict[str, list[Callable]] = {}         # channel -> callbacks
         self._listening: asyncio.Lock | None = None             # held while listening changes
+        self._senders = RingSenders(self.of_this_role, self._deliver)
 
     FINISHED_TASK_IDS = f"SELECT id FROM bridge_tasks WHERE owner = :owner AND state IN {TERMINAL_STATES}"
 
@@ -163,23 +241,23 @@ class PostgresDatabase:
                 await conn.close()
 
     async def listen(self, channel: str, callback: Callable) -> object:
-        """Call ``callback(connection, pid, channel, payload)`` at each ``NOTIFY`` on ``channel``.
-        One connection of its own listens on every channel of this process; if it was lost,
-        it is opened again here (with every channel listened to before). Returns it (see
-        ``is_closed()``)."""
+        """Call ``callback(connection, pid, channel, payload)`` at each ``NOTIFY`` on ``channel``
+        that a session of the bridge's own role sent (see :class:`RingSenders`). One connection of
+        its own listens on every channel of this process; if it was lost, it is opened again here
+        (with every channel listened to before). Returns it (see ``is_closed()``)."""
         import asyncpg
 
         async with self._listen_lock():
             if self._listener is None or self._listener.is_closed():
                 self._listener = await asyncpg.connect(self.dsn, timeout=CONNECT_SECONDS,
                                                        command_timeout=STATEMENT_SECONDS)
-                for known, callbacks in self._listeners.items():
-                    for known_callback in callbacks:
-                        await self._listener.add_listener(known, known_callback)
+                for known in self._listeners:
+                    await self._listener.add_listener(known, self._senders.heard)
             callbacks = self._listeners.setdefault(channel, [])
+            if not callbacks:
+                await self._listener.add_listener(channel, self._senders.heard)
             if callback not in callbacks:
                 callbacks.append(callback)
-                await self._listener.add_listener(channel, callback)
             return self._listener
 
     async def unlisten(self, channel: str, callback: Callable) -> None:
@@ -188,9 +266,20 @@ class PostgresDatabase:
             callbacks = self._listeners.get(channel, [])
             if callback in callbacks:
                 callbacks.remove(callback)
-                if self._listener is not None and not self._listener.is_closed():
-                    with contextlib.suppress(Exception):  # the connection is gone already
-                        await self._listener.remove_listener(channel, callback)
+                if not callbacks:
+                    del self._listeners[channel]
+                    if self._listener is not None and not self._listener.is_closed():
+                        with contextlib.suppress(Exception):  # the connection is gone already
+                            await self._listener.remove_listener(channel, self._senders.heard)
+
+    def _deliver(self, connection, pid: int, channel: str, payload: str) -> None:
+        for callback in list(self._listeners.get(channel, ())):
+            callback(connection, pid, channel, payload)
+
+    async def of_this_role(self, pid: int) -> bool | None:
+        """Whether the session ``pid`` is of the role this process connects as; None if it is gone."""
+        return await (await self.pool()).fetchval(
+            "SELECT usename = current_user FROM pg_stat_activity WHERE pid = $1", pid)
 
     def _listen_lock(self) -> asyncio.Lock:
         if self._listening is None:

@@ -53,13 +53,14 @@ INSERT_WITHIN_LIMITS = """
     ON CONFLICT (task_id, owner, config_id) DO UPDATE SET config = excluded.config"""
 
 
-#: the PostgreSQL channel on which a process says it wrote a config; the payload names the
-#: task, but any role may notify, so it is only a hint: at worst a task is looked up again
+#: the PostgreSQL channel on which a process says it wrote a config: with an empty payload, for
+#: any role that may connect may listen (it would learn which tasks have webhooks) and notify (a
+#: payload proves nothing). A notice makes each replica forget which tasks it knew to have none.
 CHANNEL = "ovos_a2a_bridge_push_configs"
 #: on PostgreSQL: store a config and say so on :data:`CHANNEL` in one statement, so the notice
 #: goes out when the config is committed, and only then, even if this process dies at once
 INSERT_AND_ANNOUNCE = (f"WITH written AS ({INSERT_WITHIN_LIMITS} RETURNING task_id) "
-                       f"SELECT pg_notify('{CHANNEL}', task_id) FROM written")
+                       f"SELECT pg_notify('{CHANNEL}', '') FROM written")
 #: next to a SQLite file: the generation of its configs, which a worker changes when it writes one
 GENERATION_SUFFIX = ".push-configs"
 #: the most tasks a process remembers to have no config (the least recently used is forgotten:
@@ -153,13 +154,11 @@ class TasksWithoutWebhooks:
         self._changes += 1
         self._tasks.clear()
 
-    def heard(self, task_id: str | None) -> None:
-        """A notice on :data:`CHANNEL`: a config was written for ``task_id``; ``None``: notices may
-        have been missed (the process listens again after its connection broke)."""
-        if task_id is None:
-            self.forget_all()
-        else:
-            self.forget(task_id)
+    def heard(self, _payload: str | None) -> None:
+        """A notice on :data:`CHANNEL` (a config was written, for a task it does not say), or
+        ``None``: notices may have been missed (the process listens again after its connection
+        broke). Either way, every task may have a config now."""
+        self.forget_all()
 
 
 class PushConfigStore(PushNotificationConfigStore):

@@ -34,7 +34,7 @@ from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, Router
 
 from ovos_a2a_solver.bridge.backends.protocols import Backend
 from ovos_a2a_solver.bridge.cluster.peers import Peers
@@ -45,11 +45,12 @@ from ovos_a2a_solver.bridge.edge.access_log import AccessLog
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.busy import BusyAnswers, BusyContextBuilder, answer_busy
 from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
-from ovos_a2a_solver.bridge.edge.request_metrics import RequestMetrics, grpc_request_ended
+from ovos_a2a_solver.bridge.edge.classify import ClassifyRequests
+from ovos_a2a_solver.bridge.edge.observer import RequestObserver, RequestSink
+from ovos_a2a_solver.bridge.edge.request_metrics import RequestMetrics
 from ovos_a2a_solver.bridge.edge.rest_v03 import v03_rest_routes
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
-from ovos_a2a_solver.bridge.edge.version_check import VersionCheck
-from ovos_a2a_solver.bridge.edge.versions import served_versions
+from ovos_a2a_solver.bridge.edge.versions import VersionCheck, served_versions
 from ovos_a2a_solver.bridge.edge.wire import WireCheck
 from ovos_a2a_solver.bridge.observe.metrics import Metrics, metrics_for
 from ovos_a2a_solver.bridge.observe.tracing import TraceRequests
@@ -151,7 +152,9 @@ class Bridge:
                                             self.new_tasks, self.peers, on_busy=_say_busy,
                                             availability=self.store_availability)
         self.draining: asyncio.Future | None = None
-        self.app = self._middleware(Starlette(routes=self._routes(), lifespan=self._lifespan))
+        served = Starlette(routes=self._routes(), lifespan=self._lifespan)
+        served.router.redirect_slashes = False  # see _routes: no redirect built from the Host header
+        self.app = self._middleware(served)
 
     @property
     def served(self) -> tuple[tuple[str, BridgeSettings], ...]:
@@ -162,25 +165,38 @@ class Bridge:
     def _path(self) -> str:
         return urlsplit(self.settings.public_url).path.rstrip("/")
 
-    def _middleware(self, app):
-        """Outermost first: the request's span, its metrics and the access log (each when on), the size of
-        the body, who calls, what of their credentials travels on, whether the request is
-        well-formed, which A2A version it speaks, and the status of an answer that says "busy"."""
-        rest_prefix = self._path + "/rest"
-        rpc_paths = {self._path or "/", self._path + "/"}
-        app = BusyAnswers(app, rest_prefix=rest_prefix)
-        app = VersionCheck(app, rest_prefix=rest_prefix, served=served_versions(self.card.supported_interfaces))
-        app = WireCheck(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix, max_parts=self.settings.max_parts,
-                        max_values=self.settings.max_values)
-        app = ScrubCredentials(app)
-        app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings),
-                                       on_error=unauthenticated(rest_prefix))
-        app = BodyLimit(app, max_body=self.settings.max_body, rest_prefix=rest_prefix)
+    def _sinks(self) -> list[RequestSink]:
+        """Where each answered request goes: the access log and the request metrics (each when on)."""
+        sinks: list[RequestSink] = []
         if self.settings.access_log:
-            app = AccessLog(app, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
+            sinks.append(AccessLog())
         if self.metrics.enabled:
-            app = RequestMetrics(app, metrics=self.metrics, rpc_paths=rpc_paths, rest_prefix=rest_prefix)
-        return TraceRequests(app) if self.settings.tracing else app
+            sinks.append(RequestMetrics(self.metrics))
+        return sinks
+
+    def _middleware(self, app):
+        """Outermost first: what the request is (its binding, version and method, read once and
+        read by every layer inside), the request's span (when on), the observer of its answer
+        for the access log and the metrics (when on), the size of the body, who calls, what of
+        their credentials travels on, whether the request is well-formed (a JSON-RPC request's
+        method and id then join what it is), which A2A version it speaks, and the status of an
+        answer that says "busy"."""
+        path = self._path
+        app = BusyAnswers(app)
+        app = VersionCheck(app, served=served_versions(self.card.supported_interfaces))
+        app = WireCheck(app, max_parts=self.settings.max_parts, max_values=self.settings.max_values)
+        app = ScrubCredentials(app)
+        app = AuthenticationMiddleware(app, backend=CredentialsBackend(self.settings), on_error=unauthenticated())
+        app = BodyLimit(app, max_body=self.settings.max_body)
+        sinks = self._sinks()
+        if sinks:
+            app = RequestObserver(app, sinks=sinks)
+        if self.settings.tracing:
+            app = TraceRequests(app)
+        card_paths = [prefix + card_path for prefix in dict.fromkeys(["", path]) for card_path in (*CARD_PATHS,
+                                                                                                    JWKS_PATH)]
+        return ClassifyRequests(app, rpc_paths={path or "/", path + "/"}, rest_prefix=path + "/rest",
+                                card_paths=card_paths)
 
     def _routes(self) -> list:
         path = self._path
@@ -202,9 +218,11 @@ class Bridge:
         # HTTP+JSON under /a2a/rest, and per tenant under /a2a/rest/{tenant} (A2A: the tenant follows the
         # interface URL; the SDK's own prefix would put it before the whole path); A2A 0.3's under /a2a/rest/v1
         contexts = BusyContextBuilder()
-        routes.append(Mount(path + "/rest", routes=[
+        # no redirect to the path with(out) its trailing slash: Starlette builds it from the request's
+        # Host header, which the caller chose (an open redirect); such a path is not found instead
+        routes.append(Mount(path + "/rest", app=Router(redirect_slashes=False, routes=[
             *v03_rest_routes(self.handler, contexts, streams_grace),
-            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)]))
+            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)])))
         return routes
 
     @contextlib.asynccontextmanager
@@ -290,16 +308,16 @@ class Bridge:
         from a2a.server.request_handlers import GrpcHandler
         from a2a.types import a2a_pb2_grpc
 
-        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcCallEnds, grpc_access_log, grpc_limits
+        from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcCallEnds, grpc_limits
+        from ovos_a2a_solver.bridge.edge.observer import grpc_call_ended
 
         handler = GrpcHandler(self.handler)
         rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
                                self.settings.max_values)
         interceptors = [rules]
-        if self.settings.access_log:
-            interceptors.insert(0, grpc_access_log())
-        if self.metrics.enabled:
-            interceptors.insert(0, GrpcCallEnds(grpc_request_ended(self.metrics)))
+        sinks = self._sinks()
+        if sinks:  # the access log and the metrics see each call as they see HTTP requests
+            interceptors.insert(0, GrpcCallEnds(grpc_call_ended(sinks)))
         server = grpc.aio.server(interceptors=interceptors, options=grpc_limits(self.settings),
                                  maximum_concurrent_rpcs=self.settings.connection_limit)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(handler, server)
@@ -366,7 +384,7 @@ class PersonaBridges:
         if bridges[0].metrics.enabled:  # they count in one (see ``serve``)
             routes.append(Route("/metrics", bridges[0]._metrics, methods=["GET"]))
         self._rest = AuthenticationMiddleware(Starlette(routes=routes, lifespan=self._lifespan),
-                                              backend=CredentialsBackend(settings), on_error=unauthenticated(""))
+                                              backend=CredentialsBackend(settings), on_error=unauthenticated())
 
     @property
     def served(self) -> tuple[tuple[str, BridgeSettings], ...]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from a2a.utils.errors import InvalidRequestError
 
-from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, send_json, status_body
+from ovos_a2a_solver.bridge.edge.classify import classified
+from ovos_a2a_solver.bridge.edge.errors import jsonrpc_error_body, send_json, status_body
 
 
 class BodyTooLarge(Exception):
@@ -14,10 +15,11 @@ class BodyTooLarge(Exception):
 
 
 class BodyLimit:
-    """HTTP 413 for a body over ``max_body`` bytes (also a chunked one)."""
+    """HTTP 413 for a body over ``max_body`` bytes (also a chunked one), in the shape of the
+    request's binding."""
 
-    def __init__(self, app, *, max_body: int, rest_prefix: str) -> None:
-        self.app, self.max_body, self.rest_prefix = app, max_body, rest_prefix
+    def __init__(self, app, *, max_body: int) -> None:
+        self.app, self.max_body = app, max_body
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -55,7 +57,7 @@ class BodyLimit:
 
     async def _refuse(self, scope, send) -> None:
         message = f"request body over {self.max_body} bytes"
-        if is_rest(scope["path"], self.rest_prefix):
+        if classified(scope).binding.rest:
             await send_json(send, 413, status_body(413, "INVALID_ARGUMENT", "INVALID_REQUEST", message))
         else:
             await send_json(send, 413, jsonrpc_error_body(InvalidRequestError(message=message)))

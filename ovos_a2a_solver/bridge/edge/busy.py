@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from a2a.server.context import ServerCallContext
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 
-from ovos_a2a_solver.bridge.edge.errors import is_rest, send_json, status_body
+from ovos_a2a_solver.bridge.edge.classify import classified
+from ovos_a2a_solver.bridge.edge.errors import send_json, status_body
 
 #: where a request's scope, and the ``ServerCallContext`` built from it, hold what :func:`answer_busy` said
 SAID = "ovos_a2a.busy"
@@ -104,8 +105,8 @@ class BusyContextBuilder(DefaultServerCallContextBuilder):
 class BusyAnswers:
     """Gives an HTTP answer that :func:`answer_busy` marked its status and ``Retry-After``."""
 
-    def __init__(self, app, *, rest_prefix: str) -> None:
-        self.app, self.rest_prefix = app, rest_prefix
+    def __init__(self, app) -> None:
+        self.app = app
 
     def __call__(self, scope, receive, send):
         # not a coroutine: the inner app's awaitable is the answer (no frame of this layer
@@ -113,7 +114,7 @@ class BusyAnswers:
         if scope["type"] != "http" or scope["method"] != "POST":
             return self.app(scope, receive, send)
         said: list[Busy] = []
-        rest = is_rest(scope["path"], self.rest_prefix)
+        rest = classified(scope).binding.rest
         held: dict = {}
 
         async def answer(message) -> None:

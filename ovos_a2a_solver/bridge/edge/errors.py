@@ -20,11 +20,6 @@ DOMAIN = "a2a-protocol.org"
 ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
-def is_rest(path: str, rest_prefix: str) -> bool:
-    """Whether ``path`` is under the HTTP+JSON binding."""
-    return path == rest_prefix or path.startswith(rest_prefix + "/")
-
-
 def jsonrpc_error_body(error: A2AError, request_id=None) -> bytes:
     """A JSON-RPC 2.0 error response for ``error``."""
     if isinstance(error, JSONParseError):  # the SDK maps this one only in its model form

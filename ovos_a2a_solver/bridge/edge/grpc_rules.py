@@ -29,7 +29,6 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.edge.access_log import log_grpc_call
 from ovos_a2a_solver.bridge.edge.versions import HEADER, negotiate
 
 VERSION_KEY = HEADER.lower()
@@ -145,11 +144,6 @@ class GrpcCallEnds(grpc.aio.ServerInterceptor):
             return grpc.unary_stream_rpc_method_handler(streaming, handler.request_deserializer,
                                                         handler.response_serializer)
         return handler
-
-
-def grpc_access_log() -> GrpcCallEnds:
-    """The access log's line for each gRPC call (see ``access_log``), once it ended."""
-    return GrpcCallEnds(lambda method, _metadata, code, started: log_grpc_call(method, code, started))
 
 
 def code_name(context) -> str:

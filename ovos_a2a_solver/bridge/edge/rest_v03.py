@@ -21,16 +21,11 @@ from a2a.utils.errors import A2AError
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-#: where A2A 0.3's HTTP+JSON paths begin, under the interface URL
-V03_PREFIX = "/v1"
-#: the request bodies of A2A 0.3 HTTP+JSON, by the end of their path
-V03_BODIES = {"/message:send": pb2_v03.SendMessageRequest, "/message:stream": pb2_v03.SendMessageRequest,
-              "/pushNotificationConfigs": pb2_v03.CreateTaskPushNotificationConfigRequest}
+from ovos_a2a_solver.bridge.edge.classify import V03_PREFIX
 
-
-def is_v03_rest(path: str, rest_prefix: str) -> bool:
-    """Whether ``path`` is an A2A 0.3 HTTP+JSON path (under ``rest_prefix``)."""
-    return path.startswith(rest_prefix + V03_PREFIX + "/")
+#: the request bodies of A2A 0.3 HTTP+JSON, by the A2A method of their path
+V03_BODIES = {"SendMessage": pb2_v03.SendMessageRequest, "SendStreamingMessage": pb2_v03.SendMessageRequest,
+              "CreateTaskPushNotificationConfig": pb2_v03.CreateTaskPushNotificationConfigRequest}
 
 
 def v03_rest_routes(handler: RequestHandler, context_builder: ServerCallContextBuilder,

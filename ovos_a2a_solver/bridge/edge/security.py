@@ -27,7 +27,8 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
-from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, status_body
+from ovos_a2a_solver.bridge.edge.classify import classified
+from ovos_a2a_solver.bridge.edge.errors import jsonrpc_error_body, status_body
 
 PUBLIC_SUFFIXES = (*CARD_PATHS, JWKS_PATH)
 PUBLIC_PATHS = ("/health",)
@@ -77,11 +78,14 @@ class CredentialsBackend(AuthenticationBackend):
         return None
 
 
-def unauthenticated(rest_prefix: str):
-    """The ``on_error`` of ``AuthenticationMiddleware``: HTTP 401 shaped for the binding."""
+def unauthenticated():
+    """The ``on_error`` of ``AuthenticationMiddleware``: HTTP 401 shaped for the request's
+    binding (JSON-RPC's error for all but HTTP+JSON); a request the edge did not classify
+    (the ``/health`` and ``/metrics`` several personas share) is answered as HTTP+JSON."""
     def on_error(conn: HTTPConnection, exc: AuthenticationError) -> Response:
         headers = {"www-authenticate": CHALLENGE}
-        if is_rest(conn.url.path, rest_prefix):
+        request = classified(conn.scope)
+        if request is None or request.binding.rest:
             body = status_body(401, "UNAUTHENTICATED", "UNAUTHENTICATED", str(exc))
         else:
             body = jsonrpc_error_body(InvalidRequestError(message=str(exc)))

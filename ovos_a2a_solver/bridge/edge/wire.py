@@ -1,7 +1,7 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """The shape of a request on the wire, before the a2a-sdk parses it (:class:`WireCheck`, an
-ASGI middleware; the size is :mod:`.body_limit`'s, the version :mod:`.version_check`'s).
+ASGI middleware; the size is :mod:`.body_limit`'s, the version :mod:`.versions`').
 
 It refuses a malformed body or query with a protocol error, never a -32603 or an HTTP 500:
 invalid UTF-8 or JSON (-32700), JSON nested deeper than ``MAX_DEPTH``, holding more than
@@ -31,12 +31,12 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import ListTasksRequest, SendMessageRequest, TaskPushNotificationConfig
 from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError, InvalidRequestError, JSONParseError
 
-from ovos_a2a_solver.bridge.edge.errors import is_rest, jsonrpc_error_body, rest_error_body, send_json
+from ovos_a2a_solver.bridge.edge.classify import REQUEST, Binding, ClassifiedRequest, classified
+from ovos_a2a_solver.bridge.edge.errors import jsonrpc_error_body, rest_error_body, send_json
 from ovos_a2a_solver.bridge.edge.json_rules import (Refusal, check_parts, check_envelope, check_fields, check_query,
                                                     check_v03_params, load_json, lone_surrogate_at,
                                                     lone_surrogate_message)
-from ovos_a2a_solver.bridge.edge.rest_v03 import V03_BODIES, is_v03_rest
-from ovos_a2a_solver.bridge.edge.version_check import JSONRPC_CALL
+from ovos_a2a_solver.bridge.edge.rest_v03 import V03_BODIES
 
 
 OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thread
@@ -45,35 +45,37 @@ OFF_LOOP_BYTES = 64 * 1024  # bodies larger than this are parsed on a worker thr
 MESSAGE_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
 
 
-REST_BODIES = {"/message:send": SendMessageRequest, "/message:stream": SendMessageRequest,
-               "/pushNotificationConfigs": TaskPushNotificationConfig}
+#: the request bodies of A2A 1.0 HTTP+JSON, by the A2A method of their path
+REST_BODIES = {"SendMessage": SendMessageRequest, "SendStreamingMessage": SendMessageRequest,
+               "CreateTaskPushNotificationConfig": TaskPushNotificationConfig}
 
 
 class WireCheck:
-    """Protocol errors for malformed bodies and queries, before the SDK sees them."""
+    """Protocol errors for malformed bodies and queries, before the SDK sees them; a
+    well-formed JSON-RPC request's method and id go into its classification."""
 
-    def __init__(self, app, *, rpc_paths: set[str], rest_prefix: str, max_parts: int, max_values: int) -> None:
-        self.app, self.rpc_paths, self.rest_prefix = app, rpc_paths, rest_prefix
-        self.max_parts, self.max_values = max_parts, max_values
+    def __init__(self, app, *, max_parts: int, max_values: int) -> None:
+        self.app, self.max_parts, self.max_values = app, max_parts, max_values
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        path, method = scope["path"], scope["method"]
-        rest = is_rest(path, self.rest_prefix)
+        request = classified(scope)
+        binding, method = request.binding, scope["method"]
+        rest = binding.rest
         try:
-            if method == "POST" and not rest and path in self.rpc_paths:
+            if method == "POST" and binding is Binding.JSONRPC:
                 check_content_type(scope)
-            if method == "POST" and (rest or path in self.rpc_paths):
+            if method == "POST" and (rest or binding is Binding.JSONRPC):
                 body = await _read_body(receive)
                 receive = _replay_body(body, receive)
                 if len(body) > OFF_LOOP_BYTES:
-                    call = await asyncio.to_thread(self.check_body, body, path, rest)
+                    call = await asyncio.to_thread(self.check_body, body, request)
                 else:
-                    call = self.check_body(body, path, rest)
-                if call is not None:  # in place: the access log, outside, names the method too
-                    scope[JSONRPC_CALL] = call
-            elif method == "GET" and rest and path.endswith("/tasks"):
+                    call = self.check_body(body, request)
+                if call is not None:  # in place: the layers outside (the access log) see it too
+                    scope[REQUEST] = request.called(*call)
+            elif request.method == "ListTasks":
                 check_query(scope.get("query_string", b""), ListTasksRequest.DESCRIPTOR)
         except Refusal as refusal:
             if rest:  # HTTP+JSON has no parse error of its own: a bad body is an invalid request
@@ -84,13 +86,12 @@ class WireCheck:
             return await send_json(send, 200, jsonrpc_error_body(refusal.error, refusal.request_id))
         await self.app(scope, receive, _rest_answer(send) if rest else send)
 
-    def check_body(self, body: bytes, path: str, rest: bool) -> tuple[str, Any] | None:
-        """Raise :class:`Refusal` if ``body`` is not a well-formed request for ``path``;
-        return a JSON-RPC request's (method, id)."""
-        if rest:
-            v03 = is_v03_rest(path, self.rest_prefix)
-            bodies = V03_BODIES if v03 else REST_BODIES
-            model = next((m for suffix, m in bodies.items() if path.endswith(suffix)), None)
+    def check_body(self, body: bytes, request: ClassifiedRequest) -> tuple[str, Any] | None:
+        """Raise :class:`Refusal` if ``body`` is not a well-formed request of its binding and
+        method (as ``request`` classifies it); return a JSON-RPC request's (method, id)."""
+        if request.binding.rest:
+            v03 = request.binding is Binding.HTTP_JSON_V03
+            model = (V03_BODIES if v03 else REST_BODIES).get(request.method)
             if model is None and not body.strip():  # :cancel and :subscribe need no body
                 return None
             value = load_json(body, self.max_values)

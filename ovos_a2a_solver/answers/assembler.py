@@ -262,7 +262,7 @@ class AnswerAssembler:
             self._take_history(task)
             out = self._release()
             for n, artifact in enumerate(task.artifacts):
-                out += self._artifact(artifact.artifact_id or f"#{n}", artifact.parts, False, False)
+                out += self._artifact(artifact.artifact_id or f"#{n}", _without_repeat(artifact.parts), False, False)
             return out
         if kind == "status_update":
             update = event.status_update
@@ -513,6 +513,19 @@ class AnswerAssembler:
 def _read_as_text(parts: Any) -> bool:
     """Whether a status message may carry the answer: words, and beside them only data (not said)."""
     return _has_words(parts) and all(part.WhichOneof("content") in ("text", "data") for part in parts)
+
+
+def _without_repeat(parts: Any) -> Any:
+    """An artifact's parts as a task holds them, without the chunks its last one repeats: the
+    agent sent the whole text again, appended, in the chunk that closed it (a server appends
+    it to what it had)."""
+    texts = [index for index, part in enumerate(parts) if part.WhichOneof("content") == "text"]
+    if len(texts) < 2:
+        return parts
+    before = _content("".join(parts[index].text for index in texts[:-1]))
+    if not before or not _content(parts[texts[-1]].text).startswith(before):
+        return parts
+    return [part for index, part in enumerate(parts) if index not in texts[:-1]]
 
 
 def _repeats(piece: "_Piece", chunk: str) -> bool:

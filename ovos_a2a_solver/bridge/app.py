@@ -76,6 +76,16 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 PROBE_SECONDS = 2  # how long /health waits for the store's answer
 
 
+def redirect_nowhere(router: Router) -> None:
+    """No redirect to a path with(out) its trailing slash, in ``router`` and every router mounted
+    in it (the a2a-sdk's per-tenant routes too): Starlette builds that redirect from the request's
+    ``Host`` header, which the caller chose (an open redirect). Such a path is not found instead."""
+    router.redirect_slashes = False
+    for route in router.routes:
+        if isinstance(route, Mount) and isinstance(route.app, Router):
+            redirect_nowhere(route.app)
+
+
 async def _say_busy(context, busy: BusyError) -> None:
     """A message refused for now: the binding says "retry later" (``edge.busy``)."""
     await answer_busy(context, busy.message, busy.retry_after, busy.unavailable, busy.jsonrpc_code)
@@ -153,7 +163,7 @@ class Bridge:
                                             availability=self.store_availability)
         self.draining: asyncio.Future | None = None
         served = Starlette(routes=self._routes(), lifespan=self._lifespan)
-        served.router.redirect_slashes = False  # see _routes: no redirect built from the Host header
+        redirect_nowhere(served.router)
         self.app = self._middleware(served)
 
     @property
@@ -218,11 +228,9 @@ class Bridge:
         # HTTP+JSON under /a2a/rest, and per tenant under /a2a/rest/{tenant} (A2A: the tenant follows the
         # interface URL; the SDK's own prefix would put it before the whole path); A2A 0.3's under /a2a/rest/v1
         contexts = BusyContextBuilder()
-        # no redirect to the path with(out) its trailing slash: Starlette builds it from the request's
-        # Host header, which the caller chose (an open redirect); such a path is not found instead
-        routes.append(Mount(path + "/rest", app=Router(redirect_slashes=False, routes=[
+        routes.append(Mount(path + "/rest", routes=[
             *v03_rest_routes(self.handler, contexts, streams_grace),
-            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)])))
+            *create_rest_routes(self.handler, context_builder=contexts, shutdown_grace_period=streams_grace)]))
         return routes
 
     @contextlib.asynccontextmanager
@@ -383,7 +391,9 @@ class PersonaBridges:
         routes = [Route("/health", self._health, methods=["GET"])]
         if bridges[0].metrics.enabled:  # they count in one (see ``serve``)
             routes.append(Route("/metrics", bridges[0]._metrics, methods=["GET"]))
-        self._rest = AuthenticationMiddleware(Starlette(routes=routes, lifespan=self._lifespan),
+        rest = Starlette(routes=routes, lifespan=self._lifespan)
+        redirect_nowhere(rest.router)
+        self._rest = AuthenticationMiddleware(rest,
                                               backend=CredentialsBackend(settings), on_error=unauthenticated())
 
     @property

@@ -61,6 +61,7 @@ from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import CHANNEL as PUSH_CONFIGS_CHANNEL, PushConfigStore
+from ovos_a2a_solver.bridge.storage.retention import keep_deleting
 from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread, StoredEnds
 from ovos_a2a_solver.bridge.turns.admission import BusyError, OperationTracker
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
@@ -245,13 +246,17 @@ class Bridge:
         except Exception as exc:  # the database's own words, not a traceback's last line
             raise StoreUnusable(f"cannot prepare the task store ({self.settings.store}): {in_words(exc)}") from exc
         grpc_server = await self._start_grpc() if self.settings.grpc_port else None
-        sweeper = None if self.shared_store else asyncio.get_running_loop().create_task(self._sweep_stranded())
+        loop = asyncio.get_running_loop()
+        background = [] if self.shared_store else [loop.create_task(self._sweep_stranded())]
+        if self.settings.retention_days is not None:
+            background.append(loop.create_task(keep_deleting(self.db, self.settings.retention_days,
+                                                             events=self.shared_store)))
         try:
             yield
         finally:
-            if sweeper is not None:
-                sweeper.cancel()
-                await asyncio.gather(sweeper, return_exceptions=True)
+            for job in background:
+                job.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await self.drain()  # already begun at the signal; here for a shutdown without one
             if grpc_server is not None:
                 await grpc_server.stop(grace=1)

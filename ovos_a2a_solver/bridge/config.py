@@ -250,7 +250,13 @@ class BridgeSettings:
                            help="this process's name in a shared database (a worker's: NAME#N)")
     replica_lease: float = setting(15.0, kind=float, bounds=(1, 600), flag=False,
                                    help="with PostgreSQL: seconds a replica's lease lasts unrenewed (it renews every "
-                                        "third of it); past it, another replica fails the tasks it was working on")
+                                        "third of it); past it, another replica fails the tasks it was working on. "
+                                        "Also how often tasks left working with nobody working on them are failed")
+    retention_days: float | None = setting(None, kind=float, bounds=(1, 36500), shown="off", metavar="DAYS",
+                                           help="delete the tasks that ended (completed, failed, canceled, "
+                                                "rejected) more than DAYS days ago, with their events, webhooks and "
+                                                "message claims, a few hundred at a time; a caller then gets "
+                                                "TaskNotFound for them. Off: tasks are kept for ever")
     backend: str = setting("persona", choices=("persona", "echo", "scenarios"),
                            help="what answers: the persona, an echo (tests and benchmarks), or the A2A "
                                 "conformance kit's scenarios by messageId prefix, echoing the rest")

@@ -29,7 +29,8 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
 
 from ovos_a2a_solver.bridge.config import sqlite_path
-from ovos_a2a_solver.bridge.storage.rows import list_response, list_statements, read_task_row, updated_position
+from ovos_a2a_solver.bridge.storage.rows import (ENDED_TASKS_INDEX, list_response, list_statements, read_task_row,
+                                                  updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.local_state import private_dir, private_sqlite_file, use_wal
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
@@ -303,6 +304,7 @@ TASKS_SCHEMA = (
         updated INTEGER NOT NULL, task BLOB NOT NULL)""",
     # the tasks that are worked on, by age: what the sweep for stranded tasks reads
     f"CREATE INDEX IF NOT EXISTS ix_bridge_tasks_active ON bridge_tasks (updated) WHERE state IN ({ACTIVE_STATES})",
+    ENDED_TASKS_INDEX,  # and those that ended: what the retention reads
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_updated ON bridge_tasks (owner, updated DESC, id DESC)",
     # (context, order) in one index: ListTasks by context then reads just its page
     "CREATE INDEX IF NOT EXISTS ix_bridge_tasks_owner_context_updated "

@@ -46,8 +46,8 @@ from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksResponse, StreamResponse, Task, TaskState
 from a2a.utils.proto_utils import to_stream_response
 
-from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, list_response, list_statements,
-                                                  read_task_row, updated_position)
+from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, ENDED_TASKS_INDEX, list_response,
+                                                  list_statements, read_task_row, updated_position)
 from ovos_a2a_solver.bridge.storage.tasks import owner_scope
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
@@ -330,6 +330,7 @@ TASKS_SCHEMA = (
         at TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (task_id, version))""",
     # the tasks that are worked on, by age: what the sweep for stranded tasks reads
     f"CREATE INDEX IF NOT EXISTS ix_bridge_tasks_active ON bridge_tasks (updated) WHERE state IN {ACTIVE_STATES}",
+    ENDED_TASKS_INDEX,  # and those that ended: what the retention reads
 )
 #: the replicas' leases (``cluster.replicas``): each write of a task is fenced by its writer's
 #: lease (:data:`LEASE_FENCE`), so the table goes with the tasks'. ``epoch`` counts the times a

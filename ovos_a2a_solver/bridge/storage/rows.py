@@ -22,9 +22,15 @@ from a2a.utils.errors import A2AError, InvalidParamsError, UnsupportedOperationE
 from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
 from google.protobuf.message import DecodeError
 
+from ovos_a2a_solver.states import TERMINAL
+
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 ADVISORY_LOCK_PREFIX = "ovos-a2a-bridge:"  # the bridge's PostgreSQL advisory locks, apart from others'
+#: the tasks that ended (completed, failed, canceled, rejected), by age: what a round of the
+#: retention reads (``storage.retention``); SQLite and PostgreSQL alike
+ENDED_TASKS_INDEX = ("CREATE INDEX IF NOT EXISTS ix_bridge_tasks_ended ON bridge_tasks (updated) WHERE state IN ("
+                     + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")")
 
 #: what an unreadable task's error says of it (``ErrorInfo`` metadata, beside ``taskId``)
 UNREADABLE = {"storedCopy": "unreadable"}

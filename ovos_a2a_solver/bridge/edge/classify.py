@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl
 
 #: where a request's scope holds its :class:`ClassifiedRequest`
@@ -27,7 +26,12 @@ V03_PREFIX = "/v1"
 
 
 class Binding(enum.Enum):
-    """Which of the bridge's HTTP endpoints a request is for."""
+    """Which of the bridge's HTTP endpoints a request is for.
+
+    Each also says whether it is the HTTP+JSON binding (``rest``), its name in the access log
+    and the metrics (``label``: ``JSON-RPC``, ``HTTP+JSON``, or ``HTTP`` for what is neither)
+    and, for HTTP+JSON, the A2A version of its paths (``path_version``; else ``None``): plain
+    attributes, read by every layer of every request."""
 
     JSONRPC = "JSON-RPC"
     HTTP_JSON = "HTTP+JSON 1.0"
@@ -37,26 +41,19 @@ class Binding(enum.Enum):
     METRICS = "metrics"
     OTHER = "other"
 
-    @property
-    def rest(self) -> bool:
-        """Whether this is the HTTP+JSON binding (A2A 1.0 or 0.3)."""
-        return self is Binding.HTTP_JSON or self is Binding.HTTP_JSON_V03
-
-    @property
-    def label(self) -> str:
-        """The binding's name in the access log and the metrics: ``JSON-RPC``, ``HTTP+JSON``,
-        or ``HTTP`` for what is neither."""
-        return _LABELS[self]
+    rest: bool
+    label: str
+    path_version: str | None
 
 
-_LABELS = {Binding.JSONRPC: "JSON-RPC", Binding.HTTP_JSON: "HTTP+JSON", Binding.HTTP_JSON_V03: "HTTP+JSON"}
 for _binding in Binding:
-    _LABELS.setdefault(_binding, "HTTP")
+    _binding.rest = _binding in (Binding.HTTP_JSON, Binding.HTTP_JSON_V03)
+    _binding.label = "HTTP+JSON" if _binding.rest else "JSON-RPC" if _binding is Binding.JSONRPC else "HTTP"
+    _binding.path_version = {Binding.HTTP_JSON: "1.0", Binding.HTTP_JSON_V03: "0.3"}.get(_binding)
 
 
-@dataclass(frozen=True, slots=True)
-class ClassifiedRequest:
-    """What the edge knows of one HTTP request.
+class ClassifiedRequest(NamedTuple):
+    """What the edge knows of one HTTP request (immutable: a tuple, cheap to make).
 
     ``version_asked`` is the value the request names its A2A version with, as it came (the
     ``A2A-Version`` header, else the query parameter, else ``None``; :mod:`.versions` decides
@@ -72,12 +69,6 @@ class ClassifiedRequest:
     def called(self, method: str, request_id: Any) -> "ClassifiedRequest":
         """This request, its JSON-RPC body read: ``method`` with ``request_id``."""
         return ClassifiedRequest(self.binding, self.version_asked, method, request_id)
-
-    @property
-    def path_version(self) -> str | None:
-        """The A2A version an HTTP+JSON request's path is of (``1.0``, ``0.3``), else ``None``."""
-        return "1.0" if self.binding is Binding.HTTP_JSON else "0.3" if self.binding is Binding.HTTP_JSON_V03 \
-            else None
 
 
 def classified(scope) -> ClassifiedRequest | None:
@@ -101,11 +92,18 @@ REST_METHODS = (
     ("DELETE", re.compile(r"/pushNotificationConfigs/[^/]+$"), "DeleteTaskPushNotificationConfig"),
     ("GET", re.compile(r"/extendedAgentCard$|/card$"), "GetExtendedAgentCard"),
 )
+#: :data:`REST_METHODS` by HTTP method, in their order: a request tries only its own verb's
+_REST_METHODS_BY_VERB: dict[str, tuple] = {}
+for _verb, _pattern, _name in REST_METHODS:
+    _REST_METHODS_BY_VERB[_verb] = (*_REST_METHODS_BY_VERB.get(_verb, ()), (_pattern.search, _name))
 
 
 def rest_method(http_method: str, path: str) -> str | None:
     """The A2A method an HTTP+JSON request names by its HTTP method and path, or ``None``."""
-    return next((name for verb, pattern, name in REST_METHODS if verb == http_method and pattern.search(path)), None)
+    for search, name in _REST_METHODS_BY_VERB.get(http_method, ()):
+        if search(path):
+            return name
+    return None
 
 
 def version_asked(scope) -> bytes | str | None:

@@ -113,7 +113,7 @@ class RequestObserver:
             if binding is Binding.JSONRPC:
                 version = METHOD_VERSIONS.get(method, "-")
             else:
-                version = request.path_version or "-"
+                version = request.binding.path_version or "-"
             outcome = None
             if self.wants_outcome:
                 outcome = http_outcome(answer["status"], _jsonrpc_error(answer["body"]) if answer["read"] else None)

@@ -113,7 +113,7 @@ class VersionCheck:
         value = request.version_asked
         try:
             if rest:
-                path_version = request.path_version
+                path_version = request.binding.path_version
                 version = self._decided.get((value, path_version))
                 if version is None:
                     negotiate(value, self.served.get("HTTP+JSON", ()), "over HTTP+JSON")

@@ -61,12 +61,11 @@ class WireCheck:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         request = classified(scope)
-        binding, method = request.binding, scope["method"]
-        rest = binding.rest
+        rest, jsonrpc = request.binding.rest, request.binding is Binding.JSONRPC
         try:
-            if method == "POST" and binding is Binding.JSONRPC:
-                check_content_type(scope)
-            if method == "POST" and (rest or binding is Binding.JSONRPC):
+            if scope["method"] == "POST" and (rest or jsonrpc):
+                if jsonrpc:
+                    check_content_type(scope)
                 body = await _read_body(receive)
                 receive = _replay_body(body, receive)
                 if len(body) > OFF_LOOP_BYTES:

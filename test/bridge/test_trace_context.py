@@ -104,3 +104,30 @@ def test_with_tracing_the_turn_is_a_span_of_the_callers_trace(agent, private_sta
     turn = next(span for span in ours if span["name"] == "persona turn")
     assert turn["context"]["span_id"] == "0x" + sent_on.split("-")[2], (turn, sent_on)
     assert all(span["resource"]["attributes"]["service.name"] == "bridge-under-test" for span in ours)
+
+
+def test_a_traceparent_of_a_later_version_goes_on_by_its_first_fields(agent, private_state, tmp_path):
+    """W3C Trace Context §3.2.4: a version after 00 is read by its first four fields (what follows
+    them begins with ``-``), and goes on as version 00; a version-00 header with more is invalid."""
+    trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
+    with relay_bridge(tmp_path, agent) as bridge:
+        task = ask_through_the_relay(bridge, f"cc-{trace_id}-{parent_id}-01-what-comes-later")
+        assert state(task) == "TASK_STATE_COMPLETED", task
+    seen = seen_by_the_agent(agent, trace_id)
+    assert seen, "a traceparent of a later version was dropped"
+    assert all(each["headers"]["traceparent"] == f"00-{trace_id}-{parent_id}-01" for each in seen), seen
+
+
+def test_a_tracestate_that_is_no_valid_list_is_not_sent_on(agent, private_state, tmp_path):
+    """An anonymous caller's ``tracestate`` reaches third-party agents only as a valid W3C list:
+    any printable text (a forged log line, a long blob) is dropped, the traceparent still goes on."""
+    with relay_bridge(tmp_path, agent) as bridge:
+        for state_text in ("not a list at all", "a=1,a=2", "x" * 500, "k=" + "v" * 300, "key=va\x7flue"):
+            parent, trace_id = traceparent()
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}}
+            response = httpx.post(bridge.url + "/", json=body, timeout=60,
+                                  headers={**HEADERS, "traceparent": parent, "tracestate": state_text})
+            assert state(task_of(response.json())) == "TASK_STATE_COMPLETED", response.text
+            seen = seen_by_the_agent(agent, trace_id)
+            assert seen, f"the traceparent did not go on with tracestate {state_text!r}"
+            assert all("tracestate" not in each["headers"] for each in seen), (state_text, seen)

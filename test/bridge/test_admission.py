@@ -19,7 +19,7 @@ import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 
-from support.bridge_process import BridgeProcess
+from support.bridge_process import BridgeProcess, echo_log
 from support.bridge_rpc import answer, cancel, get_task, grpc_client, message, send, state, task_of
 from support.waiting import wait_until
 
@@ -164,15 +164,21 @@ def test_a_canceled_turn_frees_its_slot(narrow):
     assert_slot_free_and_bridge_answers(narrow)
 
 
-def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends():
-    with BridgeProcess("--max-concurrent", "1", "--deadline", "1", "--heartbeat", "5") as bridge:
-        late = task_of(send(bridge.url, message("sleep:3")))
+def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends(tmp_path):
+    """The late turn is held (``hold:``) until the test releases it: it is still running
+    when the slot is looked at, however slowly this machine goes."""
+    calls = echo_log(tmp_path)
+    with BridgeProcess("--max-concurrent", "1", "--deadline", "1", "--heartbeat", "5", call_log=calls) as bridge:
+        late = task_of(send(bridge.url, message("hold:late")))
         assert state(late) == "TASK_STATE_WORKING"  # the deadline passed, the turn goes on
         assert running(bridge) == 1
         busy = jsonrpc(bridge, "SendMessage", {"message": message("now?")})
         assert "busy" in busy.json()["error"]["message"], busy.text
-        wait_until(lambda: state(task_of(get_task(bridge.url, late["id"]))) == "TASK_STATE_COMPLETED",
-                   "the late answer to be stored")
+        assert state(task_of(get_task(bridge.url, late["id"]))) == "TASK_STATE_WORKING"  # still held: the slot was its
+        (calls.parent / "late").touch()
+        done = wait_until(lambda: task_of(get_task(bridge.url, late["id"])), "the late answer to be stored",
+                          until=lambda t: state(t) == "TASK_STATE_COMPLETED")
+        assert answer(done) == "echo: hold:late"
         assert_slot_free_and_bridge_answers(bridge)
 
 

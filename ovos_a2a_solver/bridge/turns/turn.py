@@ -162,7 +162,10 @@ class DaemonThreads:
     def __init__(self, name: str, idle_seconds: float = 30.0) -> None:
         self.name = name
         self.idle_seconds = idle_seconds
-        self._jobs: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
+        # a Queue, not a SimpleQueue: a SimpleQueue getter that wakes for a job another thread
+        # took, after its timeout passed, waits on with no timeout at all (CPython 3.11 at least),
+        # so that an idle thread would not end until the next job came
+        self._jobs: queue.Queue[Callable[[], object]] = queue.Queue()
         self._lock = threading.Lock()
         self._idle = 0      # threads waiting for a job (each job put is taken by one of them)
 

@@ -156,8 +156,32 @@ def test_what_says_the_store_is_away():
             raise RuntimeError("wrapped") from inner
     except RuntimeError as outer:
         assert store_unavailable(outer)
-    assert store_unavailable(ConnectionRefusedError(111, "Connect call failed"))
     assert not store_unavailable(ValueError("no"))
+
+
+def test_a_connection_error_is_the_stores_only_when_the_database_driver_raised_it():
+    """PostgreSQL refusing a connection is the store away; a webhook's host that does not resolve,
+    or a sibling worker's socket that refuses, is not (they have answers of their own)."""
+    import asyncio
+    import socket
+
+    import asyncpg
+
+    from ovos_a2a_solver.bridge.storage.availability import store_unavailable
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens there once it is closed
+    with pytest.raises(OSError) as refused_by_the_database:
+        asyncio.run(asyncpg.connect(f"postgresql://nobody@127.0.0.1:{port}/none", timeout=5))
+    assert store_unavailable(refused_by_the_database.value)
+
+    with pytest.raises(OSError) as refused_elsewhere, socket.socket() as plain:
+        plain.connect(("127.0.0.1", port))
+    assert not store_unavailable(refused_elsewhere.value)
+    with pytest.raises(OSError) as unresolved:
+        socket.getaddrinfo("no-such-host.invalid", 80)
+    assert not store_unavailable(unresolved.value)
 
 
 def test_the_log_says_each_kind_once_per_ten_seconds(caplog):

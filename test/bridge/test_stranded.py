@@ -14,13 +14,12 @@ import sqlite3
 import time
 import uuid
 
-import httpx
 
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.operations import content_digest, operation_key
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import HEADERS, get_task, message, send, state, status_text, task_of
+from support.bridge_rpc import get_task, message, send, state, status_text, task_of
 from support.waiting import wait_until
 
 STORE_FILE = "bridge.sqlite3"
@@ -91,23 +90,25 @@ def test_a_resend_of_a_message_whose_end_was_lost_is_answered_with_an_end(tmp_pa
         assert state(get_task(bridge.url, task_id)["result"]) == "TASK_STATE_FAILED"
 
 
-def test_a_resend_of_a_message_whose_task_was_never_stored_is_run_again(tmp_path):
-    """A message whose first delivery was claimed but whose task never reached the store (the
-    store failed before it) is told to try again (503, Retry-After), and worked on when sent again
-    as it is: answered, not refused for good with an internal error."""
+def test_a_resend_of_a_message_whose_task_was_never_stored_is_answered_with_its_end_not_run_again(tmp_path):
+    """A message whose first delivery was claimed and worked on, but whose task never reached the
+    store (it was away), is answered when sent again as it is: its task, failed, saying why, under
+    the id its claim holds; the persona is not asked a second time (a message runs once)."""
     store = a_stopped_store(tmp_path)
     msg = message("claimed, never stored")
     sent = Message(role=Role.ROLE_USER, message_id=msg["messageId"], parts=[Part(text="claimed, never stored")])
+    claimed = uuid.uuid4().hex
     with sqlite3.connect(store) as db:
         db.execute("INSERT INTO a2a_bridge_operations (key, owner, message_id, sent_task_id, content, context_id, "
                    "task_id, state, replica, boot, created, updated) VALUES (?, '', ?, '', ?, NULL, ?, 'done', "
                    "'gone', 'gone', ?, ?)", (operation_key("", "", msg["messageId"], "", content_digest(sent)),
-                                             msg["messageId"], content_digest(sent), uuid.uuid4().hex,
+                                             msg["messageId"], content_digest(sent), claimed,
                                              time.time() - 5, time.time() - 5))
-    with BridgeProcess(state_dir=tmp_path) as bridge:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}}
-        refused = httpx.post(bridge.url + "/", json=body, headers=HEADERS, timeout=30)
-        assert refused.status_code == 503 and refused.headers.get("Retry-After"), refused.text
-        again = httpx.post(bridge.url + "/", json=body, headers=HEADERS, timeout=30)
-        assert again.status_code == 200, again.text
-        assert state(task_of(again.json())) == "TASK_STATE_COMPLETED", again.text
+    calls = tmp_path / "calls.jsonl"
+    with BridgeProcess(state_dir=tmp_path, call_log=calls) as bridge:
+        task = task_of(send(bridge.url, msg, timeout=30))
+        assert task["id"] == claimed, task
+        assert state(task) == "TASK_STATE_FAILED" and "store was unavailable" in status_text(task), task
+        assert state(task_of(send(bridge.url, msg, timeout=30))) == "TASK_STATE_FAILED"
+        assert state(get_task(bridge.url, claimed)["result"]) == "TASK_STATE_FAILED"
+    assert not calls.exists() or "claimed, never stored" not in calls.read_text(), "the message ran a second time"

@@ -55,14 +55,20 @@ def away_kind(exc: BaseException) -> str:
 
 
 def _away_kind(exc: BaseException) -> str | None:
+    from a2a.utils.errors import A2AError, InternalError
+
     seen: set[int] = set()
     link: BaseException | None = exc
     while link is not None and id(link) not in seen and len(seen) < _MOST_LINKS:
+        if isinstance(link, A2AError) and not isinstance(link, InternalError):  # an answer chosen (a webhook
+            # refused, say) stands; an internal error may wrap the store's
+            return None
         seen.add(id(link))
         kind = _kind_of(link)
         if kind is not None:
             return kind
-        link = link.__cause__ or link.__context__
+        # what it was raised from, or while handling, unless it said that is beside the point (from None)
+        link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
     return None
 
 
@@ -77,11 +83,25 @@ def _kind_of(exc: BaseException) -> str | None:
             postgres.PostgresConnectionError,        # 08: the connection failed or is gone
             postgres.OperatorInterventionError,      # 57: shutting down, restarting, a statement cancelled
             postgres.InsufficientResourcesError,     # 53: disk full, out of memory, too many connections
-            postgres.ReadOnlySQLTransactionError)):  # 25006: a read-only server (a standby, say)
+            postgres.ReadOnlySQLTransactionError,    # 25006: a read-only server (a standby, say)
+            # the driver's own word that a connection is closed or in no state to go on (after the
+            # server ended it in the middle of an operation, say): the next connection will do
+            postgres.InterfaceError, postgres.InternalClientError)):
         return type(exc).__name__
-    if isinstance(exc, (OSError, TimeoutError)):  # connecting (refused, unreachable, no socket), a timed-out call
-        return type(exc).__name__
+    if isinstance(exc, (OSError, TimeoutError)) and _raised_by_the_driver(exc):
+        return type(exc).__name__  # connecting (refused, unreachable, no socket), a timed-out call
     return None
+
+
+def _raised_by_the_driver(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised within the database's driver (asyncpg): an ``OSError`` or a
+    time-out from elsewhere (a webhook's host, a sibling worker's socket) is not the store's."""
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_globals.get("__name__", "").startswith("asyncpg"):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 @dataclass

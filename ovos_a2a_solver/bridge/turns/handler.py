@@ -42,23 +42,24 @@ import contextlib
 import functools
 import logging
 import time
+import uuid
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import NoReturn
 
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
-from a2a.server.cluster import VersionedTaskStore
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
-from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, SendMessageRequest,
-                       SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
-                       TaskStatusUpdateEvent)
+from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, Message, Part,
+                       Role, SendMessageRequest, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState,
+                       TaskStatus, TaskStatusUpdateEvent)
 from a2a.utils.errors import (A2AError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, store_unavailable
-from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds
+from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds, time_ordered_id
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, INTERRUPTED_UNATTENDED,
                                                       fail_operations, fail_tasks)
@@ -303,13 +304,8 @@ class BridgeRequestHandler(RequestHandler):
             if current.done:  # the executor is done; give the SDK a moment to store its last events
                 over_since = over_since or loop.time()
                 if loop.time() - over_since > STORED_END_GRACE:
-                    if task is None:  # nothing of it was stored: the message may be sent again as it is
-                        await self.tracker.log.release(claim.key)
-                        busy = BusyError("The first delivery of this message was lost before its task was "
-                                         "stored; send it again.", shutting_down=True, retry_after=1)
-                        if self.on_busy is not None:
-                            await self.on_busy(context, busy)
-                        raise busy
+                    if task is None:  # its turn ran, and nothing of it was stored: its end is that
+                        return await self._store_lost_first_delivery(claim, context)
                     if settled and task.status.state not in SETTLED:  # its turn is over, its end was not stored
                         ended = await settle_stored_task(self.task_store, claim.task_id, context,
                                                          TaskState.TASK_STATE_FAILED, INTERRUPTED_UNATTENDED)
@@ -320,6 +316,24 @@ class BridgeRequestHandler(RequestHandler):
                 continue
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_SECONDS)
+
+    async def _store_lost_first_delivery(self, claim: Operation, context: ServerCallContext) -> Task:
+        """The end of a message whose first delivery's turn ran but whose task never reached the
+        store (it was away): a ``failed`` task under the id the claim holds, saying why. A message
+        runs once: sent again, it is answered with this end, never worked on a second time."""
+        status = TaskStatus(state=TaskState.TASK_STATE_FAILED)
+        status.timestamp.GetCurrentTime()
+        status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=claim.task_id,
+                                        parts=[Part(text=INTERRUPTED_UNATTENDED)]))
+        task = Task(id=claim.task_id, context_id=claim.context_id or time_ordered_id(), status=status)
+        task.status.message.context_id = task.context_id
+        task.metadata[BEGUN_BY] = self.persona
+        try:
+            await self.task_store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING,
+                                       context=context)
+        except ConcurrentTaskModificationError:  # stored meanwhile, after all: that is its end
+            return await self._stored_task(claim, context, settled=False)
+        return task
 
     async def _adopt_push_config(self, claim: Operation, params: SendMessageRequest,
                                  context: ServerCallContext) -> None:

@@ -28,6 +28,9 @@ import pytest
 from support.interop import _READY_MARKER, PeerAgentProcess, _cache_root
 
 JS_DIR = Path(__file__).resolve().parent / "peers" / "js"
+#: the lockfile of each project (``<name>.package-lock.json``): made with ``npm install --package-lock-only``
+#: from the project's package.json, its ``resolved`` addresses left out (npm takes the registry it is set to)
+LOCKS_DIR = JS_DIR / "locks"
 _NPM_TIMEOUT = 600  # seconds for the whole npm install
 
 
@@ -123,7 +126,7 @@ def node_modules(project: NpmProject) -> str:
     modules = directory / "node_modules"
     with open(root / f"{project.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not ((directory / _READY_MARKER).exists() and _check_project(modules, project) is None):
+        if not (_installed_from_its_lockfile(directory, project) and _check_project(modules, project) is None):
             _install(directory, project, npm)
     _ready_modules[str(directory)] = str(modules)
     return str(modules)
@@ -137,7 +140,13 @@ def _install(directory: Path, project: NpmProject, npm: str) -> None:
     try:
         (directory / "package.json").write_text(json.dumps(
             {"name": project.name, "private": True, "dependencies": dict(project.dependencies)}, indent=2))
-        command = [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier"]
+        # every package at the version and checksum its lockfile names (the peers' projects have one;
+        # only the tests of this helper install without), none of their install scripts run
+        lockfile = LOCKS_DIR / f"{project.name}.package-lock.json"
+        if lockfile.exists():
+            shutil.copyfile(lockfile, directory / "package-lock.json")
+        command = [npm, "ci" if lockfile.exists() else "install", "--no-audit", "--no-fund", "--ignore-scripts",
+                   "--no-update-notifier"]
         try:
             out = subprocess.run(command, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, timeout=_NPM_TIMEOUT)
@@ -155,7 +164,23 @@ def _install(directory: Path, project: NpmProject, npm: str) -> None:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     (directory / _READY_MARKER).write_text(json.dumps(
-        {"dependencies": dict(project.dependencies), "built": time.time()}))
+        {"dependencies": dict(project.dependencies), "lockfile": _lockfile_digest(project), "built": time.time()}))
+
+
+def _lockfile_digest(project: NpmProject) -> str:
+    import hashlib
+
+    lockfile = LOCKS_DIR / f"{project.name}.package-lock.json"
+    return hashlib.sha256(lockfile.read_bytes()).hexdigest() if lockfile.exists() else ""
+
+
+def _installed_from_its_lockfile(directory: Path, project: NpmProject) -> bool:
+    """Whether ``directory`` holds a finished install of ``project`` from its lockfile as it is now."""
+    try:
+        marker = json.loads((directory / _READY_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("lockfile") == _lockfile_digest(project)
 
 
 def _node_env(project: NpmProject) -> Dict[str, str]:

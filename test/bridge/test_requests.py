@@ -315,6 +315,31 @@ def test_a_lone_surrogate_is_a_protocol_error_on_jsonrpc(one_slot_bridge, header
     assert "surrogate" in answered["error"]["message"]
 
 
+V03_ID_TABLE = [
+    pytest.param('{"jsonrpc":"2.0","method":"message/send","params":{"":"not_a_dict"}}', -32602,
+                 id="no-id-invalid-params"),
+    pytest.param('{"jsonrpc":"2.0","method":"message/send","params":{"message":' + V03_MESSAGE + '}}', -32600,
+                 id="no-id-valid-params"),
+    pytest.param('{"jsonrpc":"2.0","id":null,"method":"message/send","params":{"":"not_a_dict"}}', -32600,
+                 id="null-id-invalid-params"),
+    pytest.param('{"jsonrpc":"2.0","id":{"a":1},"method":"message/send","params":{"":"not_a_dict"}}', -32600,
+                 id="object-id-invalid-params"),
+    pytest.param('{"jsonrpc":"2.0","id":true,"method":"message/send","params":{"message":' + V03_MESSAGE + '}}',
+                 -32600, id="boolean-id-valid-params"),
+]
+
+
+@pytest.mark.parametrize("body, code", V03_ID_TABLE)
+def test_a_0_3_request_without_an_id_has_its_params_checked(one_slot_bridge, body, code):
+    """A2A 0.3 (the TCK's mandatory JSON-RPC test): a missing id is not a null one; its params
+    are still checked (-32602), while an id of the wrong type, or null, is an invalid request."""
+    response = httpx.post(one_slot_bridge.url + "/", content=body.encode(), timeout=30,
+                          headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    answered = response.json()
+    assert answered["error"]["code"] == code and answered["id"] is None, answered
+
+
 def test_a_lone_surrogate_is_400_on_http_json_and_a_pair_is_a_character(one_slot_bridge):
     body = '{"message":{"role":"ROLE_USER","messageId":"m-%s","parts":[{"text":"%s"}]}}'
     refused = httpx.post(one_slot_bridge.url + "/rest/message:send", content=body % (uuid.uuid4().hex, "\\ud800"),

@@ -32,19 +32,27 @@ class Refusal(Exception):
 
 def check_v03_params(value: dict, method: str, request_id) -> None:
     """:class:`Refusal` (-32602) for an A2A 0.3 request whose params do not fit its method
-    (the SDK's 0.3 layer answers -32600, which JSON-RPC keeps for a malformed envelope)."""
+    (the SDK's 0.3 layer answers -32600, which JSON-RPC keeps for a malformed envelope).
+    A null ``id`` is a malformed envelope (-32600) whatever the params; a missing ``id`` is
+    not: the params are checked first (-32602), and only a request whose params fit is
+    refused for having no id (-32600), as A2A 0.3 has no notifications."""
     model = JSONRPC03Adapter.METHOD_TO_MODEL.get(method)
     if model is None:
         return
-    if request_id is None:
-        raise Refusal(InvalidRequestError(message=f"{method} (A2A 0.3) needs an id: a string or an integer"))
+    needs_an_id = InvalidRequestError(message=f"{method} (A2A 0.3) needs an id: a string or an integer")
+    has_id = "id" in value
+    if has_id and request_id is None:
+        raise Refusal(needs_an_id)
     try:
         model.model_validate(value)
     except ValidationError as exc:
-        where = ".".join(str(p) for p in exc.errors()[0]["loc"]) if exc.errors() else "params"
-        raise Refusal(InvalidParamsError(message=f"invalid params for {method}: {where}: "
-                                                 f"{exc.errors()[0]['msg'] if exc.errors() else exc}"),
-                      request_id) from None
+        errors = [error for error in exc.errors() if error["loc"][:1] != ("id",)]
+        if errors:
+            where = ".".join(str(p) for p in errors[0]["loc"])
+            raise Refusal(InvalidParamsError(message=f"invalid params for {method}: {where}: {errors[0]['msg']}"),
+                          request_id) from None
+    if not has_id:
+        raise Refusal(needs_an_id)
 
 
 def check_envelope(value: Any):

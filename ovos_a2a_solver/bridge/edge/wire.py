@@ -17,8 +17,8 @@ the loop. A JSON-RPC request whose ``Content-Type`` is not JSON is refused with 
 let through. HTTP+JSON answers are labelled ``Content-Type: application/json`` (the SDK says
 ``application/a2a+json``, which the A2A 1.0 HTTP+JSON binding and its conformance kit do not
 name), and TaskNotCancelable is HTTP 409 as A2A 1.0 maps it (the SDK says 400). An A2A 0.3
-request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600); one
-without an id is -32600.
+request whose params do not fit its method is -32602 (the SDK's 0.3 layer says -32600), with or
+without an id; one whose params fit but that has no id, or a null one, is -32600.
 """
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from ovos_a2a_solver import A2AClient, AgentTaskError
 
 from support.bridge_process import BridgeProcess, BridgeStartError
-from support.bridge_rpc import get_task, state, task_of
+from support.agent_process import free_port
+from support.bridge_rpc import get_task, message, send, state, status_text, task_of
 from support.no_brain import NO_BRAIN_LINES
 from support.personas import relay_persona
 
@@ -97,6 +98,20 @@ def test_a_persona_whose_handlers_all_fail_gives_a_failed_task_with_the_reason(a
             with pytest.raises(AgentTaskError) as info:
                 client.send_task("hello")
     assert info.value.state == "failed" and "no answer" in info.value.reason
+
+
+def test_a_failed_relay_tells_the_caller_no_internal_address_and_the_log_keeps_it(private_state, tmp_path):
+    """The remote agent of a relay persona is down: the failed task's text names no URL or
+    host of the bridge's side; the bridge's log names the URL."""
+    agent_url = f"http://127.0.0.1:{free_port()}/a2a"  # nothing listens there
+    with relay_bridge(tmp_path, agent_url) as bridge:
+        task = task_of(send(bridge.url, message("hello")))
+        said = json.dumps(task)
+        log = bridge.stdout_text() + bridge.stderr_text()
+    assert state(task) == "TASK_STATE_FAILED", task
+    assert status_text(task), task
+    assert "127.0.0.1" not in said and "http://" not in said and "/a2a" not in said, said
+    assert agent_url in log, log[-2000:]
 
 
 def test_the_bridge_serves_grpc_too_when_asked():

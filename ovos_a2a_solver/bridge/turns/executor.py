@@ -24,6 +24,7 @@ import enum
 import hashlib
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -318,7 +319,7 @@ class PersonaExecutor(AgentExecutor):
                                             "Answered after the deadline.", add_answer)
         else:
             if event.kind is TurnEventKind.ERROR:
-                reason = _reason(event)
+                reason = _reason(event, task_id)
             elif event.kind is TurnEventKind.INTERRUPTED:
                 reason = INTERRUPTED_BY_SHUTDOWN
             else:
@@ -370,7 +371,7 @@ class TaskWriter:
             if self.retry and not answer.said and not self.outputs:
                 return RelayEnd.RETRY
             await answer.close()  # what was said before the failure stays said
-            await updater.failed(_agent_message(_reason(event)))
+            await updater.failed(_agent_message(_reason(event, updater.task_id)))
             return RelayEnd.FAILED
         await answer.flush()
         if kind is TurnEventKind.INTERRUPTED:
@@ -479,11 +480,31 @@ def _agent_message(text: str, context_id: str | None = None) -> Message:
     return message
 
 
-def _reason(event: TurnEvent) -> str:
+def _reason(event: TurnEvent, task_id: str) -> str:
+    """What the caller is told of a failed turn: the error in words, with no address of the
+    bridge's side (:func:`without_addresses`); the log keeps it whole."""
     error = event.error
     if isinstance(error, NoAnswerError):
-        return str(error).capitalize() + "."
-    return f"The persona failed: {type(error).__name__}: {error}"
+        reason = str(error).capitalize() + "."
+    else:
+        reason = f"The persona failed: {type(error).__name__}: {error}"
+    LOG.warning("task %s failed: %s", task_id, reason)
+    return without_addresses(reason)
+
+
+#: a URL of any scheme, to its last character that is not punctuation ending a sentence
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s\"'<>]*[^\s\"'<>.,:;!?)\]]", re.IGNORECASE)
+#: an IPv6 address in brackets or an IPv4 address, with or without a port; localhost; a host name with a port
+_HOST = re.compile(r"\[[0-9a-f:.]+\](?::\d+)?|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\blocalhost\b(?::\d+)?"
+                   r"|\b[a-z0-9.-]*[a-z][a-z0-9.-]*:\d{1,5}\b", re.IGNORECASE)
+ADDRESS_NOT_SHOWN = "(an address not shown)"
+
+
+def without_addresses(text: str) -> str:
+    """``text`` with every URL and host (an IP address, localhost, a name with a port) in it
+    replaced by :data:`ADDRESS_NOT_SHOWN`: a failure's words for an A2A caller, who must not
+    learn where the persona's agents and services are."""
+    return _HOST.sub(ADDRESS_NOT_SHOWN, _URL.sub(ADDRESS_NOT_SHOWN, text))
 
 
 def _lang_of(context: RequestContext) -> str | None:

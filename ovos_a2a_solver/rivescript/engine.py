@@ -6,6 +6,9 @@ the embedded offline persona (the bridge's default persona, and any persona that
 It answers from a RiveScript brain (by default the small-talk brain shipped in
 ``brain/``) as RiveScript user = the ``session_id`` it is given, so each
 conversation has its own memory: a name told in one conversation is unknown in another.
+With a ``persona`` setting (the bridge gives each persona's engine its name), each persona
+has its own memory too: a name told to one persona is unknown to another in the same
+conversation.
 That memory is bounded and expires (see :mod:`~ovos_a2a_solver.rivescript.memory`),
 and by default survives restarts in ``$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite``.
 
@@ -14,6 +17,7 @@ nothing heavy: RiveScript loads when the engine is built. It imports nothing of 
 """
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -50,6 +54,7 @@ class RiveScriptSettings:
     persist_conversations: bool = True   # False: memory in RAM only (lost on restart)
     max_conversations: int = DEFAULT_MAX_CONVERSATIONS   # conversations remembered; least recently used go first
     conversation_ttl: float = DEFAULT_CONVERSATION_TTL   # seconds a conversation may sit idle before it is forgotten
+    persona: str | None = None           # whose memory this is (the bridge sets the persona's name); None: one for all
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> "RiveScriptSettings":
@@ -60,6 +65,8 @@ class RiveScriptSettings:
         for key in ("brain", "state_file"):
             if key in values and not (isinstance(values[key], str) and values[key].strip()):
                 raise ValueError(f"{PLUGIN_ID}: {key!r} must be a path, got {values[key]!r}")
+        if "persona" in values and not (isinstance(values["persona"], str) and values["persona"].strip()):
+            raise ValueError(f"{PLUGIN_ID}: 'persona' must be a persona's name, got {values['persona']!r}")
         if "persist_conversations" in values:
             values["persist_conversations"] = boolean_setting("persist_conversations",
                                                               values["persist_conversations"], PLUGIN_ID)
@@ -118,10 +125,17 @@ class RiveScriptChatEngine(ChatEngine):
 
         Raises the library's ``RiveScriptError`` when the brain has no reply (the persona
         then asks its next handler)."""
-        session_id = str(session_id or "default")
-        with self._lock, self.memory.turn(session_id):
-            reply = self._rivescript.reply(session_id, text[:MAX_INPUT_CHARS], errors_as_replies=False)
+        user = self.memory_key(str(session_id or "default"))
+        with self._lock, self.memory.turn(user):
+            reply = self._rivescript.reply(user, text[:MAX_INPUT_CHARS], errors_as_replies=False)
         return reply.strip()
+
+    def memory_key(self, session_id: str) -> str:
+        """The RiveScript user, and the session file's key, of conversation ``session_id``:
+        the session itself, or with a ``persona`` setting, the persona and the session (so
+        personas that share a session file and a conversation each remember on their own)."""
+        persona = self.settings.persona
+        return session_id if persona is None else json.dumps([persona, session_id])
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",
                       lang: Optional[str] = None, units: Optional[str] = None,

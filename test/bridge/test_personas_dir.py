@@ -9,7 +9,7 @@ from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 
 from support.bridge_process import BridgeProcess, BridgeStartError
-from support.bridge_rpc import get_task, message, send, task_of
+from support.bridge_rpc import answer, get_task, message, send, task_of
 from support.cli_run import Cli
 
 
@@ -47,6 +47,25 @@ def test_each_persona_of_a_directory_has_its_own_path_card_and_tasks(personas, p
     stores = sorted(str(p.relative_to(private_state)) for p in private_state.rglob("bridge.sqlite3"))
     assert stores == ["ovos_a2a_solver/bridge/alice-0/bridge.sqlite3",
                       "ovos_a2a_solver/bridge/bob-0/bridge.sqlite3"], stores
+
+
+def test_each_persona_of_a_directory_remembers_on_its_own_in_one_context(tmp_path, private_state):
+    """kitchen and office, two copies of the embedded offline persona: a name told to kitchen
+    is not known to office in the same contextId, and kitchen still knows it."""
+    directory = tmp_path / "personas"
+    directory.mkdir()
+    for name in ("kitchen", "office"):
+        persona = json.loads(DEFAULT_PERSONA_FILE.read_text())
+        persona["name"] = name
+        (directory / f"{name}.json").write_text(json.dumps(persona))
+    with BridgeProcess("--personas-dir", str(directory), backend="persona", default_state_dir=True) as bridge:
+        kitchen, office = f"{bridge.root}/a2a/kitchen", f"{bridge.root}/a2a/office"
+        told = task_of(send(kitchen, message("my name is Ada", context_id="ctx-shared")))
+        assert "ada" in answer(told).lower(), told
+        asked = task_of(send(office, message("what is my name", context_id="ctx-shared")))
+        assert "do not know your name" in answer(asked), asked
+        again = task_of(send(kitchen, message("what is my name", context_id="ctx-shared")))
+        assert "ada" in answer(again).lower(), again
 
 
 @pytest.mark.parametrize("extra, said", [

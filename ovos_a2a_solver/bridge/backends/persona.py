@@ -14,6 +14,8 @@ from ovos_a2a_solver.bridge.backends.protocols import (Capability, NoAnswerError
                                                        StoppableRelay)
 from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 
+#: the plugin id of the embedded RiveScript engine (named, not imported: the bridge imports no engine)
+RIVESCRIPT_PLUGIN_ID = "ovos-a2a-rivescript"
 
 
 class PersonaBackend:
@@ -26,7 +28,7 @@ class PersonaBackend:
         self.name = config.get("name") or "OVOS persona"
         self.description = config.get("description") or f"The OVOS persona {self.name}."
         self._skills = declared_skills(config.get("skills"), self.name)
-        self.persona = Persona(self.name, config)
+        self.persona = Persona(self.name, with_own_memory(config, self.name))
         self._handlers = list(config.get("handlers") or config.get("solvers") or [])
 
     @classmethod
@@ -78,6 +80,19 @@ class PersonaBackend:
         task waits too, and the next message continues it."""
         return any(isinstance(handler, RelayingHandler) and handler.has_open_task(session_id)
                    for handler in self.persona.solvers.loaded_modules.values())
+
+
+def with_own_memory(config: dict, name: str) -> dict:
+    """``config`` with the persona's ``name`` given to its embedded RiveScript engine (unless
+    the file names a persona there itself), whose memory is then this persona's alone: two
+    personas of one process share its session file, and a caller's contextId may reach both."""
+    handlers = config.get("handlers") or config.get("solvers") or []
+    if RIVESCRIPT_PLUGIN_ID not in handlers:
+        return config
+    block = config.get(RIVESCRIPT_PLUGIN_ID)
+    block = dict(block) if isinstance(block, dict) and block else {"enabled": True}  # as ovos-persona's default
+    block.setdefault("persona", name)
+    return {**config, RIVESCRIPT_PLUGIN_ID: block}
 
 
 def declared_skills(skills: object, persona: str) -> list[Capability]:

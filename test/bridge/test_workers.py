@@ -21,7 +21,7 @@ import httpx
 import pexpect
 import pytest
 
-from support.bridge_process import BridgeProcess, echo_calls
+from support.bridge_process import BridgeProcess, echo_calls, worker_sockets
 from support.bridge_rpc import Worker as Calls, answer, grpc_client, message, state, status_text
 from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
@@ -357,22 +357,6 @@ def test_a_second_bridge_with_workers_cannot_take_the_same_port(two_workers):
         BridgeProcess("--workers", "2", port=two_workers.port)
     assert refused.value.returncode == 1, refused.value.stderr
     assert f"port {two_workers.port} on 127.0.0.1 is already in use" in refused.value.stderr
-
-
-def worker_sockets(bridge: BridgeProcess) -> list[str]:
-    """The names of the worker sockets (abstract namespace, without the leading NUL) that the
-    workers of ``bridge`` hold open, from /proc."""
-    held = set()
-    for pid in process_ids(bridge):
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
-            except FileNotFoundError:  # closed meanwhile
-                pass
-    with open("/proc/net/unix") as table:
-        rows = [line.split() for line in table]
-    return sorted({row[-1][1:] for row in rows[1:]
-                   if row[-1].startswith("@ovos-a2a-bridge/") and f"socket:[{row[6]}]" in held})
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to ask as another user")

@@ -213,6 +213,22 @@ def echo_calls(call_log: os.PathLike | str, text: Optional[str] = None) -> int:
     return len(lines) if text is None else sum(json.loads(line)["text"] == text for line in lines)
 
 
+def worker_sockets(bridge: BridgeProcess) -> list[str]:
+    """The names of the worker sockets (abstract namespace, without the leading NUL) that the
+    workers of ``bridge`` hold open, from /proc."""
+    held = set()
+    for pid in bridge.worker_ids():
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except FileNotFoundError:  # closed meanwhile
+                pass
+    with open("/proc/net/unix") as table:
+        rows = [line.split() for line in table]
+    return sorted({row[-1][1:] for row in rows[1:]
+                   if row[-1].startswith("@ovos-a2a-bridge/") and f"socket:[{row[6]}]" in held})
+
+
 def _copy_out(pipe, path: Path) -> None:
     """Copy what comes through ``pipe`` into the file ``path`` as it comes, until it closes."""
     with pipe, open(path, "ab") as log:

@@ -41,9 +41,12 @@ from a2a.types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, Ta
 from a2a.utils import errors as a2a_errors
 
 from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
+from ovos_a2a_solver.bridge.observe.log_safety import Throttle
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
+#: any local user may connect to a worker's socket in a loop: one line per kind of refusal per 10 s
+REFUSALS = Throttle()
 
 NAMESPACE = "ovos-a2a-bridge"  # abstract socket names: "\0ovos-a2a-bridge/<boot>"
 LINE_LIMIT = 64 * 1024 * 1024  # one relayed event (a whole task) may be large
@@ -178,7 +181,7 @@ class Siblings:
         try:
             refusal = _not_a_sibling(writer.get_extra_info("socket"))
             if refusal is not None:
-                LOG.warning("hung up on a request on this worker's socket: %s", refusal)
+                REFUSALS.warning(LOG, "asked", "hung up on a request on this worker's socket: %s", refusal)
                 return
             request = Request.read(await reader.readline())
             if request.ask is Ask.CANCEL:
@@ -266,7 +269,7 @@ class Siblings:
         refusal = _not_a_sibling(writer.get_extra_info("socket"))
         if refusal is not None:
             writer.close()
-            LOG.warning("did not ask the socket of worker %s: %s", operation.replica, refusal)
+            REFUSALS.warning(LOG, "asking", "did not ask the socket of worker %s: %s", operation.replica, refusal)
             raise NotASibling(refusal)
         return reader, writer
 

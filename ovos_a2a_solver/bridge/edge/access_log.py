@@ -7,7 +7,8 @@
 The HTTP method and path, the binding, the A2A method, the status (a gRPC code on gRPC), how
 long the answer took to its last byte (a stream: until it ended), and who called (the owner
 the credentials name, ``anonymous`` without). Never a message's text, a header or a query:
-ids in a path are the only values from the request. Written at INFO on the logger
+ids in a path are the only values from the request, and the path is the one sent,
+percent-encoded, so that ``%0A`` cannot break the line. Written at INFO on the logger
 ``ovos_a2a_solver.bridge.access``, so it goes wherever the bridge's log goes (stderr).
 
 :class:`AccessLog` is a sink of :mod:`.observer`, which sees each request once it was answered.

@@ -42,7 +42,8 @@ KNOWN_VERSIONS = ("0.3", "1.0")
 class AnsweredRequest:
     """One request, answered (a stream: ended).
 
-    ``verb`` and ``target`` are the HTTP method and path (gRPC: ``gRPC`` and the method);
+    ``verb`` and ``target`` are the HTTP method and path as sent, percent-encoded (gRPC:
+    ``gRPC`` and the method);
     ``binding`` is ``JSON-RPC``, ``HTTP+JSON``, ``gRPC`` or ``HTTP`` for the rest; ``version``
     the A2A version of the method or path (``-`` when none; over gRPC the one asked, ``other``
     for one the bridge does not know); ``method`` the A2A method as the caller named it (``-``
@@ -117,7 +118,7 @@ class RequestObserver:
             outcome = None
             if self.wants_outcome:
                 outcome = http_outcome(answer["status"], _jsonrpc_error(answer["body"]) if answer["read"] else None)
-            answered = AnsweredRequest(scope["method"], scope["path"], binding.label, version, method,
+            answered = AnsweredRequest(scope["method"], raw_path(scope), binding.label, version, method,
                                        answer["status"], outcome, seconds, owner_of(scope))
             for sink in self.sinks:
                 sink.answered(answered)
@@ -175,6 +176,15 @@ def owner_of(scope) -> str:
     user = scope.get("user")
     name = getattr(user, "username", "") if user is not None and getattr(user, "is_authenticated", False) else ""
     return name or "anonymous"
+
+
+def raw_path(scope) -> str:
+    """The request's path as it was sent, percent-encoded (``%0A`` stays three characters),
+    without its query."""
+    raw = scope.get("raw_path")
+    if raw is None:
+        return scope["path"]
+    return raw.decode("latin-1").partition("?")[0]
 
 
 def _is_json(start: dict) -> bool:

@@ -56,9 +56,14 @@ def configure_logging(debug: bool = False) -> None:
     OVOS logs (its own handler, on stdout) are cut to errors unless ``debug`` or
     ``OVOS_DEFAULT_LOG_LEVEL`` asks otherwise: what it says while a persona loads ("padatious
     not installed", "old style entrypoint") is for developers. Call before the persona loads.
-    Message text is never logged here: see :func:`log_messages`.
+    Message text is never logged here: see :func:`log_messages`. Every record that reaches the
+    log, the a2a-sdk's and uvicorn's too, is written on one line with its control characters
+    escaped (``observe.log_safety``): words a caller chose cannot forge a line.
     """
+    from ovos_a2a_solver.bridge.observe.log_safety import install
+
     logging.basicConfig(level=logging.INFO if debug else logging.WARNING, format=LOG_FORMAT, force=True)
+    install(logging.getLogger().handlers)
     logging.getLogger("ovos_a2a_solver").setLevel(logging.DEBUG if debug else logging.NOTSET)
     logging.getLogger(MESSAGE_LOGGER).setLevel(logging.INFO if debug else logging.NOTSET)
     if not debug and not os.environ.get("OVOS_DEFAULT_LOG_LEVEL"):

@@ -23,7 +23,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from a2a.utils.errors import InvalidParamsError
 
+from ovos_a2a_solver.bridge.observe.log_safety import Throttle
+
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
+#: a caller may register refused webhooks in a loop: one line per 10 s
+REFUSALS = Throttle()
 
 
 class WebhookRefused(ValueError):
@@ -133,5 +137,5 @@ class WebhookGuard:
                 await self.target(url)
             return True
         except WebhookRefused as refusal:
-            LOG.warning("push notification config refused: %s", refusal)
+            REFUSALS.warning(LOG, "webhook", "push notification config refused: %s", refusal)
             raise InvalidParamsError(message=f"webhook refused: {refusal}") from None

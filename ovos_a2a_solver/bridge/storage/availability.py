@@ -20,12 +20,13 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from ovos_a2a_solver.bridge.observe.log_safety import EVERY, Throttle
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 #: seconds between two log lines about one kind of failure (those in between are counted)
-LOG_EVERY = 10.0
+LOG_EVERY = EVERY
 
 #: SQLite's primary result codes that mean the store cannot write (or be read) for now
 SQLITE_AWAY = {sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY,
@@ -104,14 +105,6 @@ def _raised_by_the_driver(exc: BaseException) -> bool:
     return False
 
 
-@dataclass
-class _Kind:
-    """One kind of failure's log line: when it was last written, and how many were left out since."""
-
-    logged_at: float
-    left_out: int = 0
-
-
 class StoreAvailability:
     """What was last seen of the store, and the log lines about it.
 
@@ -125,7 +118,7 @@ class StoreAvailability:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._away: dict[str, float] = {}  # source -> when its failures began
-        self._kinds: dict[str, _Kind] = {}
+        self._lines = Throttle(LOG_EVERY, clock)
         self.failures = 0  # failures seen since the store was last available
 
     @property
@@ -145,15 +138,11 @@ class StoreAvailability:
         self._away.setdefault(source, now)
         self.failures += 1
         kind = away_kind(exc)
-        logged = self._kinds.get(kind)
-        if logged is not None and now - logged.logged_at < LOG_EVERY:
-            logged.left_out += 1
+        left_out = self._lines.admit(kind)
+        if left_out is None:
             return
-        left_out = logged.left_out if logged is not None else 0
-        self._kinds[kind] = _Kind(logged_at=now)
-        more = f" ({left_out} more like it in the last {LOG_EVERY:g} s)" if left_out else ""
         LOG.warning("the task store is unavailable (%s, seen by %s): %s%s; callers are asked to try again",
-                    kind, source, _words(exc), more)
+                    kind, source, _words(exc), self._lines.more(left_out))
 
     def works(self, source: str = STORE) -> None:
         """``source`` saw the store work again."""

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from support.bridge_process import BridgeProcess, worker_sockets
-from support.bridge_rpc import HEADERS
+from support.bridge_rpc import HEADERS, message, rpc
 from support.waiting import wait_until
 
 TOKEN = "log-safety-owner-token-7Rw"
@@ -74,3 +74,17 @@ def test_a_loop_of_connections_to_a_workers_socket_writes_a_few_lines():
         log = bridge.stderr_text()
     refusals = re.findall(r"^.*hung up on a request on this worker's socket.*$", log, re.M)
     assert 1 <= len(refusals) <= 3, log[-3000:]
+
+
+def test_refused_webhooks_in_a_loop_are_one_line_without_their_hosts_separators():
+    with BridgeProcess() as bridge:
+        done = rpc(bridge.url, "SendMessage", {"message": message("hello")})["result"]["task"]
+        for number in range(30):  # a host that does not resolve, a line separator and a NUL in its name
+            url = f"http://host-{number}\u2028FORGED\x00.invalid/hook"
+            created = rpc(bridge.url, "CreateTaskPushNotificationConfig", {"taskId": done["id"], "url": url})
+            assert created.get("error", {}).get("code") == -32602, created
+        log = wait_until(bridge.stderr_text, "the refusal's warning",
+                         until=lambda log: "push notification config refused" in log)
+    assert "\u2028" not in log and "\x00" not in log, repr(log)
+    assert "\\u2028forged\\x00.invalid" in log, log
+    assert len(re.findall(r"push notification config refused", log)) == 1, log

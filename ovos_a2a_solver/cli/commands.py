@@ -87,8 +87,14 @@ def cmd_send(args, out: Output) -> int:
         # streamed when the agent offers it (unless --no-stream): the task id and progress arrive while
         # waiting (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
         with open_client(args, out, conversations=store, streaming=True) as client:
+            earlier = take_earlier_answer(client, args.session)
+            if earlier is not None and earlier["asks"]:  # its question first: this message would answer it
+                waiting.stop()
+                return _say_earlier_question(args, out, earlier, client.conversation(args.session))
             if args.stream and not out.as_json and not waiting.enabled:
                 print(out.dim("… working"), file=sys.stderr, flush=True)
+            if earlier is not None and not out.as_json:
+                _say_earlier(out, earlier)
             pieces = []
             task_id = lambda: next((u.task_id for u in reversed(updates) if u.task_id), "")  # noqa: E731
             try:
@@ -115,7 +121,8 @@ def cmd_send(args, out: Output) -> int:
     if out.as_json:
         out.json({"answer": answer, "state": last.state_name if last else "", "task_id": task_id,
                   "context_id": conversation.context_id if conversation else "",
-                  "waiting_for_input": bool(conversation and conversation.task_id)})
+                  "waiting_for_input": bool(conversation and conversation.task_id),
+                  "earlier_answer": _earlier_json(earlier)})
         return 0
     if args.stream:
         print()
@@ -125,6 +132,66 @@ def cmd_send(args, out: Output) -> int:
         out.note(f"the agent waits for your answer: ovos-a2a send {args.url} \"...\" --session {args.session}")
     elif task_id and sys.stderr.isatty():
         out.note(f"task {task_id} ({last.state_name if last else '?'})")
+    return 0
+
+
+#: seconds ``send`` looks for the answer of a task that outlived an earlier ``send`` of its session
+EARLIER_ANSWER_LOOK = 0.05
+#: the tasks searched for the one an earlier ``send``'s message started, when the agent had not named it
+EARLIER_TASKS_SEARCHED = 50
+
+
+def take_earlier_answer(client, session: str) -> dict | None:
+    """The answer of the session's task that outlived an earlier ``send`` (its ``--timeout``
+    passed), if the agent has settled it by now: ``{"answer", "task_id", "asks"}`` (``asks``:
+    it is a question, which the session's next message answers). Taken here, apart from this
+    message's answer, so that the two are never printed as one; ``None`` when there is none
+    (or it is still working: then it stays the session's, for a later ``send``)."""
+    before = client.conversation(session)
+    if before is None or not (before.pending_task_id or before.pending_message_id):
+        return None
+    text = client.answer_when_ready(session, within=EARLIER_ANSWER_LOOK)
+    if text is None:
+        return None
+    after = client.conversation(session)
+    task_id = before.pending_task_id or (after.task_id if after and after.task_id else "") \
+        or _task_of_message(client, before.context_id, before.pending_message_id)
+    asks = bool(after and after.task_id and after.task_id == task_id)
+    return {"answer": text, "task_id": task_id, "asks": asks}
+
+
+def _task_of_message(client, context_id: str, message_id: str | None) -> str:
+    """The id of the task that ``message_id`` started (among the context's newest), or ``""``."""
+    if not message_id:
+        return ""
+    try:
+        listed = client.list_tasks(context_id=context_id, page_size=EARLIER_TASKS_SEARCHED)
+    except Exception:  # noqa: BLE001 - only the label of an answer already taken depends on it
+        return ""
+    return next((task.id for task in listed.tasks if any(m.message_id == message_id for m in task.history)), "")
+
+
+def _earlier_json(earlier: dict | None) -> dict | None:
+    return None if earlier is None else {"answer": earlier["answer"], "task_id": earlier["task_id"]}
+
+
+def _say_earlier(out: Output, earlier: dict) -> None:
+    """The earlier task's answer on stdout, on a line of its own that says whose it is."""
+    label = f"earlier answer (task {earlier['task_id']}):" if earlier["task_id"] else "earlier answer:"
+    out.para(f"{out.dim(label)} {earlier['answer']}")
+
+
+def _say_earlier_question(args, out: Output, earlier: dict, conversation) -> int:
+    """The earlier task asks a question: it is said, and this message is not sent (it would
+    be taken as the answer to a question the user has not seen)."""
+    if out.as_json:
+        out.json({"answer": "", "state": "", "task_id": "",
+                  "context_id": conversation.context_id if conversation else "",
+                  "waiting_for_input": True, "earlier_answer": _earlier_json(earlier), "sent": False})
+        return 0
+    _say_earlier(out, earlier)
+    out.note(f"your message was not sent: the earlier task asks this first; answer it: "
+             f"ovos-a2a send {args.url} \"...\" --session {args.session}")
     return 0
 
 

@@ -23,7 +23,8 @@ from ovos_a2a_solver.cli import credentials_for
 from support import REPO_ROOT
 from support.agent_process import free_port
 from support.bridge_process import BridgeProcess, echo_log
-from support.bridge_rpc import answer, get_task, health, message, rpc, send as rpc_send, state, task_of
+from support.bridge_rpc import (answer, get_task, health, message, rpc, send as rpc_send, state, task_of,
+                                wait_for_state)
 from support.cli_run import COMMAND, Cli
 from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
@@ -325,6 +326,58 @@ def test_send_gives_up_after_its_timeout_in_one_line(failures, agent):
     line = one_line_error(failures["stall"])
     assert "within 1 s" in line and agent.agent("stall") in line, failures["stall"].report
     assert "still working on task" in line and f"ovos-a2a status {agent.agent('stall')}" in line, line
+
+
+def _timed_out_send(cli, url: str, session: str, *flags: str) -> str:
+    """``send "sleep:2" --timeout 1`` in ``session``: it gives up; the id of the task it left (settled
+    before returning, so the next ``send`` finds its answer ready)."""
+    def task_ids() -> set[str]:
+        return {task["id"] for task in rpc(url, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])}
+
+    before = task_ids()
+    result = cli.run("send", url, "sleep:2", "--timeout", "1", "--session", session, *flags)
+    assert result.returncode != 0 and "within 1 s" in result.stderr, result.report
+    found = re.search(r"still working on task (\S+)", result.stderr)  # blocking: the agent had not named it
+    task_id = found.group(1) if found else wait_until(lambda: task_ids() - before, "the task it left").pop()
+    wait_for_state(url, task_id, "TASK_STATE_COMPLETED")
+    return task_id
+
+
+@pytest.mark.parametrize("flags", [(), ("--no-stream",)], ids=["streamed", "blocking"])
+def test_send_after_one_that_timed_out_gives_the_earlier_answer_apart_with_its_own_task(cli, agent, flags):
+    url = agent.agent("echo")
+    earlier_task = _timed_out_send(cli, url, "late", *flags)
+    result = cli.run("send", url, "hello", "--json", "--session", "late")
+    assert result.returncode == 0, result.report
+    reply = json.loads(result.stdout)
+    assert reply["answer"] == f"echo[{reply['context_id']}]: hello", result.report
+    assert reply["earlier_answer"] == {"answer": f"echo[{reply['context_id']}]: sleep:2", "task_id": earlier_task}
+    assert reply["task_id"] and reply["task_id"] != earlier_task, result.report
+    again = json.loads(cli.run("send", url, "again", "--json", "--session", "late").stdout)
+    assert again["earlier_answer"] is None and again["answer"].endswith("]: again"), again  # said once
+
+
+def test_send_in_text_labels_the_earlier_answer_on_a_line_of_its_own(cli, agent):
+    url = agent.agent("echo")
+    earlier_task = _timed_out_send(cli, url, "late")
+    result = cli.run("send", url, "hello", "--session", "late")
+    assert result.returncode == 0, result.report
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2, result.report
+    assert re.fullmatch(rf"earlier answer \(task {earlier_task}\): echo\[[^\]]+\]: sleep:2", lines[0]), result.report
+    assert ECHO.fullmatch(lines[1]).group("text") == "hello", result.report
+
+
+def test_send_after_an_earlier_task_that_asks_says_the_question_and_sends_nothing(cli, agent):
+    url = agent.agent("ask")
+    result = cli.run("send", url, "sleep:2", "--timeout", "1", "--session", "late")
+    task_id = re.search(r"still working on task (\S+)", result.stderr).group(1)
+    wait_for_state(url, task_id, "TASK_STATE_INPUT_REQUIRED")
+    asked = cli.run("send", url, "lisbon", "--session", "late")
+    assert asked.returncode == 0 and asked.stdout == f"earlier answer (task {task_id}): which city?\n", asked.report
+    assert "not sent" in asked.stderr, asked.report
+    answered = cli.run("send", url, "lisbon", "--session", "late")
+    assert answered.stdout.startswith("continued[") and answered.stdout.endswith("]: lisbon\n"), answered.report
 
 
 # ---- 4. status and cancel ------------------------------------------------------------------

@@ -12,17 +12,19 @@ import base64
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from ovos_a2a_solver.cli import credentials_for
 
 from support import REPO_ROOT
 from support.agent_process import free_port
-from support.bridge_process import BridgeProcess, echo_log
+from support.bridge_process import READY_LINE, BridgeProcess, echo_log
 from support.bridge_rpc import (answer, get_task, health, message, rpc, send as rpc_send, state, task_of,
                                 wait_for_state)
 from support.cli_run import COMMAND, Cli
@@ -667,6 +669,76 @@ def test_auth_never_goes_to_the_other_origin_a_card_names(cli, agent_pair):
 def test_serve_on_a_public_address_without_credentials_refuses_in_one_line(failures):
     line = one_line_error(failures["serve-public"])
     assert "0.0.0.0" in line and "credentials" in line
+
+
+#: the address the example personas and the README give the README's test agent
+EXAMPLE_AGENT = "http://127.0.0.1:9999/"
+#: the start-up notice of a persona whose agent shows no card
+UNREACHABLE = re.compile(r'persona "(?P<name>[^"]+)" cannot reach its agent at (?P<url>\S+) \((?P<why>.*)\)')
+
+
+def examples_for(agent, directory):
+    """persona_examples/ copied into ``directory`` as written, but for the port: the test agent's
+    instead of 9999 (which another program of this machine may hold)."""
+    directory.mkdir(exist_ok=True)
+    for path in sorted((REPO_ROOT / "persona_examples").glob("*.json")):
+        text = path.read_text()
+        (directory / path.name).write_text(text.replace(EXAMPLE_AGENT, agent.url + "/"))
+    return directory
+
+
+def served_personas(bridge) -> dict[str, str]:
+    """{name: URL} of every ``serving`` line of the bridge's banner."""
+    return {m.group("name"): m.group("url") for m in READY_LINE.finditer(bridge.stdout_text())}
+
+
+def test_every_example_persona_relays_to_a_path_the_test_agent_serves(agent):
+    for path in sorted((REPO_ROOT / "persona_examples").glob("*.json")):
+        block = json.loads(path.read_text()).get("ovos-a2a-solver")
+        if block is None:
+            continue
+        assert block["agent_url"].startswith(EXAMPLE_AGENT), path.name
+        card = f"{agent.url}/{block['agent_url'][len(EXAMPLE_AGENT):]}/.well-known/agent-card.json"
+        assert httpx.get(card, timeout=10).status_code == 200, f"{path.name}: the test agent serves no {card}"
+
+
+def test_serving_the_example_personas_answers_each_of_them(agent, tmp_path, private_state):
+    directory = examples_for(agent, tmp_path / "personas")
+    with BridgeProcess("--personas-dir", str(directory), backend="persona", default_state_dir=True) as bridge:
+        served = served_personas(bridge)
+        assert len(served) == len(list(directory.glob("*.json"))), bridge.stdout_text()
+        for name, url in served.items():
+            task = task_of(rpc_send(url, message("hello there")))
+            assert state(task) == "TASK_STATE_COMPLETED" and answer(task).strip(), (name, task)
+            if name != "OVOS":  # the relays: the test agent's echo
+                assert ECHO.fullmatch(answer(task)).group("text") == "hello there", (name, task)
+
+
+def test_serve_says_at_start_which_personas_cannot_reach_their_agent_without_waiting_for_it(agent, tmp_path,
+                                                                                               private_state):
+    """Two personas as the examples were: a path the agent does not serve, a port where nothing
+    listens; and one whose agent never answers, checked first: the bridge serves meanwhile."""
+    directory = examples_for(agent, tmp_path / "personas")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections queue, and nothing ever answers them
+        agents = {"a silent agent": f"http://127.0.0.1:{silent.getsockname()[1]}/echo",
+                  "z wrong path": f"{agent.url}/a2a", "z nothing listens": f"http://127.0.0.1:{free_port()}/a2a"}
+        for name, url in agents.items():
+            (directory / f"{name}.json").write_text(json.dumps(
+                {"name": name, "handlers": ["ovos-a2a-solver"], "ovos-a2a-solver": {"agent_url": url}}))
+        with BridgeProcess("--personas-dir", str(directory), backend="persona", default_state_dir=True) as bridge:
+            served = served_personas(bridge)
+            task = task_of(rpc_send(served["OVOS"], message("hello")))  # served while the silent one is checked
+            assert state(task) == "TASK_STATE_COMPLETED", task
+            assert not UNREACHABLE.search(bridge.stderr_text()), bridge.stderr_text()
+            said = wait_until(lambda: [m.groupdict() for m in UNREACHABLE.finditer(bridge.stderr_text())],
+                              "a notice for each persona that cannot reach its agent", timeout=30,
+                              until=lambda found: len(found) >= 3)
+    assert sorted(each["name"] for each in said) == sorted(agents), said  # the examples reach theirs
+    assert {each["name"]: each["url"] for each in said} == agents, said
+    why = {each["name"]: each["why"] for each in said}
+    assert "no answer within" in why["a silent agent"] and "404" in why["z wrong path"], why
 
 
 # ---- 10. a command line as people expect one -----------------------------------------------

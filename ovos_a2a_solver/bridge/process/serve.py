@@ -15,7 +15,8 @@ from typing import Callable
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.process.startup import (SERVER_EXTRA, StartError, check_database, check_file_limit,
                                                     check_relay_target, claim_store, grpc_port, listen, load_backend,
-                                                    require_metrics, sdk_tracing_off_by_default, with_own_store)
+                                                    report_unreachable_agents, require_metrics,
+                                                    sdk_tracing_off_by_default, with_own_store)
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -55,6 +56,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
             for each in personas:
                 store_locks.append(claim_store(each))
             check_file_limit(settings)
+            ready = checking_agents_once_ready(ready, personas)
             LOG.debug("settings: %r; tasks kept in %s", settings, ", ".join(each.store for each in personas))
             if settings.workers > 1:
                 from ovos_a2a_solver.bridge.process.workers import supervise
@@ -79,3 +81,14 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         for lock in store_locks:
             if lock is not None:
                 lock.release()
+
+
+def checking_agents_once_ready(ready: Callable | None, personas: list[BridgeSettings]) -> Callable:
+    """``ready``, after which the agents of the relaying ``personas`` are checked in the
+    background (see :func:`~.startup.report_unreachable_agents`): the bridge serves at once."""
+    def then_check(*args) -> None:
+        if ready is not None:
+            ready(*args)
+        report_unreachable_agents(personas)
+
+    return then_check

@@ -275,13 +275,8 @@ def check_relay_target(settings: BridgeSettings, whole_port: bool = True) -> Non
     """Refuse a persona that relays (through the A2A plugin) to this bridge's own address: it
     would only ask itself, until its breaker gave up. ``whole_port``: every path of the port
     reaches this persona (it is served alone), not only those under its URL."""
-    if settings.backend != "persona":
-        return
-    config = read_persona_file(settings.persona) or {}
-    if PLUGIN_ID not in (config.get("handlers") or config.get("solvers") or []):
-        return
-    url = agent_url_of(config.get(PLUGIN_ID))
-    if isinstance(url, str) and is_own_address(url, settings, whole_port):
+    url = relay_agent_url(settings)
+    if url is not None and is_own_address(url, settings, whole_port):
         raise StartError(f'the persona relays to this bridge\'s own address ({url}), so it would only ask itself: set '
                          f'"agent_url" in its "{PLUGIN_ID}" block to the agent it should relay to', 2)
 
@@ -304,6 +299,84 @@ def is_own_address(url: str, settings: BridgeSettings, whole_port: bool = True) 
         return False
     own_path = urlsplit(own).path.rstrip("/")
     return whole_port or parts.path.rstrip("/") == own_path or parts.path.startswith(own_path + "/")
+
+
+#: seconds a relaying persona's agent has, at start, to show its card
+AGENT_CHECK_TIMEOUT = 5.0
+#: where an agent's card is looked for under its URL (A2A 1.0 and 0.3, then agents older than 0.3)
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def relay_agent_url(settings: BridgeSettings) -> str | None:
+    """The agent a persona relays every message to (through the A2A plugin), or None."""
+    if settings.backend != "persona":
+        return None
+    config = read_persona_file(settings.persona) or {}
+    if PLUGIN_ID not in (config.get("handlers") or config.get("solvers") or []):
+        return None
+    url = agent_url_of(config.get(PLUGIN_ID))
+    return url if isinstance(url, str) and url.strip() else None
+
+
+def agent_card_problem(url: str, timeout: float = AGENT_CHECK_TIMEOUT) -> str | None:
+    """Why no agent card can be read for ``url`` (where the A2A plugin looks for it: the URL
+    itself when it ends in ``.json``, else the well-known paths under it, then under its
+    origin), in a few words; None when one can."""
+    import httpx
+
+    parts = urlsplit(url)
+    if parts.path.endswith(".json"):
+        candidates = [url]
+    else:
+        bases = [url.rstrip("/")] + ([f"{parts.scheme}://{parts.netloc}"] if parts.path.strip("/") else [])
+        candidates = [base + path for base in bases for path in CARD_PATHS]
+    first: str | None = None
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=True) as http:
+            for candidate in candidates:
+                try:
+                    response = http.get(candidate)
+                except httpx.TimeoutException:
+                    return f"no answer within {timeout:g} s"
+                except httpx.HTTPError as exc:
+                    return " ".join(str(exc).split()) or type(exc).__name__
+                if response.is_success:
+                    try:
+                        if isinstance(response.json(), dict):
+                            return None
+                    except ValueError:
+                        pass
+                    first = first or f"what {candidate} serves is not an agent card"
+                else:
+                    first = first or f"no agent card there (HTTP {response.status_code} for {candidate})"
+    except ValueError as exc:  # a URL that httpx cannot use
+        return " ".join(str(exc).split())
+    return first
+
+
+def report_unreachable_agents(personas: list[BridgeSettings], timeout: float = AGENT_CHECK_TIMEOUT):
+    """In a thread of its own (the bridge serves meanwhile): read the card of each relaying
+    persona's agent, and log one warning for each persona whose agent shows none, since it
+    would fail every message. The thread, or None when no persona relays."""
+    import threading
+
+    relays = [(each.persona_name, url) for each in personas if (url := relay_agent_url(each))]
+    if not relays:
+        return None
+
+    def check() -> None:
+        for name, url in relays:
+            try:
+                problem = agent_card_problem(url, timeout)
+            except Exception as exc:  # noqa: BLE001 - a notice that cannot be made must not stop the bridge
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem:
+                LOG.warning('persona "%s" cannot reach its agent at %s (%s): its messages fail until it can; '
+                            'check "agent_url" in its "%s" block', name, redact_url(url), problem, PLUGIN_ID)
+
+    thread = threading.Thread(target=check, name="ovos-a2a-agent-check", daemon=True)
+    thread.start()
+    return thread
 
 
 # ---- serving -------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ _EXPORTS = {
     "AgentTaskError": "ovos_a2a_solver.agent.exceptions",
     "IncompleteAnswerError": "ovos_a2a_solver.agent.exceptions",
     "NoAnswerError": "ovos_a2a_solver.agent.exceptions",
+    "ReplyTooLargeError": "ovos_a2a_solver.agent.exceptions",
     "CircuitOpenError": "ovos_a2a_solver.agent.exceptions",
     "StillWorkingError": "ovos_a2a_solver.agent.exceptions",
     "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
@@ -42,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                                   IncompleteAnswerError, MissingCredentialError, NoAnswerError,
-                                                  StillWorkingError)
+                                                  ReplyTooLargeError, StillWorkingError)
 
 
 def __getattr__(name: str) -> Any:

@@ -30,8 +30,16 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 #: (the answer then comes before the session's next one).
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
 
-#: The most characters of one answer read and spoken (256 Ki): a longer answer is cut after
-#: its last sentence within them, ``DEFAULT_ANSWER_CUT`` is said, and the rest is not read.
+#: The most characters of one answer read and handed to speech (256 Ki), counting what a
+#: rewritten artifact says again: a longer answer is cut after its last sentence within them,
+#: ``DEFAULT_ANSWER_CUT`` is said, and the rest is not read.
 DEFAULT_MAX_ANSWER_CHARS = 256 * 1024
 #: What the persona says after an answer cut at ``max_answer_chars``.
 DEFAULT_ANSWER_CUT = "That answer was too long, so I stopped there."
+
+#: The most bytes read of one reply of the agent (4 Mi), before any of it is parsed: a JSON
+#: body (a blocking answer, GetTask, ListTasks, a card or a token), one line of an event
+#: stream, one gRPC message. Past it the reply is refused (``ReplyTooLargeError``), reading
+#: stops and its connection is closed. A stream's whole length is bounded by
+#: ``max_answer_chars`` (what is said) and the turn's deadline, not by this.
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
-                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
-                                      DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
+                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
+                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, agent_url_of,
                                             boolean_setting, positive_setting)
 
@@ -45,7 +45,8 @@ class EngineSettings:
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
-    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read; a longer one is cut
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read and said; a longer one is cut
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # bytes of one reply body (a stream: one line) read
     answer_cut: str = DEFAULT_ANSWER_CUT  # said after an answer cut at max_answer_chars
     announce: bool = True                # say that answer over the OVOS messagebus once it is ready
     messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
@@ -65,7 +66,7 @@ class EngineSettings:
         for key in ("timeout", "conversation_ttl", "retry_base_delay", "breaker_cooldown"):
             if key in values:
                 values[key] = positive_setting(key, values[key], float)
-        for key in ("max_conversations", "breaker_threshold", "max_answer_chars"):
+        for key in ("max_conversations", "breaker_threshold", "max_answer_chars", "max_reply_bytes"):
             if key in values:
                 values[key] = int(positive_setting(key, values[key], int))
         if "max_retries" in values:

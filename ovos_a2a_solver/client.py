@@ -14,7 +14,8 @@ Both are faces of one core (:class:`_BaseClient`), as httpx builds ``Client`` an
 sync face runs it on the one background loop of ``_loop``.
 
 Each call has one overall deadline, ``timeout`` seconds, covering card resolution and
-the whole answer (also a streamed one). A ``session_id`` names a conversation: its
+the whole answer (also a streamed one), and every look-up made for it (an earlier task's
+answer, its continuation): they share the one deadline. A ``session_id`` names a conversation: its
 first message goes without a contextId, and every later one carries the contextId the
 agent gave. While the agent waits for the user (input-required / auth-required), the
 next message of that session continues the same task.
@@ -37,15 +38,15 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
-                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BASE_DELAY,
-                                      DEFAULT_TIMEOUT)
+                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
+                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.agent.connection import AgentConnection
 from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                               IncompleteAnswerError, MissingCredentialError, NoAnswerError,
-                                              StillWorkingError)
+                                              ReplyTooLargeError, StillWorkingError)
 from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, agent_answered, connection_lost,
                                                     peer_error, refused_for_good)
 from ovos_a2a_solver.agent.signatures import signature_check
@@ -61,7 +62,7 @@ LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "CardSignatureError", "CircuitOpenError", "Credentials", "IncompleteAnswerError", "MissingCredentialError",
-           "NoAnswerError", "StillWorkingError", "TaskUpdate"]
+           "NoAnswerError", "ReplyTooLargeError", "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,14 @@ class _BaseClient:
             a ``Retry-After`` is honoured).
         breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
             once (``CircuitOpenError``) for so many seconds; then one turn tries again.
-        max_answer_chars: the most characters of an answer read (``DEFAULT_MAX_ANSWER_CHARS``);
-            a longer one is cut after its last sentence within them, ``answer_cut`` is added as
-            its last line, and the rest is not read (the stream is closed).
+        max_answer_chars: the most characters of an answer read and handed on
+            (``DEFAULT_MAX_ANSWER_CHARS``), counting what a rewritten part gives again: a longer
+            one is cut after its last sentence within them, ``answer_cut`` is added as its last
+            line, and the rest is not read (the stream is closed).
         answer_cut: the line that says an answer was cut.
+        max_reply_bytes: the most bytes read of one reply (a JSON body, one line of an event
+            stream, one gRPC message; ``DEFAULT_MAX_REPLY_BYTES``, 4 Mi): past it the call raises
+            :class:`ReplyTooLargeError` and the connection is closed, nothing more read.
         clock: the monotonic seconds the breaker's cool-down and the card's freshness are
             measured in (``time.monotonic`` unless given).
     """
@@ -175,6 +180,7 @@ class _BaseClient:
                  breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
                  breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN,
                  max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, answer_cut: str = DEFAULT_ANSWER_CUT,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
                  clock: Callable[[], float] | None = None) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
@@ -185,6 +191,9 @@ class _BaseClient:
                              f"got {max_answer_chars!r}")
         if not isinstance(answer_cut, str):
             raise ValueError("answer_cut must be a string")
+        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes <= 0:
+            raise ValueError(f"max_reply_bytes must be a positive whole number of bytes, got {max_reply_bytes!r}")
+        self.max_reply_bytes = max_reply_bytes
         self.max_answer_chars = max_answer_chars
         self.answer_cut = answer_cut
         self.base_url = base_url
@@ -241,12 +250,19 @@ class _BaseClient:
             if self._connection is None:
                 self._connection = AgentConnection(self.base_url, timeout=self.timeout,
                                                    credentials=self._credentials,
-                                                   signature_check=self._signature_check, clock=self._clock)
+                                                   signature_check=self._signature_check, clock=self._clock,
+                                                   max_reply_bytes=self.max_reply_bytes)
             return self._connection
 
-    async def _deadline(self, coro):
+    def _turn_deadline(self) -> float:
+        """The event loop's time at which a call or turn starting now must end."""
+        return asyncio.get_running_loop().time() + self.timeout
+
+    async def _deadline(self, coro, until: float | None = None):
+        """``coro`` within ``timeout`` seconds from now, or by ``until`` (the loop's time at
+        which the turn it is part of ends)."""
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout_at(self._turn_deadline() if until is None else until):
                 return await coro
         except asyncio.TimeoutError:
             raise A2AClientTimeoutError(f"no answer from {self.base_url} within {self.timeout:g} s") from None
@@ -305,7 +321,8 @@ class _BaseClient:
                                      f"(A2A 0.3 agents cannot list tasks)") from exc
 
     async def _revisions(self, answer: AnswerAssembler, text: str, session_id: str | None,
-                         streaming: bool, lang: str | None = None) -> AsyncIterator[Revision]:
+                         streaming: bool, lang: str | None = None,
+                         until: float | None = None) -> AsyncIterator[Revision]:
         """One message to the agent; its answer as revisions, as they arrive, within the turn's
         deadline; the breaker told how the turn went, and the conversation what it keeps.
 
@@ -326,7 +343,7 @@ class _BaseClient:
         running = _Running(session_id, answer, asyncio.current_task())
         self._running.add(running)
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout_at(self._turn_deadline() if until is None else until):
                 async with aclosing(self._exchange(connection, message, running, streaming, conv)) as revisions:
                     async for revision in revisions:
                         yield revision
@@ -557,12 +574,14 @@ class _BaseClient:
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is now
         ready, see :meth:`~ovos_a2a_solver.conversations.outliving.OutlivingTasks.earlier_answer`)."""
-        earlier = await self._outliving.earlier_answer(session_id)
+        until = self._turn_deadline()  # one deadline for the turn: its look-ups and its answer
+        earlier = await self._outliving.earlier_answer(session_id, until)
         if earlier is not None and earlier.waiting:
             return earlier.text
         answer = self._assembler(None)
         try:
-            async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang)) as revisions:
+            async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang,
+                                                until)) as revisions:
                 async for _ in revisions:
                     pass
         except NoAnswerError:
@@ -578,14 +597,15 @@ class _BaseClient:
         :meth:`~ovos_a2a_solver.conversations.outliving.OutlivingTasks.earlier_answer`), then of this message's
         answer, streamed whenever the card offers streaming (unless ``blocking``). When the
         earlier task asks a question, only that: the user answers it next."""
-        earlier = await self._outliving.earlier_answer(session_id)
+        until = self._turn_deadline()  # one deadline for the turn: its look-ups and its answer
+        earlier = await self._outliving.earlier_answer(session_id, until)
         if earlier is not None:
             for revision in earlier.revisions:
                 yield revision
             if earlier.waiting:
                 return
         async with aclosing(self._revisions(self._assembler(on_update), text, session_id, not blocking,
-                                            lang)) as revisions:
+                                            lang, until)) as revisions:
             async for revision in revisions:
                 yield revision
 
@@ -683,13 +703,14 @@ class _OutlivingSide:
     def conversation(self, session_id: str) -> Conversation | None:
         return self._client.conversation(session_id)
 
-    async def read_task(self, task_id: str) -> Task:
+    async def read_task(self, task_id: str, until: float | None = None) -> Task:
         client = self._client
-        return await client._deadline(client._call("get_task", GetTaskRequest(id=task_id)))
+        return await client._deadline(client._call("get_task", GetTaskRequest(id=task_id)), until)
 
-    async def newest_tasks(self, context_id: str, count: int):
+    async def newest_tasks(self, context_id: str, count: int, until: float | None = None):
         client = self._client
-        return await client._deadline(client._call("list_tasks", client._list_request(context_id, None, count, "")))
+        return await client._deadline(client._call("list_tasks", client._list_request(context_id, None, count, "")),
+                                      until)
 
     def new_assembler(self) -> AnswerAssembler:
         return self._client._assembler(None)

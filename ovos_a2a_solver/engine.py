@@ -78,7 +78,8 @@ class A2AChatEngine(ChatEngine):
                                          max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
                                          breaker_threshold=s.breaker_threshold,
                                          breaker_cooldown=s.breaker_cooldown,
-                                         max_answer_chars=s.max_answer_chars, answer_cut=s.answer_cut)
+                                         max_answer_chars=s.max_answer_chars, answer_cut=s.answer_cut,
+                                         max_reply_bytes=s.max_reply_bytes)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",

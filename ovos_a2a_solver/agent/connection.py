@@ -22,6 +22,8 @@ from ovos_a2a_solver.agent.credentials import OriginCredentials, grpc_metadata_i
 from ovos_a2a_solver.agent.cards import CardResolver
 from ovos_a2a_solver.agent.schemes import ClientCredentialsToken, card_auth
 from ovos_a2a_solver.agent.readable_transport import ReadableTransport
+from ovos_a2a_solver.agent.reply_limit import ReplyLimitTransport
+from ovos_a2a_solver._defaults import DEFAULT_MAX_REPLY_BYTES
 from ovos_a2a_solver.agent.wire_log import LoggedTransport
 from ovos_a2a_solver.trace_context import outgoing
 
@@ -77,16 +79,20 @@ class AgentConnection:
 
     def __init__(self, agent_url: str, *, timeout: float, credentials: OriginCredentials | None = None,
                  signature_check: "SignatureCheck | CustomCheck | None" = None,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
         self.agent_url = agent_url
+        self._max_reply_bytes = max_reply_bytes
         self._credentials = credentials
         self._secure = urlsplit(agent_url).scheme == "https"
         self.http = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             auth=httpx_auth(credentials) if credentials else None,
             follow_redirects=False,
-            # bodies as real agents bend them, made readable; logged raw for ovos-a2a -v
-            transport=ReadableTransport(LoggedTransport(httpx.AsyncHTTPTransport())),
+            # bodies as real agents bend them, made readable; logged raw for ovos-a2a -v; each
+            # reply read up to max_reply_bytes (a stream: each line), before anything holds it
+            transport=ReadableTransport(ReplyLimitTransport(LoggedTransport(httpx.AsyncHTTPTransport()),
+                                                            max_reply_bytes)),
             event_hooks={"request": [_with_trace_context]},
         )
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
@@ -176,9 +182,11 @@ class AgentConnection:
         import grpc
 
         interceptors = [*_trace_interceptors(), *grpc_metadata_interceptors(self._credentials, target)]
+        options = [("grpc.max_receive_message_length", self._max_reply_bytes)]  # one message, as one HTTP body
         if self._secure:
-            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), interceptors=interceptors)
-        return grpc.aio.insecure_channel(target, interceptors=interceptors)
+            return grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options,
+                                           interceptors=interceptors)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
 
     async def aclose(self) -> None:
         """Close transports and the HTTP client."""

@@ -8,6 +8,7 @@ Errors a caller sees are the a2a-sdk's own (``AgentCardResolutionError``,
 an answer, :class:`NoAnswerError` for a turn the agent ended without a word,
 :class:`StillWorkingError` for a turn whose deadline passed while the agent went on working,
 :class:`IncompleteAnswerError` for a reply that ended early,
+:class:`ReplyTooLargeError` for a reply larger than the client reads,
 :class:`CardSignatureError` for a card whose required signature is not valid,
 :class:`MissingCredentialError` for a card whose security no credential satisfies, and
 :class:`CircuitOpenError` while an agent that failed several turns in a row gets a rest.
@@ -56,6 +57,15 @@ class StillWorkingError(A2AClientTimeoutError):
 
 class IncompleteAnswerError(A2AClientError):
     """The agent's reply ended without a final state, naming no task that could be followed."""
+
+
+class ReplyTooLargeError(A2AClientError):
+    """A reply of the agent passed ``limit`` bytes (a JSON body, or one line of an event
+    stream): it was not read further, and its connection was closed."""
+
+    def __init__(self, limit: int, what: str = "reply") -> None:
+        self.limit = limit
+        super().__init__(f"the agent's {what} passed {limit} bytes, the most this client reads; the rest was not read")
 
 
 class CardSignatureError(AgentCardResolutionError):

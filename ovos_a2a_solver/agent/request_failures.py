@@ -43,6 +43,12 @@ def _grpc_status(exc: BaseException) -> str:
     return getattr(exc.code(), "name", "")
 
 
+def _grpc_too_large(exc: BaseException) -> bool:
+    """Whether a gRPC call failed because the agent's message passed the channel's
+    ``grpc.max_receive_message_length`` (RESOURCE_EXHAUSTED, but not the agent being busy)."""
+    return _grpc_status(exc) == "RESOURCE_EXHAUSTED" and "larger than max" in str(exc.details() or "")
+
+
 def http_status(exc: BaseException) -> int | None:
     """The HTTP status a failed request got back (a card fetch or a call), if it got one."""
     for cause in _chain(exc):
@@ -164,7 +170,7 @@ def busy(exc: BaseException) -> bool:
         if isinstance(cause, httpx.HTTPStatusError):
             return cause.response.status_code == 429
         if _grpc_status(cause):
-            return _grpc_status(cause) == "RESOURCE_EXHAUSTED"
+            return _grpc_status(cause) == "RESOURCE_EXHAUSTED" and not _grpc_too_large(cause)
     return False
 
 
@@ -179,7 +185,7 @@ def transient(exc: BaseException) -> tuple[bool, float | None]:
                 return False, None
             return True, _retry_after(cause.response.headers.get("retry-after"))
         if _grpc_status(cause):
-            return _grpc_status(cause) in ("UNAVAILABLE", "RESOURCE_EXHAUSTED"), None
+            return _grpc_status(cause) in ("UNAVAILABLE", "RESOURCE_EXHAUSTED") and not _grpc_too_large(cause), None
     return False, None
 
 

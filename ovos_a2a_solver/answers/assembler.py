@@ -16,9 +16,11 @@ the artifact that repeats or extends it continues it, so nothing is said twice).
 Every step costs time in proportion to the text the event carries, so a stream of many
 small chunks costs time linear in its length.
 
-An answer is held only up to ``max_chars`` characters: the event that would pass them is
-cut at the last sentence (or word) boundary within them, a last piece says so (the
-``cut_line``), and :attr:`AnswerAssembler.cut` tells the reader to stop reading.
+An answer is held, and handed on, only up to ``max_chars`` characters: the event that would
+pass them is cut at the last sentence (or word) boundary within them, a last piece says so
+(the ``cut_line``), and :attr:`AnswerAssembler.cut` tells the reader to stop reading. What is
+handed on counts every character a reader gives again: an artifact rewritten to another text
+counts the text from where it differs, so an agent that keeps rewriting its answer is cut too.
 """
 from __future__ import annotations
 
@@ -175,6 +177,20 @@ class _Piece:
         return self.chunks[0] if self.chunks else ""
 
 
+def _shared_length(a: str, b: str) -> int:
+    """How many characters ``a`` and ``b`` begin with alike (compared in slices, not one by one)."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while low < high:  # a[:low] == b[:low], a[:high + 1] != b[:high + 1]
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 def _cut(text: str) -> str:
     """``text`` up to the end of its last complete sentence or line; without one, up to its
     last space; without one, whole."""
@@ -199,9 +215,10 @@ class AnswerAssembler:
     """Collects one reply. ``feed`` turns each event into revisions; ``finish`` gives the
     last ones (an answer or question only in the status); ``final_text`` is the answer.
 
-    ``max_chars``: the most characters of answer held (``None``: no limit); the event that
-    would pass it is cut, ``cut_line`` is added as a last piece, and :attr:`cut` is set:
-    later events are ignored (the caller stops reading)."""
+    ``max_chars``: the most characters of answer held, and handed on in revisions (a rewrite
+    counts from where it differs; ``None``: no limit); the event that would pass it is cut,
+    ``cut_line`` is added as a last piece, and :attr:`cut` is set: later events are ignored
+    (the caller stops reading)."""
 
     def __init__(self, on_update: Callable[["AnswerAssembler"], None] | None = None,
                  max_chars: int | None = None, cut_line: str = "", given: dict[str, str] | None = None) -> None:
@@ -230,6 +247,7 @@ class AnswerAssembler:
         self._status_chars = 0
         self._status_working = False   # status_text came with a "working" status (it may be a progress note)
         self._chars = 0     # characters in the pieces now
+        self._handed = 0    # characters handed on in revisions so far (a rewrite from where it differs)
         self._status_answer = StatusAnswer()
         self._artifact_seen = False   # an agent that answers in artifacts: its status texts are progress
         self._continuing = ""         # the artifact that continues the status answer, once one came
@@ -377,10 +395,11 @@ class AnswerAssembler:
     def _append(self, key: str, chunk: str, last: bool) -> list[Revision]:
         piece = self._pieces[key]
         chunk = _joined(piece.tail, chunk)
-        if self.max_chars is not None and self._chars + len(chunk) > self.max_chars:
-            return self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - self._chars])
+        if self.max_chars is not None and max(self._chars, self._handed) + len(chunk) > self.max_chars:
+            return self._cut_piece(key, piece, piece.text + chunk[:self.max_chars - max(self._chars, self._handed)])
         piece.append(chunk)
         self._chars += len(chunk)
+        self._handed += len(chunk)
         return [Revision(key, chunk, True, last)] if chunk or last else []
 
     def _replace(self, key: str, text: str, last: bool = False) -> list[Revision]:
@@ -392,10 +411,16 @@ class AnswerAssembler:
                 return []
             piece = self._pieces[key] = _Piece()
         others = self._chars - piece.length
-        if self.max_chars is not None and others + len(text) > self.max_chars:
-            return self._cut_piece(key, piece, text[:self.max_chars - others])
+        same = _shared_length(piece.text, text) if piece.length else 0
+        if same < piece.length:  # rewritten: a reader gives it again from the sentence that changed
+            same = sentence_start(text, same)
+        if self.max_chars is not None and (others + len(text) > self.max_chars
+                                           or self._handed + len(text) - same > self.max_chars):
+            fits = min(self.max_chars - others, same + self.max_chars - self._handed)
+            return self._cut_piece(key, piece, text[:max(fits, 0)])
         piece.replace(text)
         self._chars = others + len(text)
+        self._handed += len(text) - same
         return [Revision(key, text, False, last)]
 
     def artifact_texts(self) -> dict[str, str]:

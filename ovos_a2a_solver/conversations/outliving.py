@@ -57,11 +57,12 @@ class OutlivingClient(Protocol):
     def conversation(self, session_id: str) -> Conversation | None:
         """Where the session stands with the agent."""
 
-    async def read_task(self, task_id: str) -> Task:
-        """The task as the agent has it now (GetTask), within the client's deadline."""
+    async def read_task(self, task_id: str, until: float | None = None) -> Task:
+        """The task as the agent has it now (GetTask), by ``until`` (else within the client's deadline)."""
 
-    async def newest_tasks(self, context_id: str, count: int) -> ListTasksResponse:
-        """The caller's ``count`` newest tasks in the context (ListTasks), within the client's deadline."""
+    async def newest_tasks(self, context_id: str, count: int, until: float | None = None) -> ListTasksResponse:
+        """The caller's ``count`` newest tasks in the context (ListTasks), by ``until`` (else within the
+        client's deadline)."""
 
     def new_assembler(self) -> AnswerAssembler:
         """An answer's assembler within the client's limits."""
@@ -76,8 +77,11 @@ class OutlivingTasks:
     def __init__(self, client: OutlivingClient) -> None:
         self.client = client
 
-    async def earlier_answer(self, session_id: str | None) -> "EarlierAnswer | None":
+    async def earlier_answer(self, session_id: str | None, until: float | None = None) -> "EarlierAnswer | None":
         """The answer of the session's task that outlived its turn, once it has one.
+
+        ``until``: the event loop's time at which the turn asking ends; every look-up made
+        here ends by then (without it, each has the client's own deadline).
 
         A task still working stays bound (its answer comes with a later turn); one that
         ended without an answer, or that the agent no longer knows, is let go.
@@ -87,11 +91,11 @@ class OutlivingTasks:
         if conv is None or not (conv.pending_task_id or conv.pending_message_id):
             return None
         key = client.conversation_key
-        task_id = conv.pending_task_id or await self._task_of_message(session_id, conv)
+        task_id = conv.pending_task_id or await self._task_of_message(session_id, conv, until)
         if task_id is None:
             return None
         try:
-            task = await client.read_task(task_id)
+            task = await client.read_task(task_id, until)
         except TaskNotFoundError:
             LOG.info("%s no longer knows task %s, which outlived its turn", client.base_url, task_id)
             client.conversations.set_pending(key, session_id, conv.context_id, None)
@@ -110,14 +114,14 @@ class OutlivingTasks:
             client.record(session_id, Outcome.WAITING, task.context_id or conv.context_id, task.id)
         return earlier
 
-    async def _task_of_message(self, session_id: str, conv: Conversation) -> str | None:
+    async def _task_of_message(self, session_id: str, conv: Conversation, until: float | None = None) -> str | None:
         """The id of the task that the session's pending message started, found among the
         caller's newest tasks (ListTasks, A2A 1.0) by the message in its history, and bound
         in its place; ``None`` (the message let go) when it cannot be found."""
         client = self.client
         message_id, key = conv.pending_message_id, client.conversation_key
         try:
-            listed = await client.newest_tasks(conv.context_id, TASKS_SEARCHED)
+            listed = await client.newest_tasks(conv.context_id, TASKS_SEARCHED, until)
         except (A2AError, NotImplementedError) as exc:
             LOG.info("cannot look up the task of message %s at %s: %s", message_id, client.base_url, exc)
             listed = None

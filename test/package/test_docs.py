@@ -8,9 +8,15 @@ import pytest
 
 from support import REPO_ROOT
 
-REPOSITORY = "https://github.com/OpenVoiceOS/ovos-a2a-solver-plugin"
-FILE_URLS = (f"{REPOSITORY}/blob/main/", "https://raw.githubusercontent.com/OpenVoiceOS/ovos-a2a-solver-plugin/main/")
+#: the repository's name, as the seed README says (the PyPI package is ovos-a2a-solver-plugin)
+REPOSITORY_NAME = "ovos-a2a-agent-plugin"
+#: the package's name, which is no repository's
+PACKAGE_NAME = "ovos-a2a-solver-plugin"
+REPOSITORY = f"https://github.com/OpenVoiceOS/{REPOSITORY_NAME}"
+FILE_URLS = (f"{REPOSITORY}/blob/main/", f"https://raw.githubusercontent.com/OpenVoiceOS/{REPOSITORY_NAME}/main/")
+#: every file that may name the repository: the pages, the package's metadata, the service unit
 PAGES = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")), REPO_ROOT / "CHANGELOG.md"]
+NAMING_FILES = [*PAGES, REPO_ROOT / "pyproject.toml", REPO_ROOT / "setup.py", *sorted((REPO_ROOT / "deploy").iterdir())]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
@@ -70,3 +76,15 @@ def test_the_readme_says_what_a_newcomer_needs_first():
     assert order == sorted(order), order
     for explained in ("**Agent card**", "**contextId**", "`input-required`"):  # before the stories use them
         assert readme.index(explained) < readme.index("## User stories"), explained
+
+
+def test_no_link_or_command_names_the_package_as_the_repository():
+    """The repository is ovos-a2a-agent-plugin: a URL of the code host, a clone's directory or a
+    path to the clone that names the package (ovos-a2a-solver-plugin) instead leads nowhere."""
+    wrong = re.compile(rf"(github\.com/OpenVoiceOS/|githubusercontent\.com/OpenVoiceOS/|cd |/path/to/){PACKAGE_NAME}\b")
+    found = [f"{path.name}:{number}: {line.strip()}" for path in NAMING_FILES if path.is_file()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if wrong.search(line)]
+    assert found == []
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"git clone {REPOSITORY} && cd {REPOSITORY_NAME}" in readme
+    assert re.search(rf'^Homepage = "{REPOSITORY}"$', (REPO_ROOT / "pyproject.toml").read_text(), re.M)

@@ -54,7 +54,7 @@ BRIDGE_ROOMS = {
     "config": set(),
     "observe": set(),
     "backends": set(),
-    "storage": set(),
+    "storage": {"observe"},  # a store's failures are logged through observe's throttle
     "cluster": {"storage", "observe"},
     "push": {"storage", "observe"},
     "edge": {"backends", "observe"},

@@ -50,6 +50,7 @@ from ovos_a2a_solver.bridge.edge.observer import RequestObserver, RequestSink
 from ovos_a2a_solver.bridge.edge.request_metrics import RequestMetrics
 from ovos_a2a_solver.bridge.edge.rest_v03 import v03_rest_routes
 from ovos_a2a_solver.bridge.edge.security import CredentialsBackend, ScrubCredentials, unauthenticated
+from ovos_a2a_solver.bridge.edge.stream_shares import StreamCounts, StreamShares, stream_counts
 from ovos_a2a_solver.bridge.edge.versions import VersionCheck, served_versions
 from ovos_a2a_solver.bridge.edge.wire import WireCheck
 from ovos_a2a_solver.bridge.observe.metrics import Metrics, metrics_for
@@ -98,12 +99,16 @@ class Bridge:
     ``signing_key`` is the key read from ``settings.card_signing_key`` (read here when not
     given); the card is signed with it once, here. ``worker`` is this process's number
     among the workers of one ``serve --workers N`` (1..N), ``None`` when it serves alone.
-    ``metrics`` are what it counts in (by default its own, when ``settings.metrics`` is on).
+    ``metrics`` are what it counts in (by default its own, when ``settings.metrics`` is on);
+    ``streams`` the streams it counts per caller (by default its own).
     """
 
     def __init__(self, settings: BridgeSettings, backend: Backend, signing_key: "CardKey | None" = None,
-                 worker: int | None = None, metrics: Metrics | None = None) -> None:
+                 worker: int | None = None, metrics: Metrics | None = None,
+                 streams: StreamCounts | None = None) -> None:
         self.settings = settings
+        # the streams open per caller: one count for every persona of the process
+        self.streams = streams if streams is not None else stream_counts(settings)
         self.worker = worker
         self.metrics = metrics if metrics is not None else metrics_for(settings.metrics)
         self.backend = backend
@@ -191,9 +196,9 @@ class Bridge:
         for the access log and the metrics (when on), the size of the body, who calls, what of
         their credentials travels on, whether the request is well-formed (a JSON-RPC request's
         method and id then join what it is), which A2A version it speaks, and the status of an
-        answer that says "busy"."""
+        answer that says "busy" (and a caller's stream past its share, refused)."""
         path = self._path
-        app = BusyAnswers(app)
+        app = StreamShares(BusyAnswers(app), self.streams)
         app = VersionCheck(app, served=served_versions(self.card.supported_interfaces))
         app = WireCheck(app, max_parts=self.settings.max_parts, max_values=self.settings.max_values)
         app = ScrubCredentials(app)
@@ -323,11 +328,13 @@ class Bridge:
 
         from ovos_a2a_solver.bridge.edge.grpc_rules import A2AStatusRules, GrpcCallEnds, grpc_limits
         from ovos_a2a_solver.bridge.edge.observer import grpc_call_ended
+        from ovos_a2a_solver.bridge.edge.stream_shares import grpc_stream_shares
 
         handler = GrpcHandler(self.handler)
         rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
                                self.settings.max_values)
-        interceptors = [rules]
+        # a caller's streams past its share refused: the gRPC port counts its own
+        interceptors = [grpc_stream_shares(stream_counts(self.settings)), rules]
         sinks = self._sinks()
         if sinks:  # the access log and the metrics see each call as they see HTTP requests
             interceptors.insert(0, GrpcCallEnds(grpc_call_ended(sinks)))

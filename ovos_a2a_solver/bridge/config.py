@@ -198,6 +198,14 @@ class BridgeSettings:
                                                "waiting longest for its request, or is answered HTTP 503 and closed "
                                                "if every one has a request in progress (gRPC: closed). Default: "
                                                f"(ulimit -n - {RESERVED_FILES}) / 2, or / 3 with gRPC")
+    max_streams_per_caller: int | None = setting(None, kind=int, bounds=(1, MOST_CONNECTIONS),
+                                                 shown="a quarter of max-connections",
+                                                 help="streams (SendStreamingMessage, SubscribeToTask) one caller "
+                                                      "may have open at once per process, on the HTTP port and on "
+                                                      "the gRPC port each; past it, the caller's new stream is "
+                                                      "answered HTTP 429 with Retry-After (gRPC: "
+                                                      "RESOURCE_EXHAUSTED). A caller is the authenticated user "
+                                                      "with credentials, else the client's IP address")
     header_timeout: float = setting(10.0, kind=float, bounds=(0.1, 600), flag=False,
                                     help="seconds a request's line and headers may take to arrive, from the "
                                          "connection's opening or its previous response (gRPC: the connection's "
@@ -381,6 +389,13 @@ class BridgeSettings:
         if self.max_connections is not None:
             return self.max_connections
         return connections_allowed(open_file_limit(), 2 if self.grpc_port is not None else 1)
+
+    @property
+    def stream_share(self) -> int:
+        """``max_streams_per_caller``, or its default: a quarter of :attr:`connection_limit` (at least 1)."""
+        if self.max_streams_per_caller is not None:
+            return self.max_streams_per_caller
+        return max(1, self.connection_limit // 4)
 
     @property
     def requires_auth(self) -> bool:

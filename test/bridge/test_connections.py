@@ -197,7 +197,7 @@ def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_lo
     """Requests in progress are never closed to make room, nor timed out while they are
     answered (a blocking SendMessage of 3 s, beyond the 1 s timeouts); connections closed to
     make room give their place up for good; newcomers are refused 503 meanwhile, and the log
-    has one line for all of them."""
+    has one line for all of them; a health check gets through all the same."""
     with BridgeProcess(env={**SHORT, "OVOS_A2A_MAX_CONNECTIONS": "3"}, call_log=echo_log(tmp_path)) as bridge:
         stalled = Unfinished(bridge.port, 0)
         for _ in range(6):  # bodies that never end: the first 3 closed to make room for the next, then for the senders
@@ -208,9 +208,12 @@ def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_lo
         for sender in senders:
             sender.start()
         wait_until(bridge.calls, "the three messages to be in progress", until=lambda n: n == 3)
-        refusals = [httpx.get(bridge.root + "/health", timeout=5) for _ in range(20)]
+        refusals = [httpx.get(bridge.root + "/.well-known/agent-card.json", timeout=5) for _ in range(20)]
         assert {r.status_code for r in refusals} == {503}, [r.text for r in refusals]
         assert refusals[0].headers["retry-after"] == "1"
+        checks = [httpx.get(bridge.root + "/health", timeout=5) for _ in range(5)]
+        assert {r.status_code for r in checks} == {200}, [r.text for r in checks]
+        assert {r.json()["running"] for r in checks} == {3}  # while every connection was taken
         for sender in senders:
             sender.join(20)
         assert [state(task_of(r)) for r in replies] == ["TASK_STATE_COMPLETED"] * 3, replies

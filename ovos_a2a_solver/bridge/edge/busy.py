@@ -65,10 +65,12 @@ async def answer_busy(context: ServerCallContext, message: str, retry_after: int
         return
     grpc_context = context.state.get("grpc_context")  # what the a2a-sdk's gRPC handler puts there
     if grpc_context is not None:
-        await _abort(grpc_context, busy)
+        await abort_call(grpc_context, busy)
 
 
-async def _abort(grpc_context, busy: Busy) -> None:
+async def abort_call(grpc_context, busy: Busy) -> None:
+    """End the gRPC call of ``grpc_context`` (a ``grpc.aio.ServicerContext``) with ``busy``:
+    its status, and a ``RetryInfo`` of its seconds (raises ``grpc.aio.AbortError``)."""
     import grpc
     from a2a.utils.grpc_status import status_to_grpc
     from google.protobuf.any_pb2 import Any

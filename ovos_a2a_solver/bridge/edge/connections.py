@@ -11,6 +11,10 @@ request and wait could hold every file the process may open. Here, per process:
   a body still arriving, or idle between requests), which is closed at once; when every
   connection has a request in progress, the new one is answered ``503`` (``Retry-After: 1``)
   and closed, before any HTTP parser exists for it;
+* except for health checks: past the limit, :data:`HEALTH_ROOM` more connections are let in
+  to read their request, each for one request; a ``/health`` one is answered (and the
+  connection closed), any other is answered that ``503`` as soon as its head has come. So a
+  health check gets through even while every connection is taken by requests in progress;
 * a request's line and headers must arrive within ``header_timeout`` seconds of the
   connection's opening or of its previous response's end (else ``408`` if part of it came,
   and the connection is closed), and its body within ``body_timeout`` seconds of its head
@@ -46,6 +50,12 @@ LOG_INTERVAL = 10.0
 #: what a connection refused at the limit reads
 REFUSED = (b"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
            b"Content-Type: text/plain\r\nContent-Length: 20\r\n\r\ntoo many connections")
+#: connections past the limit let in for one request each, answered only if it is a health check
+HEALTH_ROOM = 4
+#: the path of the health check
+HEALTH_PATH = "/health"
+#: what a connection let in past the limit reads when its request is no health check
+REFUSED_BODY = b"too many connections"
 #: what a connection whose request did not arrive in time reads
 TIMED_OUT = (b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain\r\n"
              b"Content-Length: 28\r\n\r\nthe request came too slowly\n")
@@ -104,6 +114,7 @@ class ConnectionGuard:
         self.idle_timeout = idle_timeout
         self.inner = AutoHTTPProtocol
         self.open = 0                                          # connections admitted and not yet lost
+        self.spare = 0             # of them, let in past the limit for a health check (at most HEALTH_ROOM)
         self.unfinished: dict[GuardedConnection, None] = {}    # without a request in progress, oldest first
         self.made_room = BurstLog(logging.WARNING, lambda n: (
             f"at the limit of {limit} connections ({limit_name}): closed {_connections(n)} that had no complete "
@@ -139,6 +150,12 @@ class ConnectionGuard:
             if scope["type"] != "http" or connection is None:
                 return await app(scope, receive, send)
             connection.head_arrived()
+            served = app
+            if connection.spare:  # let in past the limit: a health check is served, nothing else
+                send = _closing(send)
+                if scope["path"] != HEALTH_PATH:
+                    self.refused.note()
+                    served = _refuse
             read_all = False
 
             def read():
@@ -161,7 +178,7 @@ class ConnectionGuard:
                     connection.response_ended()
                 await send(message)
 
-            await app(scope, read, answer)
+            await served(scope, read, answer)
 
         return reporting
 
@@ -179,16 +196,24 @@ class ConnectionGuard:
 
     def admit(self, connection: "GuardedConnection") -> bool:
         """Whether ``connection`` may open: under the limit, or in the place of the oldest
-        unfinished one, which is closed."""
-        if self.open >= self.limit:
-            if not self.unfinished:
+        unfinished one, which is closed; else, while there is :data:`HEALTH_ROOM`, as a spare
+        one (for a health check), or in the place of the oldest unfinished spare one."""
+        if self.open - self.spare >= self.limit:
+            # the oldest unfinished one within the limit; spare ones are at most HEALTH_ROOM to pass
+            within = next((c for c in self.unfinished if not c.spare), None)
+            if within is None and self.spare >= HEALTH_ROOM:
+                within = next(iter(self.unfinished), None)
+            if within is not None:
+                self.made_room.note()
+                within.close_unfinished()
+            elif self.spare >= HEALTH_ROOM:
                 self.refused.note()
                 return False
-            oldest = next(iter(self.unfinished))
-            self.made_room.note()
-            oldest.close_unfinished()
         self.open += 1
         connection.counted = True
+        if self.open - self.spare > self.limit:
+            self.spare += 1
+            connection.spare = True
         return True
 
     def release(self, connection: "GuardedConnection") -> None:
@@ -196,6 +221,8 @@ class ConnectionGuard:
         if connection.counted:
             connection.counted = False
             self.open -= 1
+            if connection.spare:
+                self.spare -= 1
         self.unfinished.pop(connection, None)
 
 
@@ -208,6 +235,7 @@ class GuardedConnection(asyncio.Protocol):
         self.inner: asyncio.Protocol | None = None
         self.transport: asyncio.Transport | None = None
         self.counted = False     # admitted, and not yet closing
+        self.spare = False       # admitted past the limit, for a health check
         self.phase = WAITING
         self.partial = False     # bytes of the next request's head have come
         self.timer: asyncio.TimerHandle | None = None
@@ -267,7 +295,9 @@ class GuardedConnection(asyncio.Protocol):
             self.guard.unfinished.pop(self, None)
 
     def response_ended(self) -> None:
-        if self.counted:
+        if self.counted and self.spare:  # one request only: the connection closes
+            self.guard.release(self)
+        elif self.counted:
             self._wait_for_head(min(self.guard.idle_timeout, self.guard.header_timeout))
 
     # ---- timers and closing ----------------------------------------------------------------------
@@ -322,6 +352,26 @@ class GuardedConnection(asyncio.Protocol):
         self.guard.release(self)
         if self.transport is not None:
             self.transport.abort()
+
+
+async def _refuse(scope, receive, send) -> None:
+    """Answer a request on a spare connection that is no health check (an ASGI app): 503."""
+    await send({"type": "http.response.start", "status": 503,
+                "headers": [(b"connection", b"close"), (b"retry-after", b"1"), (b"content-type", b"text/plain"),
+                            (b"content-length", str(len(REFUSED_BODY)).encode())]})
+    await send({"type": "http.response.body", "body": REFUSED_BODY})
+
+
+def _closing(send):
+    """``send`` whose response closes its connection (a spare one serves one request)."""
+
+    async def closing(message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"connection"]
+            message = {**message, "headers": [*headers, (b"connection", b"close")]}
+        await send(message)
+
+    return closing
 
 
 def _connections(n: int) -> str:

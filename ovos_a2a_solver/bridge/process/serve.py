@@ -66,11 +66,13 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
             from ovos_a2a_solver.bridge.process.one_process import run_bridge
 
             if files:
+                from ovos_a2a_solver.bridge.edge.stream_shares import stream_counts
                 from ovos_a2a_solver.bridge.observe.metrics import metrics_for
 
                 metrics = metrics_for(settings.metrics)  # one /metrics for all of them
-                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key, metrics=metrics)
-                                                   for each in personas])
+                streams = stream_counts(settings)  # a caller's share, whatever persona it streams from
+                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key, metrics=metrics,
+                                                          streams=streams) for each in personas])
             else:
                 bridge = Bridge(settings, load_backend(settings), signing_key)
         except BaseException:

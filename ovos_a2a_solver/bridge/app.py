@@ -6,6 +6,8 @@ Routes (``/a2a`` is the path of ``base_url``):
 
 * ``/.well-known/agent-card.json``, ``/.well-known/agent.json`` and the same under ``/a2a``
 * with a signing key, ``/.well-known/jwks.json`` (and under ``/a2a``): the card's public key
+* with ``personas_dir``, each persona under ``/a2a/NAME``, and its card at
+  ``/a2a/.well-known/NAME/agent-card.json`` too (:class:`PersonaBridges`)
 * ``POST /a2a`` and ``/a2a/``: JSON-RPC, A2A 1.0 and 0.3
 * ``/a2a/rest/...``: HTTP+JSON, A2A 1.0, and ``/a2a/rest/v1/...``: HTTP+JSON, A2A 0.3
 * ``GET /health``: ``{"ok": true, ...}``
@@ -44,7 +46,8 @@ from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.edge.access_log import AccessLog
 from ovos_a2a_solver.bridge.edge.body_limit import BodyLimit
 from ovos_a2a_solver.bridge.edge.busy import BusyAnswers, BusyContextBuilder, answer_busy
-from ovos_a2a_solver.bridge.edge.card import CardEndpoint, build_card, read_card_signing_key, sign_card
+from ovos_a2a_solver.bridge.edge.card import (CardEndpoint, build_card, grpc_interface, read_card_signing_key,
+                                              sign_card)
 from ovos_a2a_solver.bridge.edge.classify import ClassifyRequests
 from ovos_a2a_solver.bridge.edge.observer import RequestObserver, RequestSink
 from ovos_a2a_solver.bridge.edge.request_metrics import RequestMetrics
@@ -331,7 +334,8 @@ class Bridge:
         from ovos_a2a_solver.bridge.edge.stream_shares import grpc_stream_shares
 
         handler = GrpcHandler(self.handler)
-        rules = A2AStatusRules(handler, served_versions(self.card.supported_interfaces).get("GRPC", ()),
+        # what the gRPC interface serves, whether the card names it or not (grpc_unlisted)
+        rules = A2AStatusRules(handler, served_versions([grpc_interface(self.settings)]).get("GRPC", ()),
                                self.settings.max_values)
         # a caller's streams past its share refused: the gRPC port counts its own
         interceptors = [grpc_stream_shares(stream_counts(self.settings)), rules]
@@ -392,7 +396,11 @@ class PersonaBridges:
     directory of them: each a :class:`Bridge` of its own (its card, persona, memory, task
     store and middleware) at ``BASE_URL/NAME``. A request goes to the bridge whose path it
     is under; ``GET /health`` answers for all of them (ok when every one is), and ``GET
-    /metrics`` (on) shows the metrics they share, behind the same credentials."""
+    /metrics`` (on) shows the metrics they share, behind the same credentials.
+
+    Each persona's card is also at ``BASE_URL/.well-known/NAME/agent-card.json``, where
+    clients that name an agent by its id look for it: that request is served by the persona's
+    bridge as a request for its own card (the access log keeps the path as sent)."""
 
     def __init__(self, settings: BridgeSettings, bridges: list[Bridge]) -> None:
         self.settings = settings
@@ -400,6 +408,10 @@ class PersonaBridges:
         self.draining: asyncio.Future | None = None
         # the longest path first, so that /a2a/bob-2 is not taken for /a2a/bob
         self._by_path = sorted(((bridge._path, bridge) for bridge in bridges), key=lambda item: -len(item[0]))
+        # BASE/.well-known/NAME/agent-card.json -> the card of the persona at BASE/NAME
+        base = urlsplit(settings.public_url).path.rstrip("/")
+        self._card_aliases = {f"{base}/.well-known/{bridge._path[len(base) + 1:]}/agent-card.json": bridge
+                              for bridge in bridges}
         routes = [Route("/health", self._health, methods=["GET"])]
         if bridges[0].metrics.enabled:  # they count in one (see ``serve``)
             routes.append(Route("/metrics", bridges[0]._metrics, methods=["GET"]))
@@ -415,6 +427,9 @@ class PersonaBridges:
     async def app(self, scope, receive, send) -> None:
         if scope["type"] in ("http", "websocket"):
             path = scope["path"]
+            named = self._card_aliases.get(path)
+            if named is not None:  # its own card, for its own middleware (credentials, versions, caching)
+                return await named.app(dict(scope, path=named._path + CARD_PATHS[0]), receive, send)
             for prefix, bridge in self._by_path:
                 if path == prefix or path.startswith(prefix + "/"):
                     return await bridge.app(scope, receive, send)

@@ -254,6 +254,11 @@ class BridgeSettings:
     grpc_port: int | None = setting(None, kind=int, bounds=(0, 65535), shown="off",
                                     help="also serve gRPC on this port (0: any free port; needs the grpc extra; "
                                          "not with credentials)")
+    grpc_unlisted: bool = setting(False, kind=bool,
+                                  help="serve gRPC without naming it in the card, whose other interfaces are all "
+                                       "on its own scheme, host and port: what clients that accept no other card "
+                                       "(Google ADK's RemoteA2aAgent) need; gRPC callers are given its address "
+                                       "(HOST:PORT) another way")
     replica: str = setting(default_factory=socket.gethostname, flag=False, shown="host name",
                            help="this process's name in a shared database (a worker's: NAME#N)")
     replica_lease: float = setting(15.0, kind=float, bounds=(1, 600), flag=False,

@@ -6,7 +6,7 @@ import json
 import grpc
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
+from a2a.client import ClientConfig, create_client, minimal_agent_card
 from a2a.types import Message, Part, Role, SendMessageRequest
 
 from ovos_a2a_solver import A2AClient, AgentTaskError
@@ -126,6 +126,29 @@ def test_the_bridge_serves_grpc_too_when_asked():
                                   httpx_client=httpx.AsyncClient(timeout=30),
                                   grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
             sdk = await create_client(bridge.url, client_config=config)
+            msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
+            events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
+            await sdk.close()
+            return events[0].task
+
+        task = asyncio.run(over_grpc())
+    assert "".join(p.text for a in task.artifacts for p in a.parts) == "echo: over grpc"
+
+
+def test_grpc_unlisted_is_served_but_left_out_of_the_card():
+    """--grpc-unlisted: every interface of the card is on the card's own origin (what Google
+    ADK asks); gRPC still answers at HOST:PORT, for a client told of it another way."""
+    port = free_port()
+    with BridgeProcess("--grpc-port", str(port), "--grpc-unlisted") as bridge:
+        card = httpx.get(bridge.card_url, headers={"A2A-Version": "1.0"}, timeout=10).json()
+        assert [i["url"].split("/")[2] for i in card["supportedInterfaces"]] == [bridge.root.split("/")[2]] * 4, card
+        assert "GRPC" not in [i["protocolBinding"] for i in card["supportedInterfaces"]], card
+
+        async def over_grpc():
+            config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
+                                  httpx_client=httpx.AsyncClient(timeout=30),
+                                  grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
+            sdk = await create_client(minimal_agent_card(f"127.0.0.1:{port}", ["GRPC"]), client_config=config)
             msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
             events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
             await sdk.close()

@@ -68,6 +68,21 @@ def test_each_persona_of_a_directory_remembers_on_its_own_in_one_context(tmp_pat
         assert "ada" in answer(again).lower(), again
 
 
+def test_each_persona_card_is_also_at_the_well_known_path_named_by_its_id(personas, tmp_path):
+    """BASE/.well-known/NAME/agent-card.json: NAME's own card, as each A2A version asks for it,
+    and no card for a name the directory does not hold."""
+    with BridgeProcess("--personas-dir", str(personas), backend="persona", state_dir=tmp_path / "state") as bridge:
+        base = f"{bridge.root}/a2a"
+        for name in ("alice", "bob"):
+            for version in ({"A2A-Version": "1.0"}, {}):
+                by_id = httpx.get(f"{base}/.well-known/{name}/agent-card.json", headers=version, timeout=10)
+                own = httpx.get(f"{base}/{name}/.well-known/agent-card.json", headers=version, timeout=10)
+                assert by_id.status_code == 200, by_id.text
+                assert by_id.json() == own.json() and by_id.json()["name"] == name, by_id.json()
+                assert by_id.headers["etag"] == own.headers["etag"]
+        assert httpx.get(f"{base}/.well-known/carol/agent-card.json", timeout=10).status_code == 404
+
+
 @pytest.mark.parametrize("extra, said", [
     (("--persona", "x.json"), "give --personas-dir (OVOS_A2A_PERSONAS_DIR) or --persona"),
     (("--grpc-port", "0"), "cannot be combined with --grpc-port"),

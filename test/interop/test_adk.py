@@ -158,3 +158,17 @@ def test_adk_keeps_the_bridges_answer_whole_and_once_at_either_pace(bridge, stre
     assert [t["final"] for t in turns] == [BRIDGE_ANSWER, BRIDGE_ANSWER, "echo: hello"]
     if streaming:
         assert ["".join(t["partial"]) for t in turns] == [BRIDGE_ANSWER, BRIDGE_ANSWER, "echo: hello"]
+
+
+def test_adk_accepts_a_bridge_that_serves_grpc_unlisted_as_the_readme_says():
+    """ADK refuses a card with an interface off the card's origin, which gRPC on its own port
+    is (A2A's HOST:PORT); with --grpc-unlisted the card names only the HTTP interfaces, ADK
+    asks the bridge, and gRPC is still served."""
+    with BridgeProcess("--grpc-port", "0") as listed:
+        refused = run_adk_client(listed.card_url, "hello", streaming=False)
+    assert [t["final"] for t in refused] == [""]
+    assert "Agent card RPC URL must" in " ".join(refused[0]["errors"]), refused
+    with BridgeProcess("--grpc-port", "0", "--grpc-unlisted") as bridge:
+        turns = run_adk_client(bridge.card_url, "hello", streaming=False)
+    assert [t["errors"] for t in turns] == [[]]
+    assert [t["final"] for t in turns] == ["echo: hello"]

@@ -50,7 +50,9 @@ def conversation_skill(name: str, description: str) -> AgentSkill:
 
 
 def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
-    """The card for ``backend`` served at ``settings.public_url``."""
+    """The card for ``backend`` served at ``settings.public_url``: JSON-RPC and HTTP+JSON there,
+    and gRPC (``HOST:PORT``) when it is served, unless ``settings.grpc_unlisted`` leaves it out
+    so that every interface of the card is on the card's own origin."""
     url = settings.public_url
     name = settings.name or backend.name
     # never empty: the a2a-sdk leaves empty required fields out of what it signs, and
@@ -84,11 +86,9 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
         default_output_modes=["text/plain"],
         skills=skills,
     )
-    if settings.grpc_port:
-        host = settings.public_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
-        card.supported_interfaces.append(AgentInterface(url=f"{host}:{settings.grpc_port}",
-                                                        protocol_binding=TransportProtocol.GRPC,
-                                                        protocol_version="1.0"))
+    grpc = grpc_interface(settings)
+    if grpc is not None and not settings.grpc_unlisted:
+        card.supported_interfaces.append(grpc)
     if settings.password:
         card.security_schemes["basic"].CopyFrom(SecurityScheme(
             http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Basic")))
@@ -98,6 +98,18 @@ def build_card(settings: BridgeSettings, backend: Backend) -> AgentCard:
             http_auth_security_scheme=HTTPAuthSecurityScheme(scheme="Bearer")))
         card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
     return card
+
+
+def grpc_interface(settings: BridgeSettings) -> AgentInterface | None:
+    """The gRPC interface the bridge serves (A2A 1.0), ``None`` without ``grpc_port``; the
+    card names it unless ``grpc_unlisted``. Its URL is ``HOST:PORT``, the host of
+    ``public_url``: the form A2A 1.0 gives a gRPC address (a2a.proto, ``AgentInterface.url``),
+    and the target the a2a-sdk's client hands its gRPC channel factory."""
+    if not settings.grpc_port:
+        return None
+    host = settings.public_url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+    return AgentInterface(url=f"{host}:{settings.grpc_port}", protocol_binding=TransportProtocol.GRPC,
+                          protocol_version="1.0")
 
 
 def read_card_signing_key(settings: BridgeSettings) -> "CardKey | None":

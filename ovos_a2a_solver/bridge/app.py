@@ -63,10 +63,12 @@ from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.availability import PROBE_SCHEMA, PROBE_WRITE, StoreAvailability, store_unavailable
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
+from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 from ovos_a2a_solver.bridge.storage.operations import OperationLog
 from ovos_a2a_solver.bridge.storage.push_configs import CHANNEL as PUSH_CONFIGS_CHANNEL, PushConfigStore
 from ovos_a2a_solver.bridge.storage.retention import keep_deleting
-from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread, StoredEnds
+from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasksUnread
 from ovos_a2a_solver.bridge.turns.admission import BusyError, OperationTracker
 from ovos_a2a_solver.bridge.turns.executor import PersonaExecutor
 from ovos_a2a_solver.bridge.turns.handler import BridgeRequestHandler, ChosenTaskIds

@@ -2,7 +2,7 @@
 
 The a2a-sdk reads a message's task three times before it first saves it. For a task whose
 id the request handler has only just made up, those reads can only miss, so the stores
-answer them without a statement (``store.NewTasks``). These tests count the statements a
+answer them without a statement (``storage.new_tasks.NewTasks``). These tests count the statements a
 real SQLite store runs, and check that the shortcut ends at the first save and when the
 handler lets go of the id: from then on every read is a real one.
 """
@@ -18,7 +18,8 @@ from a2a.server.context import ServerCallContext
 from a2a.types import Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, SqliteTaskStore
-from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks, NewTasksUnread
+from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
+from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasksUnread
 from support.bridge_rpc import message, send, stream, task_of
 
 
@@ -121,6 +122,34 @@ def test_every_new_task_id_is_different_and_known_only_to_its_maker():
     for task_id in made:
         new_tasks.discard(task_id)
     assert not any(task_id in new_tasks for task_id in made)
+
+
+def test_a_reserved_id_is_let_go_of_on_every_way_out_of_its_block():
+    """A message's reserved id goes when its work is done: returned, raised or canceled; a
+    message that names its task reserves nothing."""
+    new_tasks = NewTasks()
+    with new_tasks.reserved() as returned:
+        assert returned in new_tasks
+    with pytest.raises(ValueError):
+        with new_tasks.reserved() as raised:
+            assert raised in new_tasks
+            raise ValueError("refused")
+
+    async def canceled_meanwhile() -> str:
+        with new_tasks.reserved() as task_id:
+            work = asyncio.get_running_loop().create_task(asyncio.sleep(60))
+            asyncio.get_running_loop().call_soon(work.cancel)
+            try:
+                await work
+            finally:
+                assert task_id in new_tasks
+        return task_id  # pragma: no cover
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(canceled_meanwhile())
+    assert returned not in new_tasks and raised not in new_tasks
+    with new_tasks.reserved(needed=False) as none:
+        assert none is None
 
 
 @pytest.mark.parametrize("call", ["send", "stream"])

@@ -34,7 +34,7 @@ def database():
 def run(url: str, scenario) -> None:
     """``scenario(store, other, context)``: two stores (two replicas) on the database of ``url``."""
     from ovos_a2a_solver.bridge.storage.database import open_stores
-    from ovos_a2a_solver.bridge.storage.tasks import call_context_for
+    from ovos_a2a_solver.bridge.storage.owners import call_context_for
 
     async def go() -> None:
         db, store = open_stores(url, 2)

@@ -151,7 +151,8 @@ def test_deleting_a_task_deletes_its_push_configs(tmp_path):
     from ovos_a2a_solver.bridge.storage.database import open_stores
     from ovos_a2a_solver.bridge.config import BridgeSettings
     from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
-    from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore, NewTasks
+    from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
+    from ovos_a2a_solver.bridge.storage.tasks import BufferedTaskStore
 
     async def go():
         db, tasks = open_stores(f"sqlite:///{tmp_path / 'bridge.sqlite3'}")

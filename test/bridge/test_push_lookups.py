@@ -28,7 +28,7 @@ from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
-from ovos_a2a_solver.bridge.storage.tasks import NewTasks
+from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import OwnerCalls, Worker, message, state

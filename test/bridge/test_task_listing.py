@@ -20,7 +20,7 @@ from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, SqliteTaskStore
-from ovos_a2a_solver.bridge.storage.tasks import call_context_for, owner_scope
+from ovos_a2a_solver.bridge.storage.owners import call_context_for, owner_scope
 from ovos_a2a_solver.states import TERMINAL
 
 STATES = [TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED,

@@ -33,7 +33,7 @@ from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.push.guard import Target, WebhookGuard, WebhookRefused
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
-from ovos_a2a_solver.bridge.storage.tasks import caller_of
+from ovos_a2a_solver.bridge.storage.owners import caller_of
 from ovos_a2a_solver.resilience import full_jitter
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

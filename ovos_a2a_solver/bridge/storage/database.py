@@ -31,7 +31,7 @@ from a2a.types import ListTasksResponse, Task
 from ovos_a2a_solver.bridge.config import sqlite_path
 from ovos_a2a_solver.bridge.storage.rows import (ENDED_TASKS_INDEX, list_response, list_statements, read_task_row,
                                                   updated_position)
-from ovos_a2a_solver.bridge.storage.tasks import owner_scope
+from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.local_state import private_dir, private_sqlite_file, use_wal
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 

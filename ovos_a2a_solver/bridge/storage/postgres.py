@@ -48,7 +48,7 @@ from a2a.utils.proto_utils import to_stream_response
 
 from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, ENDED_TASKS_INDEX, list_response,
                                                   list_statements, read_task_row, updated_position)
-from ovos_a2a_solver.bridge.storage.tasks import owner_scope
+from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

@@ -27,7 +27,7 @@ from google.protobuf.json_format import MessageToJson, Parse
 
 from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
 from ovos_a2a_solver.bridge.storage.database import Sql, SqliteDatabase, add_column
-from ovos_a2a_solver.bridge.storage.tasks import owner_scope
+from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.local_state import open_private_file
 
 #: ``live``: 0 once the config's task is known to be finished (it no longer counts towards
@@ -183,7 +183,7 @@ class PushConfigStore(PushNotificationConfigStore):
         self.without_webhooks = TasksWithoutWebhooks(shared=shared)
 
     def none_yet(self, task_id: str) -> None:
-        """``task_id`` was just made up for a new task: it has no config (see :class:`NewTasks`)."""
+        """``task_id`` was just made up for a new task: it has no config (see ``new_tasks.NewTasks``)."""
         self.without_webhooks.add(task_id, self.without_webhooks.mark())
 
     async def initialize(self) -> None:

@@ -1,6 +1,6 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The durable task store and the one way the bridge edits a task outside the SDK's event flow.
+"""The durable task stores, and the one way the bridge edits a task outside the SDK's event flow.
 
 With SQLite (one process), the SDK saves a task on every event: each status update, each streamed chunk, each
 heartbeat. Writing all of them costs more than the persona's answer. ``BufferedTaskStore``
@@ -14,7 +14,8 @@ With PostgreSQL (several replicas) every save goes to the SDK's
 ``VersionedDatabaseTaskStore`` at once: each one bumps the task's version and appends the
 event to the shared event log that other replicas' subscribers read (see ``app.open_stores``).
 Either way, a task that a message is about to create is not looked up before its first
-save (:class:`NewTasks`), and the bridge reads and writes through the SDK's
+save (``new_tasks.NewTasks``), each settled save is reported to the turn that waits for it
+(``stored_ends.StoredEnds``), and the bridge reads and writes through the SDK's
 ``VersionedTaskStore`` interface (a plain store under the SDK's ``LegacyTaskStoreAdapter``),
 so :func:`settle_stored_task` is one compare-and-swap for both.
 """
@@ -22,141 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
-from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
-from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskStore
 from a2a.types import Message, Part, Role, Task, TaskStatusUpdateEvent
 from a2a.utils.errors import UnsupportedOperationError
 
-from ovos_a2a_solver.bridge.storage.ids import time_ordered_id
+from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
+from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.bridge.storage.rows import is_unreadable_task_error
+from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
 from ovos_a2a_solver.states import ACTIVE, SETTLED
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 #: a task's metadata key naming the persona that began it: only that persona continues it
 BEGUN_BY = "persona"
-
-
-def owner_scope(context: ServerCallContext | None) -> str:
-    """Whose a task is: the caller, and the tenant it addressed (the A2A ``tenant`` field, or
-    a REST ``/{tenant}/`` path). Every store and operation is partitioned by it, so another
-    caller's or another tenant's task is simply not found. Without a tenant it is the caller
-    alone (as the a2a-sdk's ``resolve_user_scope``)."""
-    user = resolve_user_scope(context)
-    tenant = context.tenant if context is not None else ""
-    return json.dumps([user, tenant], separators=(",", ":"), ensure_ascii=False) if tenant else user
-
-
-class Owner(User):
-    """An authenticated caller, as the stores know it."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def is_authenticated(self) -> bool:
-        return True
-
-    @property
-    def user_name(self) -> str:
-        return self._name
-
-
-def call_context_for(owner: str) -> ServerCallContext:
-    """A call context that reads and writes the stores as ``owner``."""
-    return ServerCallContext(user=Owner(owner) if owner else UnauthenticatedUser())
-
-
-def caller_of(owner: str) -> str:
-    """The caller of an owner (:func:`owner_scope`), without its tenant."""
-    if owner.startswith("["):
-        try:
-            return json.loads(owner)[0]
-        except (ValueError, IndexError, KeyError):
-            pass  # a user name that merely starts with "["
-    return owner
-
-
-class NewTasks:
-    """The tasks that messages are about to create, until each is first saved.
-
-    The a2a-sdk reads a message's task three times before it first saves it: when it sets
-    up the active task, in its producer, and at the first event. For a new task, whose id
-    the request handler has only just made up (:meth:`make`), each of those reads can only
-    miss. The stores answer them "not found" at once, without the database, until the
-    task's first save; the handler lets go of the id when it is done (:meth:`discard`).
-    ``made(task_id)``, if given, hears of each new id (what else a new task cannot have yet)."""
-
-    def __init__(self, made: Callable[[str], None] | None = None) -> None:
-        self._unsaved: set[str] = set()
-        self._made = made
-
-    def make(self) -> str:
-        """A new task id, not stored anywhere yet."""
-        task_id = time_ordered_id()
-        self._unsaved.add(task_id)
-        if self._made is not None:
-            self._made(task_id)
-        return task_id
-
-    def discard(self, task_id: str | None) -> None:
-        """``task_id`` is saved, or its message is done: reads go to the store again."""
-        self._unsaved.discard(task_id)
-
-    def __contains__(self, task_id: str) -> bool:
-        return task_id in self._unsaved
-
-
-class StoredEnds:
-    """The settled states (final, or waiting for the user) that turns await in the store.
-
-    A turn's executor hands its last event to the a2a-sdk, whose own task saves it a moment
-    later. The turn holds its message until then (:meth:`expect`, then :meth:`wait`): a
-    bridge that drains for a shutdown waits for the messages it holds, so it tears the SDK
-    down only after the end of every finished turn is stored, not while it is being saved
-    (the answer would be lost, and the task left ``working``). The stores report each
-    settled save (:meth:`saved`)."""
-
-    def __init__(self) -> None:
-        self._awaited: dict[tuple[str, str], asyncio.Event] = {}
-
-    def expect(self, owner: str, task_id: str) -> asyncio.Event:
-        """A turn of ``owner``'s task ``task_id`` is about to settle it: what :meth:`wait` waits on."""
-        awaited = self._awaited[(owner, task_id)] = asyncio.Event()
-        return awaited
-
-    def saved(self, task: Task, context: ServerCallContext) -> None:
-        """``task`` was saved; if it is settled, its turn need not wait any longer."""
-        if task.status.state in SETTLED:
-            awaited = self._awaited.get((owner_scope(context), task.id))
-            if awaited is not None:
-                awaited.set()
-
-    async def wait(self, owner: str, task_id: str, awaited: asyncio.Event, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for the settled save :meth:`expect` announced; True if it came."""
-        try:
-            if not awaited.is_set():
-                async with asyncio.timeout(timeout):
-                    await awaited.wait()
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            self.forget(owner, task_id, awaited)
-
-    def forget(self, owner: str, task_id: str, awaited: asyncio.Event) -> None:
-        """The turn will not wait (it was canceled, or handed on). A later turn's expectation of the
-        same task stays."""
-        if self._awaited.get((owner, task_id)) is awaited:
-            del self._awaited[(owner, task_id)]
 
 
 #: what else goes when a task is deleted: ``forget(task_id, context)`` (its push configs)

@@ -3,9 +3,10 @@
 """When the backend fails: a turn that fails before it said anything is tried again, and a
 backend that keeps failing is given a rest.
 
-* :func:`retry_delay`: exponential backoff with full jitter between the tries of one turn
-  (``backend_retries`` more tries; a turn that already said something is never tried again,
-  so nobody hears an answer twice).
+* :meth:`BackendBreaker.tries`: a turn that fails before it said anything (it ends
+  ``RETRY``) is tried again, ``backend_retries`` more times at most, after exponential
+  backoff with full jitter (:func:`retry_delay`); a turn that already said something is
+  never tried again, so nobody hears an answer twice.
 * :class:`BackendBreaker`: after ``threshold`` failed turns in a row the circuit opens: every
   message is answered ``failed`` at once, without calling the backend, for ``cool_down``
   seconds; then one message is let through as a probe, and its outcome closes the circuit
@@ -13,8 +14,10 @@ backend that keeps failing is given a rest.
 """
 from __future__ import annotations
 
+import asyncio
+import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.resilience import Breaker, full_jitter
@@ -22,6 +25,18 @@ from ovos_a2a_solver.resilience import Breaker, full_jitter
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 BACKOFF_BASE = 0.25  # seconds; the n-th retry waits up to BACKOFF_BASE * 2**n
+
+
+class RelayEnd(enum.Enum):
+    """How one message's work ended (its name, in lower case, is the metrics' label)."""
+
+    ANSWERED = "answered"    # completed, a question back, or a typed ending (rejection, completion)
+    NO_ANSWER = "no answer"  # the persona said nothing (the task is failed)
+    FAILED = "failed"        # the persona raised (the task is failed)
+    RETRY = "retry"          # it failed before saying anything, and may be tried again
+    STOPPED = "stopped"      # canceled or interrupted by a shutdown
+    DEADLINE = "deadline"    # the deadline passed with the turn still running
+    CIRCUIT_OPEN = "circuit open"  # the backend gets a rest: the task failed at once, without it
 
 
 def retry_delay(attempt: int, base: float = BACKOFF_BASE) -> float:
@@ -54,6 +69,22 @@ class BackendBreaker:
     def allows(self) -> bool:
         """Whether a turn may call the backend now (closed; or the one probe when half-open)."""
         return self.circuit.allows()
+
+    async def tries(self, attempt: Callable[[bool], Awaitable[RelayEnd]], retries: int) -> RelayEnd:
+        """One turn's relay, ``attempt(retry)``, tried again after :func:`retry_delay` each time it
+        ends ``RETRY``, ``retries`` more times at most (``retry``: whether a failure before anything
+        was said may end it so; not on the last try). Its end counts for the circuit: ``FAILED``
+        as a failed turn, ``ANSWERED`` as one that worked; any other end as neither."""
+        for number in range(retries + 1):
+            end = await attempt(number < retries)
+            if end is not RelayEnd.RETRY:
+                break
+            await asyncio.sleep(retry_delay(number))
+        if end is RelayEnd.FAILED:
+            self.failed()
+        elif end is RelayEnd.ANSWERED:
+            self.succeeded()
+        return end
 
     def succeeded(self) -> None:
         if self.circuit.succeeded():

@@ -20,7 +20,8 @@ the outcome is unknown; should the persona answer later, that answer is stored t
 from __future__ import annotations
 
 import asyncio
-import enum
+import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -45,9 +46,11 @@ from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSe
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.observe.tracing import headers_of, turn_trace
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
-from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, StoredEnds, owner_scope, settle_stored_task
+from ovos_a2a_solver.bridge.storage.owners import owner_scope
+from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
+from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
-from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, retry_delay
+from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, RelayEnd
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
 from ovos_a2a_solver.bridge.turns.validation import user_text
 from ovos_a2a_solver.states import state_name
@@ -66,21 +69,27 @@ HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the
 
 def persona_session(owner: str, context_id: str) -> str:
     """The persona's session for one conversation: a digest of (owner, contextId), the owner
-    being the caller and its tenant (``store.owner_scope``), so that a caller who sends another
+    being the caller and its tenant (``owners.owner_scope``), so that a caller who sends another
     caller's contextId reaches a memory of its own."""
     framed = json.dumps([owner, context_id], separators=(",", ":"), ensure_ascii=False)
     return "a2a-" + hashlib.sha256(framed.encode("utf-8")).hexdigest()[:32]
 
 
-class RelayEnd(enum.Enum):
-    """How relaying one turn's events ended."""
+@dataclasses.dataclass
+class MessageWork:
+    """One message at work: what its outcomes share."""
 
-    ANSWERED = "answered"    # completed, a question back, or a typed ending (rejection, completion)
-    NO_ANSWER = "no answer"  # the persona said nothing (the task is failed)
-    FAILED = "failed"        # the persona raised (the task is failed)
-    RETRY = "retry"          # it failed before saying anything, and may be tried again
-    STOPPED = "stopped"      # canceled or interrupted by a shutdown
-    DEADLINE = "deadline"    # the deadline passed with the turn still running
+    context: RequestContext
+    event_queue: EventQueue
+    admission: Admission | None
+    owner: str      # the caller and its tenant (``owners.owner_scope``)
+    text: str       # what the persona is asked
+    lang: str | None
+
+    @property
+    def blocking(self) -> bool:
+        """Whether its caller sees only the task's end (a blocking SendMessage)."""
+        return self.admission is not None and self.admission.mode is CallMode.BLOCK
 
 
 class PersonaExecutor(AgentExecutor):
@@ -110,103 +119,113 @@ class PersonaExecutor(AgentExecutor):
 
     async def _execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         admission = Admission.of(context.call_context)
-        handed_on = False  # the turn outlived the deadline: its late answer lets go of the admission
-        started, ended_as = time.perf_counter(), "error"  # how the work ended, for the metrics
-        owner = owner_scope(context.call_context)
-        settling = None  # the task whose settled state the SDK stores after this returns
-        settled = None   # what tells that it did (see ``StoredEnds``)
+        started, end = time.perf_counter(), None  # how the work ended, for the metrics ("error": it raised)
         try:
-            if admission is not None:
-                await self.tracker.executor_started(admission)
-            text = user_text(context.message)
-            lang = _lang_of(context)
-            task = context.current_task
-            turn = first = None
-            if task is None and self._may_reply(context):  # the answer may be a message, not a task
-                context_id = context.context_id or context.message.context_id
-                session = persona_session(owner, context_id)
-                turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop()).start(
-                    self._at_once(text))
-                first = await turn.events.get()
-                if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
-                    await event_queue.enqueue_event(_agent_message(first.output.text, context_id))
-                    ended_as = RelayEnd.ANSWERED.name.lower()
-                    return
-            blocking = admission is not None and admission.mode is CallMode.BLOCK
-            if task is None:  # its id was chosen (and claimed) by the request handler
-                task = new_task_from_user_message(context.message)
-                task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
-                task.metadata[BEGUN_BY] = self.persona  # only this persona continues it (see the handler)
-                answer = None
-                if turn is None and blocking and self._at_once(text) and self.breaker.allows():
-                    session = persona_session(owner, task.context_id)
-                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop(),
-                                self._interrupter(session)).start(at_once=True)
-                    answer = whole_answer(turn.events.queued())
-                settling = task.id
-                settled = self.stored_ends.expect(owner, settling)
-                if answer is not None:  # a blocking caller sees only the end, and it is known: one event
-                    task.status.state = TaskState.TASK_STATE_COMPLETED
-                    task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT,
-                                                   parts=[Part(text=answer)]))
-                    await event_queue.enqueue_event(task)
-                    self.breaker.succeeded()
-                    ended_as = RelayEnd.ANSWERED.name.lower()
-                    return
-                await event_queue.enqueue_event(task)
-            else:
-                settling = task.id
-                settled = self.stored_ends.expect(owner, settling)
-            updater = TaskUpdater(event_queue, task.id, task.context_id)
-            if turn is None and not self.breaker.allows():
-                await updater.failed(_agent_message(
-                    f"The persona failed {self.breaker.failures} times in a row; it gets a rest, and the bridge "
-                    f"tries it again in {self.breaker.retry_in():.0f} s."))
-                ended_as = "circuit_open"
-                return
-            chunked = not blocking
-            if chunked:  # a blocking caller sees only the end; others see the work start (a note, not text)
-                await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={"note": ACCEPTED_NOTE})
-            session = persona_session(owner, task.context_id)
-            retries = self.settings.backend_retries
-            for attempt in range(retries + 1):
-                if turn is None:
-                    turn = Turn(self._producer(context, text, session, lang), asyncio.get_running_loop(),
-                                self._interrupter(session)).start(self._at_once(text))
-                self.turns.add(task.id, turn)
-                end = await self._relay(turn, updater, chunked, first, retry=attempt < retries)
-                if end is not RelayEnd.RETRY:
-                    break
+            # a task's settled end, awaited in the store once the work is over (see ``StoredEnds``)
+            async with contextlib.AsyncExitStack() as settling:
+                try:
+                    if admission is not None:
+                        await self.tracker.executor_started(admission)
+                    work = MessageWork(context, event_queue, admission, owner_scope(context.call_context),
+                                       user_text(context.message), _lang_of(context))
+                    end = await self._work(work, settling)
+                finally:
+                    self.metrics.turn_ended(time.perf_counter() - started, end.name.lower() if end else "error")
+        finally:  # also when the SDK stops this work meanwhile (a cancel)
+            if admission is not None and end is not RelayEnd.DEADLINE:  # a late answer lets go of it
+                await self.tracker.executor_done(admission)
+
+    async def _work(self, work: MessageWork, settling: contextlib.AsyncExitStack) -> RelayEnd:
+        """The message's outcome: an answer as a message (:meth:`_answer_as_message`), a task
+        answered at once (:meth:`_answer_at_once`), or a task the turn's events are relayed to
+        (:meth:`_relay_task`); how it ended."""
+        context = work.context
+        task, turn, first = context.current_task, None, None
+        if task is None and self._may_reply(context):  # the answer may be a message, not a task
+            context_id = context.context_id or context.message.context_id
+            turn = self._start_turn(work, persona_session(work.owner, context_id), self._at_once(work.text),
+                                    interruptible=False)
+            first = await turn.events.get()
+            if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
+                return await self._answer_as_message(work, first.output, context_id)
+        new = task is None
+        if new:  # its id was chosen (and claimed) by the request handler
+            task = self._new_task(context)
+        # the SDK stores the task's settled state after this returns: the work holds its message until then
+        awaited = await settling.enter_async_context(
+            self.stored_ends.awaiting(work.owner, task.id, END_STORED_WITHIN))
+        if new:
+            if turn is None and work.blocking and self._at_once(work.text) and self.breaker.allows():
+                turn = self._start_turn(work, persona_session(work.owner, task.context_id), at_once=True)
+                answer = whole_answer(turn.events.queued())
+                if answer is not None:
+                    return await self._answer_at_once(work, task, answer)
+            await work.event_queue.enqueue_event(task)
+        end = await self._relay_task(work, task, turn, first)
+        if end is RelayEnd.DEADLINE:  # the late answer settles the task, on its own
+            awaited.hand_on()
+        return end
+
+    def _new_task(self, context: RequestContext) -> Task:
+        """The task a message that names none creates, under the id the request handler chose."""
+        task = new_task_from_user_message(context.message)
+        task.status.timestamp.GetCurrentTime()  # every task has a time, so listings put it first
+        task.metadata[BEGUN_BY] = self.persona  # only this persona continues it (see the handler)
+        return task
+
+    async def _answer_as_message(self, work: MessageWork, reply: Reply, context_id: str) -> RelayEnd:
+        """The persona's answer is a message (a routed backend's reply), not a task."""
+        await work.event_queue.enqueue_event(_agent_message(reply.text, context_id))
+        return RelayEnd.ANSWERED
+
+    async def _answer_at_once(self, work: MessageWork, task: Task, answer: str) -> RelayEnd:
+        """A blocking caller sees only the end, and it is known already: the task is enqueued
+        answered, one event (completed, the answer artifact whole)."""
+        task.status.state = TaskState.TASK_STATE_COMPLETED
+        task.artifacts.append(Artifact(artifact_id=ANSWER_ARTIFACT, name=ANSWER_ARTIFACT, parts=[Part(text=answer)]))
+        await work.event_queue.enqueue_event(task)
+        self.breaker.succeeded()
+        return RelayEnd.ANSWERED
+
+    async def _relay_task(self, work: MessageWork, task: Task, turn: Turn | None,
+                          first: TurnEvent | None) -> RelayEnd:
+        """The turn's events, relayed to ``task`` (``turn``, if it began already, and the
+        ``first`` event it said); a turn that fails before it says anything is tried again,
+        as the breaker allows. A turn past the deadline goes on, and its late answer is adopted."""
+        updater = TaskUpdater(work.event_queue, task.id, task.context_id)
+        if turn is None and not self.breaker.allows():
+            await updater.failed(_agent_message(
+                f"The persona failed {self.breaker.failures} times in a row; it gets a rest, and the bridge "
+                f"tries it again in {self.breaker.retry_in():.0f} s."))
+            return RelayEnd.CIRCUIT_OPEN
+        chunked = not work.blocking
+        if chunked:  # a blocking caller sees only the end; others see the work start (a note, not text)
+            await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={"note": ACCEPTED_NOTE})
+        session = persona_session(work.owner, task.context_id)
+
+        async def attempt(retry: bool) -> RelayEnd:
+            nonlocal turn, first
+            if turn is None:
+                turn = self._start_turn(work, session, self._at_once(work.text))
+            self.turns.add(task.id, turn)
+            end = await self._relay(turn, updater, chunked, first, retry=retry)
+            if end is RelayEnd.RETRY:
                 self.turns.discard(task.id, turn)
                 turn = first = None
                 LOG.info("task %s: the persona failed before it said anything; trying again", task.id)
-                await asyncio.sleep(retry_delay(attempt))
-            ended_as = end.name.lower()
-            if end is RelayEnd.DEADLINE:  # the turn goes on; keep it cancellable, adopt its late answer
-                self._adopt_late_answer(turn, task.id, context.call_context, admission)
-                handed_on = True
-            else:
-                self.turns.discard(task.id, turn)
-                if end is RelayEnd.FAILED:
-                    self.breaker.failed()
-                elif end is RelayEnd.ANSWERED:
-                    self.breaker.succeeded()
-        except BaseException:  # stopped, or raised: the SDK stores the end (if any) only after this returns
-            if settling is not None:
-                self.stored_ends.forget(owner, settling, settled)
-                settling = None
-            raise
-        finally:
-            self.metrics.turn_ended(time.perf_counter() - started, ended_as)
-            try:
-                if settling is not None:
-                    if handed_on:  # the late answer settles it, on its own
-                        self.stored_ends.forget(owner, settling, settled)
-                    elif not await self.stored_ends.wait(owner, settling, settled, END_STORED_WITHIN):
-                        LOG.debug("task %s: its end was not stored within %g s", settling, END_STORED_WITHIN)
-            finally:  # also when the SDK stops this work meanwhile (a cancel)
-                if admission is not None and not handed_on:
-                    await self.tracker.executor_done(admission)
+            return end
+
+        end = await self.breaker.tries(attempt, self.settings.backend_retries)
+        if end is RelayEnd.DEADLINE:  # the turn goes on; keep it cancellable, adopt its late answer
+            self._adopt_late_answer(turn, task.id, work.context.call_context, work.admission)
+        else:
+            self.turns.discard(task.id, turn)
+        return end
+
+    def _start_turn(self, work: MessageWork, session: str, at_once: bool, interruptible: bool = True) -> Turn:
+        """The persona's turn on the message, begun (on the event loop when ``at_once``)."""
+        return Turn(self._producer(work.context, work.text, session, work.lang), asyncio.get_running_loop(),
+                    self._interrupter(session) if interruptible else None).start(at_once)
 
     def _producer(self, context: RequestContext, text: str, session: str, lang: str | None):
         backend = self.backend

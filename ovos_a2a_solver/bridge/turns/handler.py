@@ -63,10 +63,11 @@ from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds, time_ordered_id
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, INTERRUPTED_UNATTENDED,
                                                       fail_operations, fail_tasks)
+from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 from ovos_a2a_solver.bridge.storage.operations import Operation
+from ovos_a2a_solver.bridge.storage.owners import call_context_for, owner_scope
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
-from ovos_a2a_solver.bridge.storage.tasks import (BEGUN_BY, NewTasks, call_context_for, owner_scope, read_task,
-                                                  settle_stored_task)
+from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, read_task, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import (Admission, BusyError, CallMode, OperationTracker,
                                                      StoreUnavailableError)
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
@@ -205,14 +206,15 @@ class BridgeRequestHandler(RequestHandler):
     @_store_away_is_temporary
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
-        admitted = await self._admit(params, context, mode)
-        if isinstance(admitted, Operation):
-            return await self._replay_delivery(admitted, params, context)
-        try:
-            return await self.inner.on_message_send(params, context)
-        finally:
-            self.new_tasks.discard(admitted.task_id)
-            await self.tracker.handler_done(admitted)
+        check_send(params, self.settings.max_parts)
+        with self.new_tasks.reserved(needed=not params.message.task_id) as new_task:
+            admitted = await self._admit(params, context, mode, new_task)
+            if not isinstance(admitted, Operation):
+                try:
+                    return await self.inner.on_message_send(params, context)
+                finally:
+                    await self.tracker.handler_done(admitted)
+        return await self._replay_delivery(admitted, params, context)  # delivered before
 
     @_store_away_ends_stream
     async def on_message_send_stream(self, params: SendMessageRequest,
@@ -224,42 +226,37 @@ class BridgeRequestHandler(RequestHandler):
                 yield event
 
     async def _message_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator:
-        admitted = await self._admit(params, context, CallMode.STREAM)
-        if isinstance(admitted, Operation):
-            await self._adopt_push_config(admitted, params, context)
-            async for event in self._replay_delivery_stream(admitted, context):
-                yield event
-            return
-        try:
-            async for event in self.inner.on_message_send_stream(params, context):
-                yield event
-        finally:
-            self.new_tasks.discard(admitted.task_id)
-            await self.tracker.handler_done(admitted)
-
-    async def _admit(self, params: SendMessageRequest, context: ServerCallContext,
-                     mode: CallMode) -> Admission | Operation:
-        """Check and admit the message; return the earlier claim if it was delivered before."""
         check_send(params, self.settings.max_parts)
+        with self.new_tasks.reserved(needed=not params.message.task_id) as new_task:
+            admitted = await self._admit(params, context, CallMode.STREAM, new_task)
+            if not isinstance(admitted, Operation):
+                try:
+                    async for event in self.inner.on_message_send_stream(params, context):
+                        yield event
+                finally:
+                    await self.tracker.handler_done(admitted)
+                return
+        await self._adopt_push_config(admitted, params, context)  # delivered before
+        async for event in self._replay_delivery_stream(admitted, context):
+            yield event
+
+    async def _admit(self, params: SendMessageRequest, context: ServerCallContext, mode: CallMode,
+                     new_task: str | None) -> Admission | Operation:
+        """Admit the message (checked already), under ``new_task`` (the id reserved for the task it
+        creates, ``None`` when it names its task); return the earlier claim if it was delivered before."""
         message = params.message
         owner = owner_scope(context)
 
         async def answer_seen(earlier: Operation) -> bool:
             return await self._answer_seen(earlier, context)
 
-        new_task = None if message.task_id else self.new_tasks.make()
         try:
             admitted = await self.tracker.admit(owner, message, message.task_id or new_task, mode, answer_seen)
         except BusyError as busy:
-            self.new_tasks.discard(new_task)
             if self.on_busy is not None:
                 await self.on_busy(context, busy)
             raise
-        except BaseException:
-            self.new_tasks.discard(new_task)
-            raise
         if isinstance(admitted, Operation):  # delivered before: its task is the earlier one's
-            self.new_tasks.discard(new_task)
             return admitted
         self.availability.works()  # its claim was written
         try:

@@ -4,26 +4,25 @@
 transport that logs each request and response as they go over the wire, at DEBUG on the
 logger ``ovos_a2a_solver.wire``; a streamed response is logged chunk by chunk as it arrives.
 
-Credentials never reach the log: the values of ``Authorization``, cookies and API-key-like
-headers are replaced. When the logger is not enabled for DEBUG (always, unless asked), a
+Credentials never reach the log: the values of credential-like headers (``Authorization``,
+cookies, anything named like a token, key, secret, password or session:
+:mod:`~ovos_a2a_solver.credential_headers`) are replaced. When the logger is not enabled for DEBUG (always, unless asked), a
 request costs one check.
 """
 from __future__ import annotations
 
 import logging
-import re
 from typing import AsyncIterator
 
 import httpx
 
-LOG = logging.getLogger("ovos_a2a_solver.wire")
+from ovos_a2a_solver.credential_headers import credential_header
 
-#: headers whose values are credentials
-SECRET_HEADER = re.compile(r"authorization|cookie|api[-_]?key|token|secret", re.I)
+LOG = logging.getLogger("ovos_a2a_solver.wire")
 
 
 def _headers(headers: httpx.Headers) -> str:
-    return "\n".join(f"{name}: {'<hidden>' if SECRET_HEADER.search(name) else value}"
+    return "\n".join(f"{name}: {'<hidden>' if credential_header(name) else value}"
                      for name, value in headers.items())
 
 

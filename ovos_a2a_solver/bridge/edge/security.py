@@ -9,8 +9,8 @@
   caller. Secrets are compared in constant time. Starlette's ``AuthenticationMiddleware``
   runs it; :func:`unauthenticated` answers its refusals (HTTP 401, in the binding's shape).
 * :class:`ScrubCredentials` drops credential-like headers (``Authorization``, ``Cookie``,
-  ``Proxy-Authorization``, ``X-API-Key``, anything named like a token, key, secret or
-  session) once authentication is done, so nothing downstream (the SDK's call context,
+  ``Proxy-Authorization``, ``X-API-Key``, anything named like a token, key, secret, password
+  or session: :mod:`~ovos_a2a_solver.credential_headers`) once authentication is done, so nothing downstream (the SDK's call context,
   debug logs) ever holds them.
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import re
 
 from a2a.utils.errors import InvalidRequestError
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, SimpleUser
@@ -29,12 +28,11 @@ from starlette.responses import Response
 from ovos_a2a_solver.bridge.config import CARD_PATHS, JWKS_PATH, BridgeSettings
 from ovos_a2a_solver.bridge.edge.classify import classified
 from ovos_a2a_solver.bridge.edge.errors import jsonrpc_error_body, status_body
+from ovos_a2a_solver.credential_headers import credential_header
 
 PUBLIC_SUFFIXES = (*CARD_PATHS, JWKS_PATH)
 PUBLIC_PATHS = ("/health",)
 CHALLENGE = 'Basic realm="a2a", charset="UTF-8"'
-CREDENTIAL_HEADER = re.compile(r"(^|[-_])(authorization|cookie|api[-_]?key|token|secret|password|session)([-_]|$)"
-                               r"|^x-api-key$|^proxy-authorization$|^set-cookie$", re.I)
 
 
 class CredentialsBackend(AuthenticationBackend):
@@ -115,10 +113,11 @@ CREDENTIAL_NAMES_KEPT = 512  # names remembered at most (a client may send any)
 
 
 def _is_credential(name: bytes) -> bool:
-    """Whether a header ``name`` is credential-like (:data:`CREDENTIAL_HEADER`), remembered."""
+    """Whether a header ``name`` is credential-like (:func:`~ovos_a2a_solver.credential_headers.credential_header`),
+    remembered."""
     known = _CREDENTIAL_NAMES.get(name)
     if known is None:
-        known = CREDENTIAL_HEADER.search(name.decode("latin-1")) is not None
+        known = credential_header(name.decode("latin-1"))
         if len(_CREDENTIAL_NAMES) >= CREDENTIAL_NAMES_KEPT:
             _CREDENTIAL_NAMES.clear()
         _CREDENTIAL_NAMES[name] = known

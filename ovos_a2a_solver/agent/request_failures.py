@@ -159,6 +159,8 @@ def interface_gone(exc: BaseException) -> bool:
                or _grpc_status(cause) == "UNIMPLEMENTED" for cause in _chain(exc))
 
 
+#: the longest wait between two tries of one request, in seconds, before any ``Retry-After``
+BACKOFF_CAP = 5.0
 #: HTTP statuses that say "not now" rather than "no": worth the same request again later.
 TRANSIENT_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -215,11 +217,6 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
-
-
-def backoff_delay(retry: int, base: float, cap: float = 5.0) -> float:
-    """Exponential backoff with full jitter: a random wait up to ``base * 2**retry`` (at most ``cap``)."""
-    return full_jitter(retry, base, cap)
 
 
 def agent_answered(exc: BaseException) -> bool:
@@ -305,7 +302,7 @@ class Attempts:
         worth, retry_after = transient(exc)
         if not worth or (self.retries >= self.max_retries and not busy(exc)):
             return None
-        delay = backoff_delay(self.retries, self.base_delay)
+        delay = full_jitter(self.retries, self.base_delay, BACKOFF_CAP)
         if retry_after is not None:
             delay = max(delay, retry_after)
         if asyncio.get_running_loop().time() + delay >= self.deadline:

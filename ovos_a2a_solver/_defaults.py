@@ -29,6 +29,8 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 #: What the persona says when a turn's deadline passes while the agent is still working
 #: (the answer then comes before the session's next one).
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
+#: The same line when the answer is to be announced over the OVOS messagebus once it is ready.
+DEFAULT_STILL_WORKING_ANNOUNCED = "That is taking a while. I will tell you the answer as soon as I have it."
 
 #: The most characters of one answer read and handed to speech (256 Ki), counting what a
 #: rewritten artifact says again: a longer answer is cut after its last sentence within them,

@@ -13,6 +13,11 @@ forwarded from it, as ovos-workshop's ``speak(wait=True)`` waits for that same m
 wait ends without listening when the session's speech is stopped or the user already speaks
 (``mycroft.audio.speech.stop``, ``recognizer_loop:record_begin``), at the session's next
 turn or stop, and after ``QUESTION_AUDIO_TIMEOUT`` (a device without audio output).
+
+``mycroft.mic.listen`` is forwarded from the message the turn came in on, so it goes where
+the user is: a HiveMind satellite (whose turns hivemind-core marks with its ``peer``) is
+named in its ``destination``. A satellite plays its own speech, so no end of its audio
+reaches this bus: its microphone is reopened as soon as the question was handed over.
 """
 from __future__ import annotations
 
@@ -41,12 +46,21 @@ class ListenAfterQuestion:
         self._lock = threading.Lock()
         self._waits: dict[str, tuple[Any, Any, threading.Timer]] = {}  # session -> (bus, handler, timer)
 
-    def after_question(self, bus: Any, session_id: str) -> None:
-        """Emit ``mycroft.mic.listen`` once the audio of ``session_id``'s speech ends."""
+    def after_question(self, bus: Any, session_id: str, turn: Any = None) -> None:
+        """Emit ``mycroft.mic.listen`` once the audio of ``session_id``'s speech ends.
+
+        ``turn``: the message the turn came in on; the listen is forwarded from it (else from
+        the end of the audio). When it came from a HiveMind peer, the listen is sent at once.
+        """
+        if turn is not None and turn.context.get("peer"):
+            self.cancel(session_id)
+            bus.emit(turn.forward(LISTEN))
+            return
+
         def ended(message: Any) -> None:
             if _session_id(message) == session_id and self._end(session_id, ended) \
                     and message.msg_type in AUDIO_ENDED:
-                bus.emit(message.forward(LISTEN))
+                bus.emit((turn if turn is not None else message).forward(LISTEN))
 
         timer = threading.Timer(self.timeout, self._end, (session_id,))
         timer.daemon = True

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
 from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
-                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_STILL_WORKING, DEFAULT_TIMEOUT)
+                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_STILL_WORKING,
+                                      DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, agent_url_of,
                                             boolean_setting, positive_setting)
 
@@ -45,6 +46,7 @@ class EngineSettings:
     breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
     breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
     still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
+    still_working_announced: str = DEFAULT_STILL_WORKING_ANNOUNCED  # the same, when the answer will be announced
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read and said; a longer one is cut
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # bytes of one reply body (a stream: one line) read
     answer_cut: str = DEFAULT_ANSWER_CUT  # said after an answer cut at max_answer_chars
@@ -91,7 +93,8 @@ class EngineSettings:
             token_origins_of(values.get("oauth2_token_origins", ()))
         except ValueError as exc:
             raise ValueError(f"ovos-a2a-solver: {exc}") from None
-        for key in ("auth_header", "state_file", "still_working", "answer_cut", "card_public_key", "card_jwks_url"):
+        for key in ("auth_header", "state_file", "still_working", "still_working_announced", "answer_cut",
+                    "card_public_key", "card_jwks_url"):
             if key in values and values[key] is not None and not isinstance(values[key], str):
                 raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
         for key in ("card_public_key", "card_jwks_url"):
@@ -107,9 +110,11 @@ class EngineSettings:
         except ValueError as exc:
             raise ValueError(f"ovos-a2a-solver: {exc}") from None
         values["namespace"] = str(values.get("namespace") or "")
-        for key in ("still_working", "answer_cut"):
+        for key in ("still_working", "still_working_announced", "answer_cut"):
             if not (values.get(key) or "").strip():
                 values.pop(key, None)  # empty: the default line
+        if "still_working" in values and "still_working_announced" not in values:
+            values["still_working_announced"] = values["still_working"]  # one line of the persona's own
         settings = cls(**values)
         # a key file that cannot be used stops the persona now, not at its first card
         from ovos_a2a_solver.agent.signatures import signature_check

@@ -4,7 +4,9 @@
 through a remote A2A agent.
 
 OPM imports every plugin module whenever a persona is built, so this module imports
-nothing heavy: the a2a-sdk, httpx and gRPC load on the first utterance.
+nothing heavy. The a2a-sdk, httpx and gRPC load when an engine is built, on a thread of its
+own (the warm-up, which also reads the agent's card), so that neither loading the persona
+nor its first answer waits for them.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from ovos_a2a_solver._settings import EngineSettings
 LOG = logging.getLogger("ovos_a2a_solver")
 #: Seconds to wait for the OVOS messagebus to accept a connection.
 BUS_CONNECT_TIMEOUT = 3.0
+#: Stack frames searched for the bus message a turn came in on (ovos-persona's handler holds it).
+TURN_MESSAGE_DEPTH = 40
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
@@ -45,7 +49,10 @@ class A2AChatEngine(ChatEngine):
 
     Config (the persona's ``"ovos-a2a-solver"`` block) is described by
     :class:`~ovos_a2a_solver._settings.EngineSettings`. Construction validates it and
-    does no network I/O.
+    returns at once; a thread then warms the engine up (:meth:`warm_up`). Every bus message
+    sent for a turn (an answer announced later, the microphone reopened after a question) is
+    forwarded from the message the turn came in on, so it keeps its destination, source and
+    session: a HiveMind satellite hears it too.
     """
 
     def __init__(self, config: Optional[Dict[str, Any]] = None):
@@ -56,6 +63,29 @@ class A2AChatEngine(ChatEngine):
         self._lock = threading.Lock()
         self._bus_lock = threading.Lock()
         self._listen = ListenAfterQuestion()
+        self._closed = False
+        self.warmed_up = threading.Event()
+        threading.Thread(target=self.warm_up, name="ovos-a2a-warm-up", daemon=True).start()
+
+    def warm_up(self) -> bool:
+        """Do now what the first turn would otherwise wait for: import the A2A client, read
+        the agent's card (which opens the connection), and, when answers are announced on a
+        messagebus the settings name, connect to it. Runs on its own thread from
+        construction; ``warmed_up`` is set when it ended. Whether the agent's card was read:
+        what failed is simply done again by the first turn.
+        """
+        try:
+            if self._closed:
+                return False
+            self.client.fetch_agent_card()
+            return True
+        except Exception as exc:  # the first turn tries again, and says what fails then
+            LOG.info("could not reach the agent at %s ahead of the first turn: %s", self.settings.agent_url, exc)
+            return False
+        finally:
+            if self.settings.announce and self.settings.messagebus and not self._closed:
+                self._messagebus()
+            self.warmed_up.set()
 
     @property
     def client(self) -> "A2AClient":
@@ -95,10 +125,11 @@ class A2AChatEngine(ChatEngine):
         if text is not None:
             from ovos_a2a_solver.agent.exceptions import StillWorkingError
 
+            turn = self._turn_message(session_id)
             try:
                 answer = self.client.send_task(text, session_id=session_id, lang=lang)
             except StillWorkingError as still:
-                answer = self._still_working(still, session_id, lang)
+                answer = self._still_working(still, session_id, lang, turn)
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
@@ -106,8 +137,9 @@ class A2AChatEngine(ChatEngine):
         """Yield the answer's text as the agent sends it (streamed whenever its card offers it)."""
         text = newest_user_text(messages)
         if text is not None:
+            turn = self._turn_message(session_id)
             yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang),
-                                            session_id, lang)
+                                            session_id, lang, turn)
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
@@ -122,44 +154,61 @@ class A2AChatEngine(ChatEngine):
         text = newest_user_text(messages)
         if text is not None:
             self._listen.cancel(session_id)  # the user spoke: an earlier question was answered
+            turn = self._turn_message(session_id)
             yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang),
-                                            session_id, lang)
+                                            session_id, lang, turn)
             if self.has_open_task(session_id):
                 # a bus named in the settings is connected to; the device's own is not looked for
                 bus = self._messagebus(connect=bool(self.settings.messagebus))
                 if bus is not None:
-                    self._listen.after_question(bus, session_id)
+                    self._listen.after_question(bus, session_id, turn)
 
-    def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str]) -> Iterator[str]:
+    @staticmethod
+    def _turn_message(session_id: str):
+        """The bus message this turn came in on: ovos-persona's handler, which asks this
+        engine, holds it (an argument on the call stack). When there is none of this session
+        (the engine asked outside ovos-persona), a message naming only the session."""
+        from ovos_bus_client.message import Message, dig_for_message
+
+        found = dig_for_message(max_records=TURN_MESSAGE_DEPTH)
+        if found is not None and ((found.context.get("session") or {}).get("session_id")
+                                  or "default") == session_id:
+            return found
+        return Message("ovos-a2a-solver.turn", {},
+                       {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"})
+
+    def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str],
+                        turn: Any) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the
-        ``still_working`` line (the answer comes before the session's next one)."""
+        still-working line (the answer comes later)."""
         from ovos_a2a_solver.agent.exceptions import StillWorkingError
 
         try:
             yield from pieces
         except StillWorkingError as still:
-            yield self._still_working(still, session_id, lang)
+            yield self._still_working(still, session_id, lang, turn)
 
-    def _still_working(self, still, session_id: str, lang: Optional[str]) -> str:
-        """The line for a task that outlived its turn; with ``announce``, its answer is said
-        over the messagebus once it is ready (if a bus is reachable; else the session's next
-        utterance hears it first)."""
-        if self.settings.announce:
-            threading.Thread(target=self._announce_when_ready, args=(session_id, still.task_id, lang),
-                             name="ovos-a2a-announce", daemon=True).start()
+    def _still_working(self, still, session_id: str, lang: Optional[str], turn: Any) -> str:
+        """The line for a task that outlived its turn. With ``announce`` and a messagebus at
+        hand, its answer is said over the bus once it is ready (``still_working_announced``);
+        else the session's next utterance hears it first (``still_working``)."""
+        if not self.settings.announce:
+            return self.settings.still_working
+        threading.Thread(target=self._announce_when_ready, args=(session_id, still.task_id, lang, turn),
+                         name="ovos-a2a-announce", daemon=True).start()
+        if self._messagebus(connect=False) is not None:
+            return self.settings.still_working_announced
         return self.settings.still_working
 
-    def _announce_when_ready(self, session_id: str, task_id: str, lang: Optional[str]) -> None:
+    def _announce_when_ready(self, session_id: str, task_id: str, lang: Optional[str], turn: Any) -> None:
         bus = self._messagebus()
         if bus is None:
             return
         answer = self.client.answer_when_ready(session_id, task_id, within=self.settings.conversation_ttl)
         if answer:
-            from ovos_bus_client.message import Message
-
             question = self.has_open_task(session_id)  # the user's next words answer it: listen after it
-            bus.emit(Message("speak", {"utterance": answer, "lang": lang or "", "expect_response": question},
-                             {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"}))
+            # forwarded from the turn's message: its destination (a satellite) and session go with it
+            bus.emit(turn.forward("speak", {"utterance": answer, "lang": lang or "", "expect_response": question}))
 
     def _messagebus(self, connect: bool = True):
         """The OVOS messagebus: the one ``messagebus`` names; else the one of this process
@@ -212,6 +261,7 @@ class A2AChatEngine(ChatEngine):
 
     def shutdown(self) -> None:
         """Close the connection to the agent (and to the messagebus)."""
+        self._closed = True
         with self._lock:
             client, self._client = self._client, None
         with self._bus_lock:

@@ -4,7 +4,7 @@ import pytest
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, StillWorkingError
-from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING
+from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING, DEFAULT_STILL_WORKING_ANNOUNCED
 
 from support.waiting import wait_until
 
@@ -140,7 +140,9 @@ def messagebus(tmp_path_factory):
 def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = engine_for(agent, "echo", tmp_path, messagebus=bus)
-    assert engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content == DEFAULT_STILL_WORKING
+    assert engine.warmed_up.wait(15), "the engine did not warm up"  # which connected the messagebus
+    answer = engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content
+    assert answer == DEFAULT_STILL_WORKING_ANNOUNCED  # not "next time you talk to me": it is announced
     context = engine.client.conversation("kitchen").context_id
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
                       "the answer to be said on the messagebus")
@@ -154,7 +156,7 @@ def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, 
 def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = engine_for(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
-    assert engine.continue_chat(user("sleep:2"), session_id="porch-ask").content == DEFAULT_STILL_WORKING
+    engine.continue_chat(user("sleep:2"), session_id="porch-ask")
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch-ask"],
                       "the question to be said on the messagebus")
     assert said[0][0]["utterance"] == "which city?" and said[0][0]["expect_response"] is True
@@ -218,7 +220,8 @@ def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path
 def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = engine_for(agent, "echo", tmp_path, streaming=False, messagebus=bus)
-    assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING
+    assert engine.warmed_up.wait(15), "the engine did not warm up"
+    assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING_ANNOUNCED
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch"],
                       "the answer to be said on the messagebus")
     assert said[0][0]["utterance"].endswith(": sleep:2")
@@ -238,3 +241,57 @@ def test_waiting_for_an_answer_ends_when_the_client_closes(agent, tmp_path):
     client.close()
     wait_until(lambda: not waiter.is_alive(), "answer_when_ready to return once the client is closed")
     assert result == [None]
+
+
+def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(agent, tmp_path, messagebus):
+    """Through ovos-persona on a real ovos-messagebus, turns as hivemind-core injects them for a
+    satellite (and ovos-core hands them to the persona): what the engine sends for a turn goes
+    back to that satellite, session and all."""
+    import json
+
+    from ovos_bus_client import MessageBusClient
+    from ovos_bus_client.message import Message
+    from ovos_bus_client.session import Session
+    from ovos_persona import PersonaService
+
+    from support import REPO_ROOT
+
+    bus, spoken = messagebus
+    peer = "tcp4:10.0.0.7:52014"  # hivemind-core names a satellite's connection so
+    config = json.loads((REPO_ROOT / "persona_examples" / "remote-agent.json").read_text())
+    config["ovos-a2a-solver"].update({"agent_url": agent.agent("ask"), "timeout": 1, "messagebus": bus,
+                                      "state_file": str(tmp_path / "c.json")})
+    personas = tmp_path / "personas"
+    personas.mkdir()
+    (personas / "remote.json").write_text(json.dumps(config))
+    hub = MessageBusClient(**bus)
+    hub.run_in_thread()
+    assert hub.connected_event.wait(30), "the messagebus did not accept a connection"
+    listened = []
+    hub.on("mycroft.mic.listen", lambda m: listened.append(m.context))
+    service = PersonaService(hub, config={"personas_path": str(personas), "default_persona": "remote agent",
+                                          "handle_fallback": True, "ignore_plugin_personas": True})
+
+    def say(text, session_id):
+        utterance = Message("recognizer_loop:utterance", {"utterances": [text], "lang": "en-US"},
+                            {"session": Session(session_id).serialize(), "source": peer, "destination": "skills",
+                             "peer": peer, "platform": "HiveMindVoiceSat"})
+        service.handle_persona_query(utterance.reply("persona:query", {"utterance": text, "persona": "remote agent"}))
+
+    def to_satellite(context, session_id):
+        return context.get("destination") == peer and context["session"]["session_id"] == session_id
+
+    try:
+        say("weather", "sat-kitchen")  # the agent asks "which city?" at once
+        reopened = wait_until(lambda: listened, "the satellite's microphone to be reopened")
+        assert to_satellite(reopened[0], "sat-kitchen") and reopened[0]["peer"] == peer, reopened
+
+        say("sleep:2", "sat-porch")  # works 2 s (past the 1 s deadline), then asks "which city?"
+        said = wait_until(lambda: [d for d, c in spoken if d["utterance"] == "which city?"
+                                   and to_satellite(c, "sat-porch")],
+                          "the late question to be said to the satellite", timeout=20)
+        assert said[0]["expect_response"] is True  # the satellite's own audio service reopens its microphone
+        still = [d["utterance"] for d, c in spoken if c.get("session", {}).get("session_id") == "sat-porch"]
+        assert still[0] == DEFAULT_STILL_WORKING_ANNOUNCED, still
+    finally:
+        hub.close()

@@ -9,7 +9,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_utils.fakebus import FakeBus
 
 from ovos_a2a_solver import A2AChatEngine
-from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING
+from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING_ANNOUNCED
 from support import REPO_ROOT
 from support.agent_process import free_port
 from support.no_brain import NO_BRAIN_LINES
@@ -165,7 +165,7 @@ def test_a_late_answer_is_announced_on_the_messagebus_of_the_persona_process(age
     engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json"), "timeout": 1,
                             "streaming": True})
     answer = engine.continue_chat([AgentMessage(role=MessageRole.USER, content="sleep:2")], session_id="attic")
-    assert answer.content == DEFAULT_STILL_WORKING
+    assert answer.content == DEFAULT_STILL_WORKING_ANNOUNCED  # the answer is announced, not kept for later
     said = wait_until(lambda: [m for m in spoken if m.context["session"]["session_id"] == "attic"],
                       "the answer to be said on the persona's messagebus", timeout=15)
     assert said[0].data["utterance"].endswith(": sleep:2") and said[0].data["expect_response"] is False

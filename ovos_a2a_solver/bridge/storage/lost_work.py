@@ -21,7 +21,7 @@ from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.database import open_stores
 from ovos_a2a_solver.bridge.storage.operations import Operation, OperationLog
 from ovos_a2a_solver.bridge.storage.owners import call_context_for
-from ovos_a2a_solver.bridge.storage.tasks import settle_stored_task
+from ovos_a2a_solver.bridge.storage.stored_task import settle_stored_task
 
 #: What a task that lost its work says (the status message of the ``failed`` state).
 INTERRUPTED_BY_RESTART = ("Interrupted by a restart of the bridge before the persona answered; the answer was lost. "

@@ -48,7 +48,7 @@ from ovos_a2a_solver.bridge.observe.tracing import headers_of, turn_trace
 from ovos_a2a_solver.bridge.storage.lost_work import INTERRUPTED_BY_SHUTDOWN
 from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
-from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, settle_stored_task
+from ovos_a2a_solver.bridge.storage.stored_task import BEGUN_BY, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import Admission, CallMode, OperationTracker
 from ovos_a2a_solver.bridge.turns.backend_health import BackendBreaker, RelayEnd
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnEvent, TurnEventKind, TurnRegistry
@@ -352,7 +352,7 @@ class PersonaExecutor(AgentExecutor):
         turn = self.turns.get(context.task_id or "")
         if turn is not None and turn.running and not await turn.stop(self.settings.cancel_grace):
             # the request handler checks this before it lets the SDK cancel; this is the backstop
-            raise TaskNotCancelableError(message="The persona is in a step that cannot be interrupted.")
+            raise TaskNotCancelableError(message="The persona's current step did not end within the cancel grace.")
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
 

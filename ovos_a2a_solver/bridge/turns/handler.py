@@ -67,7 +67,7 @@ from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 from ovos_a2a_solver.bridge.storage.operations import Operation
 from ovos_a2a_solver.bridge.storage.owners import call_context_for, owner_scope
 from ovos_a2a_solver.bridge.storage.push_configs import without_secrets
-from ovos_a2a_solver.bridge.storage.tasks import BEGUN_BY, read_task, settle_stored_task
+from ovos_a2a_solver.bridge.storage.stored_task import BEGUN_BY, read_task, settle_stored_task
 from ovos_a2a_solver.bridge.turns.admission import (Admission, BusyError, CallMode, OperationTracker,
                                                      StoreUnavailableError)
 from ovos_a2a_solver.bridge.turns.turn import TurnRegistry
@@ -384,8 +384,8 @@ class BridgeRequestHandler(RequestHandler):
         if turn is not None and turn.running:
             if not await turn.stop(self.settings.cancel_grace):
                 raise TaskNotCancelableError(
-                    message=f"The persona could not be stopped within {self.settings.cancel_grace:g} s (it is in "
-                            f"a step that cannot be interrupted); the task goes on.")
+                    message=f"The persona could not be stopped within {self.settings.cancel_grace:g} s (its current "
+                            f"step takes longer than that to end); the task goes on.")
             if turn.outcome is not None and not turn.outcome.stopped:
                 task = await self._task_once_settled(params.id, context)
                 state = "gone" if task is None else state_name(task.status.state)

@@ -32,14 +32,24 @@ def positive_setting(key: str, value: Any, kind: type, plugin: str = PLUGIN_ID) 
     return number
 
 
-def boolean_setting(key: str, value: Any, plugin: str = PLUGIN_ID) -> bool:
-    """``value`` as a bool (true/false, yes/no, on/off, 1/0); ``ValueError`` otherwise."""
+def yes_or_no(value: Any) -> bool | None:
+    """``value`` as a bool: a bool as it is, a string of :data:`TRUE_WORDS` or
+    :data:`FALSE_WORDS` (any case, spaces around it) as its meaning; ``None`` for anything else.
+    The one reading of a yes or no: each caller says what an answer of ``None`` means."""
     if isinstance(value, bool):
         return value
     word = value.strip().lower() if isinstance(value, str) else None
     if word in TRUE_WORDS or word in FALSE_WORDS:
         return word in TRUE_WORDS
-    raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")
+    return None
+
+
+def boolean_setting(key: str, value: Any, plugin: str = PLUGIN_ID) -> bool:
+    """``value`` as a bool (true/false, yes/no, on/off, 1/0: :func:`yes_or_no`); ``ValueError`` otherwise."""
+    meaning = yes_or_no(value)
+    if meaning is None:
+        raise ValueError(f"{plugin}: {key!r} must be true or false, got {value!r}")
+    return meaning
 
 
 def agent_url_of(block: Any) -> Any:

@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ovos_a2a_solver.local_state import package_state_dir
-from ovos_a2a_solver.persona_config import FALSE_WORDS, TRUE_WORDS
+from ovos_a2a_solver.persona_config import yes_or_no
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -653,11 +653,11 @@ def _convert(f: Field, raw: Any, source: str) -> Any:
 
 
 def _boolean(source: str, value: Any, default: bool) -> bool:
-    if isinstance(value, bool):
-        return value
-    word = str(value).strip().lower()
-    if word in TRUE_WORDS or word in FALSE_WORDS or word == "":  # an empty variable is off
-        return word in TRUE_WORDS
+    meaning = yes_or_no(value if isinstance(value, bool) else str(value))
+    if meaning is not None:
+        return meaning
+    if not str(value).strip():  # an empty variable is off
+        return False
     LOG.warning("%s=%r is not true or false; using %s", source, value, "on" if default else "off")
     return default
 

@@ -19,6 +19,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, Messa
 
 from ovos_a2a_solver._listening import ListenAfterQuestion
 from ovos_a2a_solver._settings import EngineSettings
+from ovos_a2a_solver.persona_config import newest_user_text
 
 LOG = logging.getLogger("ovos_a2a_solver")
 #: Seconds to wait for the OVOS messagebus to accept a connection.
@@ -28,20 +29,6 @@ TURN_MESSAGE_DEPTH = 40
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
-
-
-def newest_user_text(messages: List[AgentMessage]) -> Optional[str]:
-    """The newest user message: the only one sent (the agent keeps the earlier turns).
-
-    ``None`` when no user message follows the last assistant message: the last question
-    was answered already, so there is nothing to send.
-    """
-    for message in reversed(messages or []):
-        if message.role == MessageRole.ASSISTANT:
-            return None
-        if message.role == MessageRole.USER and (message.content or "").strip():
-            return message.content
-    return None
 
 
 class A2AChatEngine(ChatEngine):

@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Typed values from a persona's config block, for this package's OPM engines (the A2A
 plugin and the RiveScript engine of the embedded persona): one wording of every "must be"
-error, and the conversation defaults both engines share. It depends on nothing, so every
-part of the package may use it.
+error, the conversation defaults both engines share, and which message of a chat they
+answer (:func:`newest_user_text`). It depends on nothing, so every part of the package may
+use it.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: the A2A plugin's id: its name in a persona's ``handlers`` and the key of its config block
@@ -58,3 +59,17 @@ def agent_url_of(block: Any) -> Any:
     if not isinstance(block, Mapping):
         return None
     return block.get("agent_url") or block.get("url")
+
+
+def newest_user_text(messages: Sequence[Any] | None) -> str | None:
+    """The text of the newest user message of an OPM chat (``AgentMessage`` objects), the one
+    an engine answers (the agent, or the engine, keeps the earlier turns itself).
+
+    ``None`` when no user message with words follows the last assistant message: the last
+    question was answered already (or none was asked), so there is nothing to answer."""
+    for message in reversed(messages or []):
+        if message.role == "assistant":  # OPM's MessageRole is a str enum
+            return None
+        if message.role == "user" and (message.content or "").strip():
+            return message.content
+    return None

@@ -29,7 +29,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, Messa
 
 from ovos_a2a_solver.local_state import package_state_dir
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
-                                            positive_setting)
+                                            newest_user_text, positive_setting)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.rivescript.memory import SessionMemory
@@ -77,14 +77,6 @@ class RiveScriptSettings:
             values["conversation_ttl"] = positive_setting("conversation_ttl", values["conversation_ttl"],
                                                           float, PLUGIN_ID)
         return cls(**values)
-
-
-def newest_user_text(messages: List[AgentMessage]) -> str:
-    """The newest user message: the only one the brain answers (it keeps its own memory)."""
-    for message in reversed(messages or []):
-        if message.role == MessageRole.USER and (message.content or "").strip():
-            return message.content
-    raise ValueError(f"{PLUGIN_ID}: there is no user message to answer")
 
 
 class RiveScriptChatEngine(ChatEngine):
@@ -141,8 +133,12 @@ class RiveScriptChatEngine(ChatEngine):
                       lang: Optional[str] = None, units: Optional[str] = None,
                       tools: Any = None) -> AgentMessage:
         """Answer the newest user message in ``session_id``'s conversation (English only;
-        ``lang``, ``units`` and ``tools`` are ignored)."""
-        return AgentMessage(role=MessageRole.ASSISTANT, content=self.answer(newest_user_text(messages), session_id))
+        ``lang``, ``units`` and ``tools`` are ignored). ``ValueError`` when no user message
+        follows the last assistant message (:func:`~ovos_a2a_solver.persona_config.newest_user_text`)."""
+        text = newest_user_text(messages)
+        if text is None:
+            raise ValueError(f"{PLUGIN_ID}: there is no user message to answer")
+        return AgentMessage(role=MessageRole.ASSISTANT, content=self.answer(text, session_id))
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:

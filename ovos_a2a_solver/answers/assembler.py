@@ -30,8 +30,8 @@ from typing import Any, Callable
 from a2a.types import Role, TaskState
 
 from ovos_a2a_solver.answers.revisions import Revision
-from ovos_a2a_solver.answers.sentences import sentence_start
 from ovos_a2a_solver.answers.status_answer import StatusAnswer, content as _content, progress_note
+from ovos_a2a_solver.sentence_units import sentence_start
 from ovos_a2a_solver.states import SETTLED, WAITING_FOR_USER
 
 ARTIFACT_SEPARATOR = "\n"
@@ -194,7 +194,7 @@ def _shared_length(a: str, b: str) -> int:
 def _cut(text: str) -> str:
     """``text`` up to the end of its last complete sentence or line; without one, up to its
     last space; without one, whole."""
-    from ovos_a2a_solver.answers.sentences import split_units
+    from ovos_a2a_solver.sentence_units import split_units
 
     spans, _ = split_units(text)
     if spans:

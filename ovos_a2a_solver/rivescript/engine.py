@@ -30,6 +30,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, Messa
 from ovos_a2a_solver.local_state import package_state_dir
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
                                             newest_user_text, positive_setting)
+from ovos_a2a_solver.sentence_units import units_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.rivescript.memory import SessionMemory
@@ -142,14 +143,10 @@ class RiveScriptChatEngine(ChatEngine):
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
                          lang: Optional[str] = None, units: Optional[str] = None) -> Iterator[str]:
-        """The answer, one sentence at a time (for TTS). The brain runs once per call."""
-        from sentence_stream import SentenceBoundaryDetector
-
-        detector = SentenceBoundaryDetector()
-        yield from detector.add_chunk(self.continue_chat(messages, session_id, lang, units).content)
-        rest = detector.finish()
-        if rest:
-            yield rest
+        """The answer, one sentence (or line) at a time (for TTS), split as the A2A plugin splits
+        an agent's answer (:func:`~ovos_a2a_solver.sentence_units.units_of`). The brain runs once
+        per call."""
+        yield from units_of(self.continue_chat(messages, session_id, lang, units).content)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
                       lang: Optional[str] = None, units: Optional[str] = None) -> Iterable[str]:

@@ -6,6 +6,9 @@ and a circuit breaker. A shared leaf module (the standard library only).
 * :func:`full_jitter`: exponential backoff with full jitter, a random wait up to
   ``base * 2**attempt`` (at most ``cap``), as the plugin retries an agent, the bridge a
   turn of its backend, and its push deliveries a webhook.
+* :func:`tried_again`: the loop of a set number of tries with that backoff between them,
+  as the bridge tries a turn of its backend and a push delivery. (The plugin's tries of
+  a request are bounded by the turn's deadline and the agent's ``Retry-After`` instead.)
 * :class:`Breaker`: counts failures in a row; after ``threshold`` of them the circuit opens
   for ``cool_down`` seconds, then lets one call through as a probe whose outcome closes it or
   opens it again. Its clock is injectable. The plugin's per-agent breaker and the bridge's
@@ -13,18 +16,36 @@ and a circuit breaker. A shared leaf module (the standard library only).
 """
 from __future__ import annotations
 
+import asyncio
 import enum
 import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+Outcome = TypeVar("Outcome")
 
 
 def full_jitter(attempt: int, base: float, cap: float = math.inf) -> float:
     """Seconds to wait before retry number ``attempt`` (0-based): uniform in
     ``[0, min(cap, base * 2**attempt)]``."""
     return random.uniform(0.0, min(cap, base * 2 ** attempt))
+
+
+async def tried_again(attempt: Callable[[bool], Awaitable[Outcome]], again: Callable[[Outcome], bool],
+                      retries: int, base: float, cap: float = math.inf) -> Outcome:
+    """``await attempt(may_retry)``, and again after :func:`full_jitter` ``(n, base, cap)``
+    each time ``again(outcome)`` says so, ``retries`` more times at most; the last outcome.
+    ``may_retry`` tells the attempt whether a failure of its own will be tried again (not on
+    the last try)."""
+    for number in range(retries + 1):
+        outcome = await attempt(number < retries)
+        if number == retries or not again(outcome):
+            break
+        await asyncio.sleep(full_jitter(number, base, cap))
+    return outcome
 
 
 class BreakerState(str, enum.Enum):

@@ -1,7 +1,10 @@
-"""The circuit breaker and the backoff both halves use, on an injected clock."""
+"""The circuit breaker, the backoff both halves use, and the loop of tries (the breaker on an
+injected clock)."""
+import asyncio
+
 import pytest
 
-from ovos_a2a_solver.resilience import Breaker, BreakerState, full_jitter
+from ovos_a2a_solver.resilience import Breaker, BreakerState, full_jitter, tried_again
 
 
 class Clock:
@@ -75,3 +78,22 @@ def test_full_jitter_stays_within_its_bound_and_its_cap():
     assert all(0 <= wait <= 1.0 for wait in waits)
     assert max(full_jitter(0, 0.25) for _ in range(200)) <= 0.25
     assert len(set(waits)) > 100  # random, not a fixed schedule
+
+
+def test_tries_go_on_while_the_outcome_says_again_and_stop_at_the_last():
+    told = []
+
+    async def attempt(may_retry: bool) -> str:
+        told.append(may_retry)
+        return "again" if len(told) < 3 else "done"
+
+    assert asyncio.run(tried_again(attempt, lambda outcome: outcome == "again", 5, 0.001)) == "done"
+    assert told == [True, True, True]  # the third try ended it: no more
+
+    told.clear()
+    always = asyncio.run(tried_again(attempt, lambda outcome: True, 2, 0.001))
+    assert told == [True, True, False]  # retries + 1 tries; the last is told it is the last
+    assert always == "done"             # the last outcome, whatever it is
+
+    told.clear()
+    assert asyncio.run(tried_again(attempt, lambda outcome: True, 0, 0.001)) == "again" and told == [False]

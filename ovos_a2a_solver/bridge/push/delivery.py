@@ -34,7 +34,7 @@ from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.push.guard import Target, WebhookGuard, WebhookRefused
 from ovos_a2a_solver.bridge.storage.push_configs import PushConfigStore
 from ovos_a2a_solver.bridge.storage.owners import caller_of
-from ovos_a2a_solver.resilience import full_jitter
+from ovos_a2a_solver.resilience import tried_again
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -144,7 +144,10 @@ class WebhookSender(PushNotificationSender):
             headers["Authorization"] = f"{config.authentication.scheme} {config.authentication.credentials}"
         parts = urlsplit(config.url)
         host = f"{parts.hostname}:{parts.port}"
-        for attempt in range(self.attempts):
+
+        async def attempt(may_retry: bool) -> bool | None:
+            """One try: True when delivered, False when refused or not sent (never tried
+            again), ``None`` when it failed and may be tried again."""
             try:
                 async with self.slots.held(caller, host):
                     async with asyncio.timeout(self.timeout):
@@ -165,9 +168,14 @@ class WebhookSender(PushNotificationSender):
             except (httpx.HTTPError, TimeoutError) as exc:
                 LOG.info("push notification for task %s to %s failed (%s); retrying", config.task_id,
                          parts.hostname, type(exc).__name__)
-            if attempt + 1 < self.attempts:
+            if may_retry:
                 self.metrics.push_attempt_failed()
-                await asyncio.sleep(full_jitter(attempt, self.backoff))
+            return None
+
+        if self.attempts > 0:
+            delivered = await tried_again(attempt, lambda outcome: outcome is None, self.attempts - 1, self.backoff)
+            if delivered is not None:
+                return delivered
         self.metrics.push_delivery("undeliverable")
         LOG.warning("push notification for task %s to %s not delivered after %d attempts", config.task_id,
                     parts.hostname, self.attempts)

@@ -5,8 +5,8 @@ backend that keeps failing is given a rest.
 
 * :meth:`BackendBreaker.tries`: a turn that fails before it said anything (it ends
   ``RETRY``) is tried again, ``backend_retries`` more times at most, after exponential
-  backoff with full jitter (:func:`retry_delay`); a turn that already said something is
-  never tried again, so nobody hears an answer twice.
+  backoff with full jitter (:func:`~ovos_a2a_solver.resilience.tried_again`); a turn that
+  already said something is never tried again, so nobody hears an answer twice.
 * :class:`BackendBreaker`: after ``threshold`` failed turns in a row the circuit opens: every
   message is answered ``failed`` at once, without calling the backend, for ``cool_down``
   seconds; then one message is let through as a probe, and its outcome closes the circuit
@@ -14,13 +14,12 @@ backend that keeps failing is given a rest.
 """
 from __future__ import annotations
 
-import asyncio
 import enum
 import logging
 from collections.abc import Awaitable, Callable
 
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
-from ovos_a2a_solver.resilience import Breaker, full_jitter
+from ovos_a2a_solver.resilience import Breaker, tried_again
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -37,11 +36,6 @@ class RelayEnd(enum.Enum):
     STOPPED = "stopped"      # canceled or interrupted by a shutdown
     DEADLINE = "deadline"    # the deadline passed with the turn still running
     CIRCUIT_OPEN = "circuit open"  # the backend gets a rest: the task failed at once, without it
-
-
-def retry_delay(attempt: int, base: float = BACKOFF_BASE) -> float:
-    """Seconds to wait before retry number ``attempt`` (0-based): full jitter."""
-    return full_jitter(attempt, base)
 
 
 class BackendBreaker:
@@ -71,15 +65,12 @@ class BackendBreaker:
         return self.circuit.allows()
 
     async def tries(self, attempt: Callable[[bool], Awaitable[RelayEnd]], retries: int) -> RelayEnd:
-        """One turn's relay, ``attempt(retry)``, tried again after :func:`retry_delay` each time it
-        ends ``RETRY``, ``retries`` more times at most (``retry``: whether a failure before anything
-        was said may end it so; not on the last try). Its end counts for the circuit: ``FAILED``
-        as a failed turn, ``ANSWERED`` as one that worked; any other end as neither."""
-        for number in range(retries + 1):
-            end = await attempt(number < retries)
-            if end is not RelayEnd.RETRY:
-                break
-            await asyncio.sleep(retry_delay(number))
+        """One turn's relay, ``attempt(retry)``, tried again after a backoff of full jitter
+        (``BACKOFF_BASE``) each time it ends ``RETRY``, ``retries`` more times at most
+        (``retry``: whether a failure before anything was said may end it so; not on the last
+        try). Its end counts for the circuit: ``FAILED`` as a failed turn, ``ANSWERED`` as one
+        that worked; any other end as neither."""
+        end = await tried_again(attempt, lambda end: end is RelayEnd.RETRY, retries, BACKOFF_BASE)
         if end is RelayEnd.FAILED:
             self.failed()
         elif end is RelayEnd.ANSWERED:

@@ -61,12 +61,12 @@ class Breaker:
 
     ``failed`` and ``succeeded`` say whether the circuit changed, so that the owner can log
     it in its own words. A failure while the circuit is already open (a call begun before it
-    opened) does not extend the cool-down."""
+    opened) does not extend the cool-down. ``clock``: seconds, ``time.monotonic`` unless given."""
 
-    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] | None = None) -> None:
         if threshold < 1 or cool_down <= 0:
             raise ValueError("a breaker needs a threshold of at least 1 and a positive cool-down")
-        self.threshold, self.cool_down, self._clock = threshold, cool_down, clock
+        self.threshold, self.cool_down, self._clock = threshold, cool_down, clock or time.monotonic
         self.failures = 0
         self._opened_at: float | None = None
         self._probing = False

@@ -237,7 +237,7 @@ class CircuitBreaker:
     def __init__(self, name: str, threshold: int, cooldown: float,
                  clock: Callable[[], float] | None = None) -> None:
         self.name, self.threshold, self.cooldown = name, threshold, cooldown
-        self.circuit = Breaker(threshold, cooldown, **({"clock": clock} if clock else {}))
+        self.circuit = Breaker(threshold, cooldown, clock)
 
     def before_turn(self) -> None:
         """Raise :class:`CircuitOpenError` when the turn must fail at once."""

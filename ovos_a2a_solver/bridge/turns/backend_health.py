@@ -44,7 +44,7 @@ class BackendBreaker:
 
     def __init__(self, threshold: int, cool_down: float, clock: Callable[[], float] | None = None,
                  metrics: Metrics = NO_METRICS) -> None:
-        self.circuit = Breaker(threshold, cool_down, **({"clock": clock} if clock else {}))
+        self.circuit = Breaker(threshold, cool_down, clock)
         self.metrics = metrics
 
     @property

@@ -27,7 +27,8 @@ from pathlib import Path
 from benchlib import REPO, SdkClientThread, use_test_helpers, user_message, write_json
 
 use_test_helpers()
-from support.agent_process import AgentProcess, free_port  # noqa: E402
+from support.agent_process import AgentProcess  # noqa: E402
+from support.network import free_port  # noqa: E402
 from ovos_a2a_solver._defaults import DEFAULT_BREAKER_COOLDOWN  # noqa: E402
 
 

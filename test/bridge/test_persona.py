@@ -12,7 +12,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from ovos_a2a_solver import A2AClient, AgentTaskError
 
 from support.bridge_process import BridgeProcess, BridgeStartError
-from support.agent_process import free_port
+from support.network import free_port
 from support.bridge_rpc import get_task, message, send, state, status_text, task_of
 from support.no_brain import NO_BRAIN_LINES
 from support.personas import relay_persona

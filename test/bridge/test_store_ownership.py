@@ -5,7 +5,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -17,13 +16,8 @@ from support import REPO_ROOT
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.cli_run import Cli
 from support.bridge_rpc import answer, get_task, message, rpc, send, task_of
+from support.network import free_port
 from support.personas import relay_persona
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def refusal(args: tuple = (), **kwargs) -> BridgeStartError:

@@ -23,7 +23,7 @@ import pytest
 from ovos_a2a_solver.cli import credentials_for
 
 from support import REPO_ROOT
-from support.agent_process import free_port
+from support.network import free_port
 from support.bridge_process import READY_LINE, BridgeProcess, echo_log
 from support.bridge_rpc import (answer, get_task, health, message, rpc, send as rpc_send, state, task_of,
                                 wait_for_state)

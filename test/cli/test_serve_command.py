@@ -27,7 +27,7 @@ from ovos_a2a_solver.bridge.config import (BridgeSettings, bounds_text, default_
                                            settings_table, spec_of)
 
 from support import REPO_ROOT
-from support.agent_process import free_port
+from support.network import free_port
 from support.bridge_process import READY_LINE, BridgeProcess
 from support.bridge_rpc import answer, message, send, state, task_of
 from support.cli_run import COMMAND, Cli, Result

@@ -9,8 +9,9 @@ from a2a.client import AgentCardResolutionError
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard
 
-from support.agent_process import AgentProcess, free_port
+from support.agent_process import AgentProcess
 from support.clock import ManualClock
+from support.network import free_port
 
 
 ECHO = re.compile(r"echo\[[^\]]+\]: (?P<text>.*)")

@@ -6,7 +6,7 @@ from a2a.client import A2AClientError, A2AClientTimeoutError, AgentCardResolutio
 
 from ovos_a2a_solver import A2AClient, AgentTaskError, CircuitOpenError
 
-from support.agent_process import free_port
+from support.network import free_port
 from support.clock import ManualClock
 
 

@@ -11,7 +11,7 @@ from ovos_utils.fakebus import FakeBus
 from ovos_a2a_solver import A2AChatEngine
 from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING_ANNOUNCED
 from support import REPO_ROOT
-from support.agent_process import free_port
+from support.network import free_port
 from support.no_brain import NO_BRAIN_LINES
 from support.waiting import wait_until
 

@@ -20,7 +20,7 @@ from jwt.algorithms import ECAlgorithm
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, CardSignatureError
 
-from support.agent_process import free_port
+from support.network import free_port
 from support.bridge_process import BridgeProcess, BridgeStartError, echo_log
 
 JWKS_PATH = "/.well-known/jwks.json"

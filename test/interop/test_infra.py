@@ -21,7 +21,8 @@ from a2a.client import ClientConfig, create_client
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
 
 from support import interop
-from support.interop import LegacyAgentProcess, PeerVenv, PersonaServerProcess, free_port, legacy_python, peer_python
+from support.interop import LegacyAgentProcess, PeerVenv, PersonaServerProcess, legacy_python, peer_python
+from support.network import free_port
 
 
 # building the legacy venv on a cold cache can take longer than the default test timeout

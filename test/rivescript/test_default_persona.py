@@ -16,7 +16,7 @@ from ovos_a2a_solver import A2AClient, ConversationStore
 from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
-from support.agent_process import free_port
+from support.network import free_port
 from support.bridge_process import BridgeProcess
 
 # the brain's exact answers (deterministic: no random alternatives)

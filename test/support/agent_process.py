@@ -11,7 +11,6 @@ import json
 import os
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,17 +20,12 @@ from pathlib import Path
 
 import httpx
 
+from support.network import free_port  # noqa: F401  (benchmarks and tests import it from here too)
+
 
 AGENT_SCRIPT = Path(__file__).resolve().parent / 'a2a_agent.py'
 READY_TIMEOUT = 30.0
 ADMIN_TIMEOUT = 5.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
 
 
 class AgentProcess:

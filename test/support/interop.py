@@ -15,7 +15,6 @@ import os
 import queue
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import IO, Dict, List, Mapping, Optional, Tuple
 
 import pytest
+
+from support.network import free_port
 
 HERE = Path(__file__).resolve().parent
 LEGACY_AGENT_SCRIPT = HERE / "legacy" / "v03_agent.py"
@@ -209,13 +210,6 @@ def adk_python() -> str:
 # ---------------------------------------------------------------------------
 # process helpers
 # ---------------------------------------------------------------------------
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (another process may still take it: callers retry)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
 
 class _OutputPump:
     """Drain a pipe in a daemon thread so the child never blocks on a full pipe."""

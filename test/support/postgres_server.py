@@ -20,11 +20,12 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Optional, Sequence
+
+from support.network import free_port
 
 #: where Debian and Ubuntu install the server's programs (newest version first)
 POSTGRES_LIBS = Path("/usr/lib/postgresql")
@@ -44,13 +45,6 @@ def postgres_bin() -> Optional[Path]:
     found = shutil.which("initdb")  # elsewhere: the directory of initdb, if it has the others too
     resolved = Path(found).resolve().parent if found else None
     return resolved if resolved and all((resolved / name).exists() for name in PROGRAMS) else None
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` now."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 class PostgresServer:

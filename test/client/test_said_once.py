@@ -24,6 +24,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import InMemoryTaskStore, TaskManager
 from a2a.types import (Artifact, Message, Part, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState,
                        TaskStatus, TaskStatusUpdateEvent)
+from a2a.utils.proto_utils import to_stream_response
 from google.protobuf import struct_pb2
 
 from ovos_a2a_solver.answers.assembler import AnswerAssembler, TextPieces
@@ -170,28 +171,18 @@ async def stored(events) -> list:
     return snapshots
 
 
-def wrapped(event) -> StreamResponse:
-    if isinstance(event, Message):
-        return StreamResponse(message=event)
-    if isinstance(event, TaskStatusUpdateEvent):
-        return StreamResponse(status_update=event)
-    if isinstance(event, TaskArtifactUpdateEvent):
-        return StreamResponse(artifact_update=event)
-    return StreamResponse(task=event)
-
-
 def deliveries(events, snapshots, cut_at: int) -> dict[str, list[StreamResponse]]:
     """What the client reads, each way it may read it."""
     if isinstance(events[0], Message):
-        return {"stream": [wrapped(events[0])], "blocking": [wrapped(events[0])]}
-    first = [wrapped(snapshots[0])]
-    streamed = [wrapped(event) for event in events]
+        return {"stream": [to_stream_response(events[0])], "blocking": [to_stream_response(events[0])]}
+    first = [to_stream_response(snapshots[0])]
+    streamed = [to_stream_response(event) for event in events]
     cut = min(cut_at, len(events))
     return {
         "stream": first + streamed,
-        "blocking": [wrapped(snapshots[-1])],
-        "resubscribed": first + streamed[:cut] + [wrapped(snapshots[cut])] + streamed[cut:],
-        "polled": first + streamed[:cut] + [wrapped(snapshots[-1])],
+        "blocking": [to_stream_response(snapshots[-1])],
+        "resubscribed": first + streamed[:cut] + [to_stream_response(snapshots[cut])] + streamed[cut:],
+        "polled": first + streamed[:cut] + [to_stream_response(snapshots[-1])],
     }
 
 

@@ -37,8 +37,9 @@ import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from a2a.types import Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatusUpdateEvent
+from a2a.types import StreamResponse
 from a2a.utils import errors as a2a_errors
+from a2a.utils.proto_utils import to_stream_response
 
 from ovos_a2a_solver.bridge.cluster.peers import LocalTurns, PeerUnreachable
 from ovos_a2a_solver.bridge.observe.log_safety import Throttle
@@ -113,18 +114,6 @@ class NotASibling(ConnectionError):
 def address(boot: str) -> str:
     """The abstract Unix socket name of the run ``boot``."""
     return f"\0{NAMESPACE}/{boot}"
-
-
-def _wrap(event) -> StreamResponse:
-    if isinstance(event, Task):
-        return StreamResponse(task=event)
-    if isinstance(event, Message):
-        return StreamResponse(message=event)
-    if isinstance(event, TaskStatusUpdateEvent):
-        return StreamResponse(status_update=event)
-    if isinstance(event, TaskArtifactUpdateEvent):
-        return StreamResponse(artifact_update=event)
-    raise TypeError(f"not an A2A event: {type(event).__name__}")
 
 
 def _unwrap(response: StreamResponse):
@@ -203,7 +192,7 @@ class Siblings:
         events = self._here.follow_here(request.task_id, request.owner)
         try:
             async for event in events:
-                data = base64.b64encode(_wrap(event).SerializeToString()).decode()
+                data = base64.b64encode(to_stream_response(event).SerializeToString()).decode()
                 writer.write(_line({"event": data}))
                 await writer.drain()
             writer.write(RelayEnd().line())

@@ -20,7 +20,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 
 from support.bridge_process import BridgeProcess, echo_log
-from support.bridge_rpc import answer, cancel, get_task, grpc_client, message, send, state, task_of
+from support.bridge_rpc import answer, cancel, get_task, grpc_client, message, post_jsonrpc, send, state, task_of
 from support.waiting import wait_until
 
 
@@ -59,11 +59,6 @@ def assert_slot_free_and_bridge_answers(bridge: BridgeProcess) -> None:
     assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: still here?"
 
 
-def jsonrpc(bridge: BridgeProcess, method: str, params: dict, headers=V1) -> httpx.Response:
-    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-    return httpx.post(bridge.url + "/", json=body, headers=headers, timeout=30)
-
-
 def first_jsonrpc_payload(response: httpx.Response) -> dict:
     """The JSON-RPC response, or the first event of a stream (A2A 0.3 streams its errors)."""
     if "text/event-stream" in response.headers.get("content-type", ""):
@@ -83,7 +78,7 @@ def assert_invalid_params(response: httpx.Response, what: str) -> None:
 def test_refused_messages_over_jsonrpc_free_their_slot(narrow, method):
     for what, make in BAD_MESSAGES.items():
         for _ in range(REFUSALS_PER_KIND):
-            assert_invalid_params(jsonrpc(narrow, method, {"message": make()}), what)
+            assert_invalid_params(post_jsonrpc(narrow.url, method, {"message": make()}), what)
     assert_slot_free_and_bridge_answers(narrow)
 
 
@@ -91,7 +86,7 @@ def test_refused_messages_over_jsonrpc_free_their_slot(narrow, method):
 def test_refused_messages_over_jsonrpc_0_3_free_their_slot(narrow, method):
     for what, make in BAD_V03_MESSAGES.items():
         for _ in range(REFUSALS_PER_KIND):
-            response = jsonrpc(narrow, method, {"message": make()}, headers={})
+            response = post_jsonrpc(narrow.url, method, {"message": make()}, headers={})
             assert response.status_code == 200, (what, response.text)
             error = first_jsonrpc_payload(response).get("error")
             assert error is not None and error["code"] in (-32600, -32602), (what, response.text)
@@ -136,10 +131,10 @@ def test_messages_the_sdk_refuses_after_admission_free_their_slot(narrow):
     for what, make in refused.items():
         for method in ("SendMessage", "SendStreamingMessage"):
             for _ in range(REFUSALS_PER_KIND // 2):
-                response = jsonrpc(narrow, method, {"message": make()})
+                response = post_jsonrpc(narrow.url, method, {"message": make()})
                 error = response.json().get("error")
                 assert error is not None and error["code"] in (-32001, -32004, -32602), (what, response.text)
-    negative_history = jsonrpc(narrow, "SendMessage", {"message": message("hi"), "configuration": {"historyLength": -1}})
+    negative_history = post_jsonrpc(narrow.url, "SendMessage", {"message": message("hi"), "configuration": {"historyLength": -1}})
     assert negative_history.json()["error"]["code"] == -32602, negative_history.text
     assert_slot_free_and_bridge_answers(narrow)
 
@@ -172,7 +167,7 @@ def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends(tmp_path):
         late = task_of(send(bridge.url, message("hold:late")))
         assert state(late) == "TASK_STATE_WORKING"  # the deadline passed, the turn goes on
         assert running(bridge) == 1
-        busy = jsonrpc(bridge, "SendMessage", {"message": message("now?")})
+        busy = post_jsonrpc(bridge.url, "SendMessage", {"message": message("now?")})
         assert "busy" in busy.json()["error"]["message"], busy.text
         assert state(task_of(get_task(bridge.url, late["id"]))) == "TASK_STATE_WORKING"  # still held: the slot was its
         (calls.parent / "late").touch()
@@ -187,7 +182,7 @@ def test_a_message_refused_after_admission_leaves_no_claim_behind(narrow):
     is refused the same way, not replayed as "already accepted"."""
     unknown = message("hi", task_id="no-such-task")
     for _ in range(3):
-        response = jsonrpc(narrow, "SendMessage", {"message": unknown})
+        response = post_jsonrpc(narrow.url, "SendMessage", {"message": unknown})
         assert response.json()["error"]["code"] == -32001, response.text
     assert_slot_free_and_bridge_answers(narrow)
 

@@ -31,7 +31,7 @@ from ovos_a2a_solver.bridge.edge.card import card_version
 from ovos_a2a_solver.version import __version__
 
 from support.bridge_process import BridgeProcess, BridgeStartError
-from support.bridge_rpc import health
+from support.bridge_rpc import health, proto_answer
 from support.interop import LEGACY_CLIENT_SCRIPT, legacy_python
 from support.waiting import WAIT, wait_until
 
@@ -55,10 +55,6 @@ BEARER_2 = {"Authorization": f"Bearer {TOKEN_2}"}
 
 def user_message(text: str, **ids) -> Message:
     return Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)], **ids)
-
-
-def artifact_text(task: Task) -> str:
-    return "".join(p.text for a in task.artifacts for p in a.parts)
 
 
 def proto_status_text(status) -> str:
@@ -137,7 +133,7 @@ def list_tasks(url: str, request: ListTasksRequest, *, auth=None, headers=None):
     return asyncio.run(go())
 
 
-def post_jsonrpc(url: str, body, *, headers=None, auth=None, content: bytes | None = None) -> httpx.Response:
+def post_jsonrpc_body(url: str, body, *, headers=None, auth=None, content: bytes | None = None) -> httpx.Response:
     """A raw JSON-RPC POST (``body`` as JSON, or ``content`` as it is); the HTTP response."""
     all_headers = {"Content-Type": "application/json", **V1, **(headers or {})}
     data = content if content is not None else json.dumps(body).encode()
@@ -345,7 +341,7 @@ def test_send_message_completes_with_one_artifact(echo_bridge, binding):
     task = ask(echo_bridge.url, "hello", binding=binding)
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
     assert len(task.artifacts) == 1
-    assert artifact_text(task) == "echo: hello"
+    assert proto_answer(task) == "echo: hello"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -383,7 +379,7 @@ def test_backend_failure_is_a_failed_task_with_a_reason(echo_bridge, binding):
     assert state_name(task.status.state) == "TASK_STATE_FAILED"
     reason = proto_status_text(task.status)
     assert "the echo backend was told to fail" in reason
-    assert not artifact_text(task)
+    assert not proto_answer(task)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -484,7 +480,7 @@ def test_client_disconnect_mid_stream_does_not_cancel_the_work(echo_bridge):
     task = wait_until(lambda: sdk_get_task(echo_bridge.url, task_id), "the abandoned task to settle", interval=0.25,
                       until=lambda t: t.status.state not in unsettled)
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
-    assert artifact_text(task) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+    assert proto_answer(task) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 # ---------------------------------------------------------------------------------------
@@ -493,12 +489,12 @@ def test_client_disconnect_mid_stream_does_not_cancel_the_work(echo_bridge):
 
 def test_follow_up_in_the_same_context_reaches_the_same_memory(echo_bridge):
     first = ask(echo_bridge.url, "remember gold")
-    assert artifact_text(first) == "ok, I will remember gold."
+    assert proto_answer(first) == "ok, I will remember gold."
     context = first.context_id
     follow_up = ask(echo_bridge.url, "recall", context_id=context)
     assert follow_up.context_id == context
     assert follow_up.id != first.id  # a new task in the same conversation
-    assert artifact_text(follow_up) == "you told me gold."
+    assert proto_answer(follow_up) == "you told me gold."
 
 
 def test_contexts_never_mix(echo_bridge):
@@ -507,9 +503,9 @@ def test_contexts_never_mix(echo_bridge):
     assert gold.context_id != silver.context_id
     stranger = ask(echo_bridge.url, "recall")
     assert stranger.context_id not in (gold.context_id, silver.context_id)
-    assert artifact_text(stranger) == "I remember nothing."
-    assert artifact_text(ask(echo_bridge.url, "recall", context_id=silver.context_id)) == "you told me silver."
-    assert artifact_text(ask(echo_bridge.url, "recall", context_id=gold.context_id)) == "you told me gold."
+    assert proto_answer(stranger) == "I remember nothing."
+    assert proto_answer(ask(echo_bridge.url, "recall", context_id=silver.context_id)) == "you told me silver."
+    assert proto_answer(ask(echo_bridge.url, "recall", context_id=gold.context_id)) == "you told me gold."
 
 
 def test_input_required_then_follow_up_continues_the_same_task(echo_bridge):
@@ -520,7 +516,7 @@ def test_input_required_then_follow_up_continues_the_same_task(echo_bridge):
     assert answered.id == asked.id
     assert answered.context_id == asked.context_id
     assert state_name(answered.status.state) == "TASK_STATE_COMPLETED"
-    assert artifact_text(answered).endswith("echo: Paris")
+    assert proto_answer(answered).endswith("echo: Paris")
     assert state_name(sdk_get_task(echo_bridge.url, asked.id).status.state) == "TASK_STATE_COMPLETED"
 
 
@@ -558,7 +554,7 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize("content, code", BAD_REQUESTS)
 def test_bad_jsonrpc_requests_get_the_right_error(echo_bridge, content, code):
-    response = post_jsonrpc(echo_bridge.url, None, content=content)
+    response = post_jsonrpc_body(echo_bridge.url, None, content=content)
     assert response.status_code < 500, response.text
     body = response.json()
     assert body.get("jsonrpc") == "2.0"
@@ -637,9 +633,9 @@ def test_busy_bridge_refuses_at_once_and_finishes_the_first():
         assert "the bridge is busy" in refused.value.__cause__.response.json()["error"]["message"].lower()
         task = first.result()
         assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
-        assert artifact_text(task) == "echo: sleep:3"
+        assert proto_answer(task) == "echo: sleep:3"
         # busy is momentary: once the first is done, the next one is taken
-        assert artifact_text(ask(narrow.url, "third")) == "echo: third"
+        assert proto_answer(ask(narrow.url, "third")) == "echo: third"
 
 
 # ---------------------------------------------------------------------------------------
@@ -677,7 +673,7 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
         dict(headers={"Authorization": "Basic !!not-base64!!"}),
     ]
     for credentials in wrong:
-        jsonrpc = post_jsonrpc(url, get_task_body, **credentials)
+        jsonrpc = post_jsonrpc_body(url, get_task_body, **credentials)
         assert jsonrpc.status_code == 401, (credentials, jsonrpc.text)
         assert jsonrpc.json()["error"]["code"] < 0
         assert "basic" in jsonrpc.headers.get("www-authenticate", "").lower()
@@ -690,7 +686,7 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
         assert rest_send.status_code == 401, (credentials, rest_send.text)
 
     for credentials in (dict(auth=BASIC), dict(headers=BEARER_1), dict(headers=BEARER_2)):
-        jsonrpc = post_jsonrpc(url, _valid_send("let me in"), **credentials)
+        jsonrpc = post_jsonrpc_body(url, _valid_send("let me in"), **credentials)
         assert jsonrpc.status_code == 200, (credentials, jsonrpc.text)
         assert jsonrpc.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         rest_send = httpx.post(url + "/rest/message:send", json=_rest_send_body("rest in"),
@@ -701,8 +697,8 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
 
     # and through the SDK client, both bindings
     for binding in (JSONRPC, REST):
-        assert artifact_text(ask(url, "sdk basic", binding=binding, auth=BASIC)) == "echo: sdk basic"
-        assert artifact_text(ask(url, "sdk bearer", binding=binding, headers=BEARER_2)) == "echo: sdk bearer"
+        assert proto_answer(ask(url, "sdk basic", binding=binding, auth=BASIC)) == "echo: sdk basic"
+        assert proto_answer(ask(url, "sdk bearer", binding=binding, headers=BEARER_2)) == "echo: sdk bearer"
 
 
 def test_cards_and_health_stay_public(secure_bridge):
@@ -719,7 +715,7 @@ def _exercise_credentials(bridge: BridgeProcess) -> str:
     for credentials in (dict(auth=BASIC), dict(headers=BEARER_1), dict(headers=BEARER_2),
                         dict(auth=httpx.BasicAuth("a2a", PASSWORD + "x")),
                         dict(headers={"Authorization": f"Bearer {TOKEN_1}x"})):
-        post_jsonrpc(bridge.url, _valid_send("secret?"), **credentials)
+        post_jsonrpc_body(bridge.url, _valid_send("secret?"), **credentials)
     log = bridge.stderr_text()
     assert "DEBUG" in log  # --debug is on: the bridge did log, verbosely
     return log
@@ -836,7 +832,7 @@ def test_v1_sdk_client_blocking_and_streaming_per_interface(echo_bridge, binding
 
     task, events = asyncio.run(go())
     assert state_name(task.status.state) == "TASK_STATE_COMPLETED"
-    assert artifact_text(task) == f"echo: blocking {version}"
+    assert proto_answer(task) == f"echo: blocking {version}"
     chunks = "".join(p.text for e in events if e.WhichOneof("payload") == "artifact_update"
                      for p in e.artifact_update.artifact.parts)
     assert chunks == f"echo: streaming {version}"

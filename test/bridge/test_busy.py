@@ -8,18 +8,16 @@ client tries again within its deadline, and gets its answer once the slot is fre
 """
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
-import uuid
 
 import httpx
 import pytest
-from a2a.types import Message, Part, Role, SendMessageRequest
 
 from ovos_a2a_solver import A2AClient
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import HEADERS, grpc_client, health, message, send, task_of
+from support.bridge_rpc import (HEADERS, grpc_refusal, grpc_retry_info, health, jsonrpc_request, message,
+                                send, task_of, v03_message)
 from support.waiting import wait_until
 
 SLOW = "sleep:2"
@@ -39,14 +37,6 @@ def take_the_slot(bridge: BridgeProcess, text: str = SLOW) -> str:
     return task["id"]
 
 
-def jsonrpc(method: str, params: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": "busy-1", "method": method, "params": params}
-
-
-def v03_message(text: str) -> dict:
-    return {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user", "parts": [{"kind": "text", "text": text}]}
-
-
 def assert_retry_later(response: httpx.Response) -> None:
     assert response.status_code == 429, (response.status_code, response.text)
     assert response.headers["retry-after"] == "1", response.headers
@@ -61,7 +51,7 @@ def assert_retry_later(response: httpx.Response) -> None:
 ], ids=["1.0 send", "1.0 stream", "0.3 send", "0.3 stream"])
 def test_jsonrpc_says_busy_with_429_and_retry_after(narrow, method, params, headers):
     take_the_slot(narrow)
-    response = httpx.post(narrow.url + "/", json=jsonrpc(method, params), timeout=30,
+    response = httpx.post(narrow.url + "/", json=jsonrpc_request(method, params, "busy-1"), timeout=30,
                           headers={**headers, "Accept": "application/json, text/event-stream"})
     assert_retry_later(response)
     body = response.json()
@@ -83,29 +73,14 @@ def test_http_json_says_busy_with_429_and_retry_after(narrow, verb):
 @pytest.mark.parametrize("streaming", [False, True])
 def test_grpc_says_busy_with_resource_exhausted_and_retry_info(narrow, streaming):
     import grpc
-    from a2a.utils.grpc_status import status_from_call
-    from google.rpc import error_details_pb2
 
     take_the_slot(narrow)
 
-    async def refusal():
-        async with grpc_client(narrow.url, streaming=streaming) as client:
-            msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text="now?")])
-            try:
-                async for _ in client.send_message(SendMessageRequest(message=msg)):
-                    pass
-            except Exception as exc:  # noqa: BLE001 - the cause is what is looked at
-                return exc
-        raise AssertionError("a busy bridge answered")
-
-    exc = asyncio.run(refusal())
+    exc = grpc_refusal(narrow.url, "now?", "a busy bridge answered", streaming=streaming)
     call = exc.__cause__
     assert isinstance(call, grpc.aio.AioRpcError), repr(exc)
     assert call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, call
-    details = status_from_call(call).details
-    retry = error_details_pb2.RetryInfo()
-    assert any(d.Unpack(retry) for d in details if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)), details
-    assert retry.retry_delay.seconds == 1
+    assert grpc_retry_info(call).retry_delay.seconds == 1
 
 
 @pytest.mark.parametrize("streaming", [False, True])

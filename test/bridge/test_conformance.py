@@ -16,7 +16,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import artifact_text, get_task, message, state, status_text, task_of
+from support.bridge_rpc import artifact_text, get_task, message, state, status_text, task_of, v03_message
 from support.waiting import WAIT, wait_until
 
 
@@ -331,10 +331,6 @@ def test_v03_invalid_params_are_32602_with_the_request_id(scenarios_bridge, para
 
 
 def test_v03_plain_message_task_continues_cancels_and_honours_history_length(scenarios_bridge):
-    def v03_message(text, **ids):
-        return {"kind": "message", "role": "user", "messageId": uuid.uuid4().hex,
-                "parts": [{"kind": "text", "text": text}], **ids}
-
     first = _v03(scenarios_bridge, "message/send", {"message": v03_message("one")})
     task = first["result"]
     assert first["id"] == "r-1" and task["status"]["state"] == "input-required"

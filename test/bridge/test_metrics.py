@@ -12,7 +12,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import HEADERS, grpc_client, health, message, rpc, send, task_of
+from support.bridge_rpc import HEADERS, grpc_client, health, message, rpc, send, task_of, v03_message
 from support.waiting import wait_until
 from support.webhooks import Webhook, quick
 
@@ -30,10 +30,6 @@ def samples(bridge: BridgeProcess, headers: dict | None = None) -> dict:
 
 def requests_of(found: dict, **labels: str) -> float:
     return found.get(("ovos_a2a_requests_total", frozenset(labels.items())), 0)
-
-
-def v03_message(text: str) -> dict:
-    return {"kind": "message", "messageId": uuid.uuid4().hex, "role": "user", "parts": [{"kind": "text", "text": text}]}
 
 
 def test_metrics_are_off_by_default():

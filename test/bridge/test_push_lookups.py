@@ -16,7 +16,6 @@ import os
 import signal
 import sqlite3
 import sys
-import uuid
 
 import pytest
 from google.protobuf.json_format import MessageToJson
@@ -32,6 +31,7 @@ from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import OwnerCalls, Worker, message, state
+from support.replicas import replica
 from support.waiting import wait_until
 from support.webhooks import Webhook, quick
 
@@ -175,8 +175,5 @@ def test_a_config_stored_by_a_worker_killed_before_it_told_the_others_is_used_on
 def test_a_config_registered_on_one_replica_is_used_for_the_events_on_the_other(webhook):
     assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
 
-    def replica(name: str) -> BridgeProcess:
-        return BridgeProcess("--db", POSTGRES, env={**PUSH_ENV, "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}"})
-
-    with replica("a") as a, replica("b") as b:
+    with replica("a", env=PUSH_ENV) as a, replica("b", env=PUSH_ENV) as b:
         registered_elsewhere_is_delivered(OwnerCalls(a, TOKEN), OwnerCalls(b, TOKEN), webhook)

@@ -20,23 +20,18 @@ import uuid
 import httpx
 import pytest
 
-from support.bridge_process import BridgeProcess
 from support.bridge_rpc import OwnerCalls, answer, message, state
 from support.postgres import new_database, run_on
+from support.replicas import replica
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
                                 reason="set OVOS_A2A_TEST_POSTGRES to a database URL")
 
 TOKEN = "replica-events-owner-8sQm3"
+OWNED = {"OVOS_A2A_TOKENS": TOKEN}  # the environment of a replica that knows TOKEN
 TASKS, SENTENCE_GAP = 6, 0.25  # six tasks at once, five sentences each, a quarter second apart
 MOST_MEDIAN_DELAY = 0.05  # seconds; a look at the event log every 0.2 s would be late by about 0.1 s at the median
-
-
-def replica(name: str, db: str | None = None) -> BridgeProcess:
-    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    return BridgeProcess("--db", db or POSTGRES, env={"OVOS_A2A_TOKENS": TOKEN,
-                                                       "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}"})
 
 
 def arrivals(caller: OwnerCalls, task_id: str, times: dict, ready: threading.Event) -> None:
@@ -56,7 +51,7 @@ def arrivals(caller: OwnerCalls, task_id: str, times: dict, ready: threading.Eve
 
 @pytest.mark.alone  # measures time
 def test_a_live_event_on_one_replica_reaches_a_subscriber_on_the_other_within_milliseconds():
-    with replica("events-a") as a, replica("events-b") as b:
+    with replica("events-a", env=OWNED) as a, replica("events-b", env=OWNED) as b:
         doer, other = OwnerCalls(a, TOKEN), OwnerCalls(b, TOKEN)
         on_a: dict = {}
         on_b: dict = {}
@@ -118,7 +113,7 @@ def test_tasks_kept_in_the_sdks_tables_by_an_earlier_version_are_moved_and_found
         # the owner of calls with TOKEN, as the bridge names it; another owner's task beside them
         owner = "token-" + hashlib.sha256(TOKEN.encode()).hexdigest()[:12]
         _write_with_the_sdk(url, [(owner, t) for t in (*mine, waiting)] + [("someone-else", theirs)])
-        with replica("after", url) as bridge:
+        with replica("after", db=url, env=OWNED) as bridge:
             caller = OwnerCalls(bridge, TOKEN)
             for kept in (*mine, waiting):
                 found = caller.get(kept.id)

@@ -3,7 +3,6 @@ replica that takes over one that died counts it and the tasks it failed for it."
 from __future__ import annotations
 
 import os
-import uuid
 
 import httpx
 import pytest
@@ -11,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import health, message, send, task_of
+from support.replicas import replica
 from support.waiting import wait_until
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
@@ -19,10 +19,10 @@ pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
 LEASE = "1"  # seconds (renewed every third of it): the least, so that a death is noticed at once
 
 
-def replica(name: str) -> BridgeProcess:
-    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    return BridgeProcess("--db", POSTGRES, "--metrics", env={"OVOS_A2A_REPLICA_LEASE": LEASE,
-                                                             "OVOS_A2A_REPLICA": f"{name}-{uuid.uuid4().hex[:8]}"})
+def replica_with_metrics(name: str) -> BridgeProcess:
+    """A replica on the shared database (:func:`~support.replicas.replica`) serving
+    ``/metrics``, with a lease of :data:`LEASE`."""
+    return replica(name, "--metrics", env={"OVOS_A2A_REPLICA_LEASE": LEASE})
 
 
 def values(bridge: BridgeProcess) -> dict:
@@ -32,7 +32,7 @@ def values(bridge: BridgeProcess) -> dict:
 
 
 def test_a_replica_counts_its_renewals_and_the_replica_it_took_over():
-    with replica("doomed") as doomed, replica("survivor") as survivor:
+    with replica_with_metrics("doomed") as doomed, replica_with_metrics("survivor") as survivor:
         task_of(send(doomed.url, message("sleep:30"), blocking=False))
         wait_until(lambda: health(doomed)["running"] == 1, "the long turn to run on the doomed replica")
         doomed.kill9()

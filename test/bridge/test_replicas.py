@@ -16,6 +16,7 @@ import pytest
 
 from support.bridge_process import BridgeProcess, BridgeStartError, echo_calls
 from support.bridge_rpc import OwnerCalls, Worker, answer, health, message, state, status_text
+from support.replicas import replica
 from support.waiting import wait_until
 
 
@@ -28,15 +29,11 @@ LEASE = 2.0  # seconds: short, so that a lost replica is noticed within a test's
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
 
 
-def replica(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
-    """A bridge on the shared database, named ``name`` (unique per run), lease :data:`LEASE`."""
-    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    unique = f"{name}-{uuid.uuid4().hex[:8]}"
-    process = BridgeProcess("--db", POSTGRES, "--heartbeat", "1", *args, call_log=call_log,
-                            env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE),
-                                 "OVOS_A2A_REPLICA": unique, **env})
-    process.replica = unique
-    return process
+def replica_with_tokens(name: str, *args: str, call_log=None, **env: str) -> BridgeProcess:
+    """A replica on the shared database (:func:`~support.replicas.replica`) that knows the
+    tokens :data:`TOKEN_X` and :data:`TOKEN_Y`, with 1 s heartbeats and a lease of :data:`LEASE`."""
+    return replica(name, "--heartbeat", "1", *args, call_log=call_log,
+                   env={"OVOS_A2A_TOKENS": f"{TOKEN_X},{TOKEN_Y}", "OVOS_A2A_REPLICA_LEASE": str(LEASE), **env})
 
 
 def leases(replica_name: str) -> list[dict]:
@@ -74,13 +71,8 @@ def call_log(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pair(call_log):
     """Replicas A and B on one database (one backend call log for both)."""
-    with replica("a", call_log=call_log) as a, replica("b", call_log=call_log) as b:
+    with replica_with_tokens("a", call_log=call_log) as a, replica_with_tokens("b", call_log=call_log) as b:
         yield a, b
-
-
-def wait_state(caller: Caller, task_id: str, wanted: str, timeout: float = 30) -> dict:
-    return wait_until(lambda: caller.get(task_id), f"task {task_id} to be {wanted} (read on {caller.url})",
-                      timeout=timeout, until=lambda task: state(task) == wanted)
 
 
 def test_a_task_created_on_a_is_read_listed_and_streamed_live_on_b(pair):
@@ -116,14 +108,14 @@ def test_cancel_on_b_stops_the_turn_running_on_a(pair):
 
 
 def test_a_cancel_that_cannot_stop_the_turn_on_a_is_refused_on_b(call_log):
-    with replica("a-stubborn", call_log=call_log, OVOS_A2A_CANCEL_GRACE="0.3") as stubborn, \
-            replica("b-asks", call_log=call_log) as asking:
+    with replica_with_tokens("a-stubborn", call_log=call_log, OVOS_A2A_CANCEL_GRACE="0.3") as stubborn, \
+            replica_with_tokens("b-asks", call_log=call_log) as asking:
         a, b = Caller(stubborn), Caller(asking)
         task = a.send(message("sleep:2"), blocking=False)  # one step that cannot be interrupted
-        wait_state(a, task["id"], "TASK_STATE_WORKING")
+        a.wait_for_state(task["id"], "TASK_STATE_WORKING")
         error = b.error("CancelTask", {"id": task["id"]})
         assert error["code"] == TASK_NOT_CANCELABLE and "could not be stopped" in error["message"], error
-        assert state(wait_state(b, task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
+        assert state(b.wait_for_state(task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
 
 
 def test_a_replay_of_a_message_on_b_rejoins_the_work_on_a(pair, call_log):
@@ -145,19 +137,19 @@ def test_another_owner_does_not_find_the_task_on_the_other_replica(pair):
         assert stranger.error(method, {"id": task["id"]})["code"] == TASK_NOT_FOUND
     assert stranger.subscribe(task["id"])[0]["error"]["code"] == TASK_NOT_FOUND
     assert stranger.task("ListTasks", {"contextId": context})["tasks"] == []
-    assert state(wait_state(Caller(pair[1], TOKEN_X), task["id"], "TASK_STATE_COMPLETED"))
+    assert state(Caller(pair[1], TOKEN_X).wait_for_state(task["id"], "TASK_STATE_COMPLETED"))
 
 
 def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expired(pair, call_log):
     survivor = Caller(pair[1])
-    doomed_process = replica("a-doomed", call_log=call_log)
+    doomed_process = replica_with_tokens("a-doomed", call_log=call_log)
     try:
         doomed = Caller(doomed_process)
         task = doomed.send(message("sleep:60"), blocking=False)
-        wait_state(doomed, task["id"], "TASK_STATE_WORKING")
+        doomed.wait_for_state(task["id"], "TASK_STATE_WORKING")
         killed = time.monotonic()
         doomed_process.kill9()
-        failed = wait_state(survivor, task["id"], "TASK_STATE_FAILED", timeout=LEASE + 8)
+        failed = survivor.wait_for_state(task["id"], "TASK_STATE_FAILED", timeout=LEASE + 8)
         took = time.monotonic() - killed
     finally:
         doomed_process.kill9()
@@ -175,7 +167,7 @@ def test_kill_9_of_a_replica_fails_its_tasks_on_a_survivor_once_its_lease_expire
 
 
 def test_the_workers_of_one_bridge_on_postgresql_are_replicas_of_one_another(call_log):
-    with replica("w", "--workers", "2", call_log=call_log) as both:
+    with replica_with_tokens("w", "--workers", "2", call_log=call_log) as both:
         one, two = Worker(both, 1, TOKEN_X), Worker(both, 2, TOKEN_X)
         try:
             two.running()  # its connection found before the task starts: a finished task refuses subscribers
@@ -260,7 +252,7 @@ def test_a_replica_under_steady_load_keeps_its_database_connections():
         finally:
             await engine.dispose()
 
-    with replica("steady", "--max-concurrent", str(at_once)) as bridge, ThreadPoolExecutor(at_once) as pool:
+    with replica_with_tokens("steady", "--max-concurrent", str(at_once)) as bridge, ThreadPoolExecutor(at_once) as pool:
         caller = Caller(bridge)
 
         def rounds(count: int) -> None:
@@ -388,7 +380,7 @@ def test_forged_notifications_on_the_replicas_channel_cancel_nothing(pair):
     and a real cancel between the replicas still works."""
     a, b = Caller(pair[0]), Caller(pair[1])
     task = a.send(message("slow:0.3"), blocking=False)
-    wait_state(a, task["id"], "TASK_STATE_WORKING")
+    a.wait_for_state(task["id"], "TASK_STATE_WORKING")
     run = running_operation(task["id"])
     with Bystander() as bystander:
         forged = {"kind": "cancel", "to": run["boot"], "from": uuid.uuid4().hex, "request": uuid.uuid4().hex,
@@ -397,7 +389,7 @@ def test_forged_notifications_on_the_replicas_channel_cancel_nothing(pair):
             bystander.notify(payload)
         for _ in range(200):
             bystander.notify("")
-        done = wait_state(a, task["id"], "TASK_STATE_COMPLETED")
+        done = a.wait_for_state(task["id"], "TASK_STATE_COMPLETED")
     assert answer(done) == "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5.", done
     later = a.send(message("slow:1"), blocking=False)
     wait_until(lambda: a.get(later["id"]), "the first sentence", until=lambda t: "Sentence 1." in answer(t))
@@ -408,7 +400,7 @@ def test_a_replica_of_another_persona_is_refused_while_one_is_live(pair):
     """Replicas share tasks, so they must serve one persona: a bridge of another one started on
     the same database would continue their tasks with the wrong persona."""
     with pytest.raises(BridgeStartError) as refused:
-        replica("other", "--backend", "scenarios").stop()
+        replica_with_tokens("other", "--backend", "scenarios").stop()
     line = refused.value.stderr.strip().splitlines()[-1]
     assert 'the database is in use by a replica of another persona ("echo" on ' in line, line
     assert "--db URL" in line, line

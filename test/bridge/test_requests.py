@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from support.bridge_process import BridgeProcess
-from support.bridge_rpc import answer, health, message, send, state, task_of
+from support.bridge_rpc import answer, health, jsonrpc_request, message, send, state, task_of
 from support.malformed import judge, malformed_requests
 from support.waiting import wait_until
 
@@ -44,8 +44,9 @@ def post(bridge: BridgeProcess, content: bytes, path: str = "/", headers=None) -
                       headers={**V1, "Content-Type": "application/json", **(headers or {})})
 
 
-def rpc_body(method: str, params, request_id=1) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}).encode()
+def rpc_bytes(method: str, params, request_id=1) -> bytes:
+    """A JSON-RPC request (:func:`~support.bridge_rpc.jsonrpc_request`) as the bytes of its JSON."""
+    return json.dumps(jsonrpc_request(method, params, request_id)).encode()
 
 
 def test_seeded_malformed_requests_are_all_refused_and_the_bridge_stays_free(one_slot_bridge):
@@ -77,7 +78,7 @@ def deep(levels: int) -> str:
 
 
 JSONRPC_TABLE = [
-    pytest.param(rpc_body("SendMessage", {"message": message("BAD")}).replace(b"BAD", b"\xff\xfe"),
+    pytest.param(rpc_bytes("SendMessage", {"message": message("BAD")}).replace(b"BAD", b"\xff\xfe"),
                  -32700, id="invalid-utf8"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x","metadata":' + deep(1000).encode()
                  + b"}}", -32600, id="nested-1000-deep"),
@@ -85,15 +86,15 @@ JSONRPC_TABLE = [
                  + b"}}", -32600, id="nested-65-deep-in-a-short-body"),
     pytest.param(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"GetTask","params":{"id":"x"}}', -32600,
                  id="5000-digit-id"),
-    pytest.param(rpc_body("SendMessage", {"message": message("")}), -32602, id="empty-text-part"),
-    pytest.param(rpc_body("SendMessage", {"message": {**message("hi"), "role": "ROLE_AGENT"}}), -32602,
+    pytest.param(rpc_bytes("SendMessage", {"message": message("")}), -32602, id="empty-text-part"),
+    pytest.param(rpc_bytes("SendMessage", {"message": {**message("hi"), "role": "ROLE_AGENT"}}), -32602,
                  id="agent-role"),
-    pytest.param(rpc_body("SendMessage", {"message": {**message("hi"), "role": "ROLE_NOBODY"}}), -32602,
+    pytest.param(rpc_bytes("SendMessage", {"message": {**message("hi"), "role": "ROLE_NOBODY"}}), -32602,
                  id="unknown-role-name"),
-    pytest.param(rpc_body("ListTasks", {"status": "x"}), -32602, id="list-status-unknown-name"),
-    pytest.param(rpc_body("ListTasks", {"status": 42}), -32602, id="list-status-unknown-number"),
-    pytest.param(rpc_body("ListTasks", []), -32602, id="params-an-empty-array"),
-    pytest.param(rpc_body("SendMessage", {"message": message("hi"), "configuration": []}), -32602,
+    pytest.param(rpc_bytes("ListTasks", {"status": "x"}), -32602, id="list-status-unknown-name"),
+    pytest.param(rpc_bytes("ListTasks", {"status": 42}), -32602, id="list-status-unknown-number"),
+    pytest.param(rpc_bytes("ListTasks", []), -32602, id="params-an-empty-array"),
+    pytest.param(rpc_bytes("SendMessage", {"message": message("hi"), "configuration": []}), -32602,
                  id="configuration-an-array"),
     pytest.param(b'{"jsonrpc":"2.0","id":1,"method":{},"params":{}}', -32600, id="method-an-object"),
 ]
@@ -145,7 +146,7 @@ def required_send_fields() -> list[str]:
 @pytest.mark.parametrize("path", required_send_fields())
 def test_a_send_without_a_required_field_is_refused_with_its_name_and_claims_nothing(one_slot_bridge, path):
     request = without(path)
-    response = post(one_slot_bridge, rpc_body("SendMessage", request))
+    response = post(one_slot_bridge, rpc_bytes("SendMessage", request))
     error = response.json()["error"]
     assert error["code"] == -32602, response.text
     assert path.split(".")[-1] in error["message"], error
@@ -181,7 +182,7 @@ def test_each_bad_http_json_request_gets_400_with_an_a2a_error(one_slot_bridge, 
 
 def test_a_message_with_one_part_too_many_is_refused_naming_the_limit(one_slot_bridge):
     parts = [{"text": "x"}] * 101
-    response = post(one_slot_bridge, rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+    response = post(one_slot_bridge, rpc_bytes("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
                                                                  "parts": parts}}))
     error = response.json()["error"]
     assert error["code"] == -32602 and "at most 100" in error["message"], error
@@ -190,7 +191,7 @@ def test_a_message_with_one_part_too_many_is_refused_naming_the_limit(one_slot_b
 def structured_send(objects: int) -> bytes:
     """A SendMessage whose metadata is ``objects`` small objects (30,000: about 780 KiB)."""
     metadata = {f"item{n:05d}": {"n": n} for n in range(objects)}
-    return rpc_body("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+    return rpc_bytes("SendMessage", {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
                                                 "parts": [{"text": "hi"}], "metadata": metadata}})
 
 
@@ -240,7 +241,7 @@ def secure_bridge():
 
 def test_a_malformed_basic_credential_is_401_not_500(secure_bridge):
     for header in (b"Basic \xff\xfe", b"Basic ####", b"Basic " + base64.b64encode(b"\xff\xfe:\xff"), b"Bearer \xff"):
-        response = httpx.post(secure_bridge.url + "/", content=rpc_body("GetTask", {"id": "x"}),
+        response = httpx.post(secure_bridge.url + "/", content=rpc_bytes("GetTask", {"id": "x"}),
                               headers=[(b"Authorization", header), (b"A2A-Version", b"1.0"),
                                        (b"Content-Type", b"application/json")], timeout=10)
         assert response.status_code == 401, (header, response.status_code, response.text)
@@ -252,7 +253,7 @@ def test_debug_logs_hold_no_credential_like_header(secure_bridge):
     secrets = {"Cookie": "session=cookie-Hv3n-Bq6", "Proxy-Authorization": "Basic proxy-Kp4w-Rr8",
                "X-API-Key": "apikey-Tz7u-Wm2", "X-Auth-Token": "authtok-Lx5c-Qe1",
                "Authorization": "Bearer tok-Zq9x-7Lm"}
-    response = httpx.post(secure_bridge.url + "/", content=rpc_body("SendMessage", {"message": message("hi")}),
+    response = httpx.post(secure_bridge.url + "/", content=rpc_bytes("SendMessage", {"message": message("hi")}),
                           headers={**V1, "Content-Type": "application/json", **secrets}, timeout=30)
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", response.text
     log = secure_bridge.stderr_text()

@@ -16,10 +16,9 @@ import uuid
 
 import httpx
 import pytest
-from a2a.types import Message, Part, Role, SendMessageRequest
 
 from support.bridge_process import BridgeProcess, echo_log
-from support.bridge_rpc import HEADERS, grpc_client, message, state, task_of
+from support.bridge_rpc import HEADERS, grpc_refusal, grpc_retry_info, message, state, task_of
 from support.waiting import wait_until
 
 #: what the database says, which callers must never read
@@ -57,28 +56,13 @@ def _refused_everywhere(bridge, text: str, message_id: str) -> None:
 
 def _assert_grpc_unavailable(bridge, text: str) -> None:
     import grpc
-    from a2a.utils.grpc_status import status_from_call
-    from google.rpc import error_details_pb2
 
-    async def refusal():
-        async with grpc_client(bridge.url) as client:
-            msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
-            try:
-                async for _ in client.send_message(SendMessageRequest(message=msg)):
-                    pass
-            except Exception as exc:  # noqa: BLE001 - the cause is what is looked at
-                return exc
-        raise AssertionError("the bridge answered while its store was away")
-
-    call = asyncio.run(refusal()).__cause__
+    call = grpc_refusal(bridge.url, text, "the bridge answered while its store was away").__cause__
     assert isinstance(call, grpc.aio.AioRpcError), repr(call)
     assert call.code() == grpc.StatusCode.UNAVAILABLE, call
     for words in DATABASE_WORDS:
         assert words not in (call.details() or ""), (words, call.details())
-    retry = error_details_pb2.RetryInfo()
-    details = status_from_call(call).details
-    assert any(d.Unpack(retry) for d in details if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)), details
-    assert retry.retry_delay.seconds >= 1
+    assert grpc_retry_info(call).retry_delay.seconds >= 1
 
 
 def _answered(bridge, text: str, message_id: str) -> dict:

@@ -9,12 +9,11 @@ with gRPC on; a request the version lets through asks for a task that does not e
 """
 from __future__ import annotations
 
-import json
-
 import httpx
 import pytest
 
 from support.bridge_process import BridgeProcess
+from support.bridge_rpc import post_jsonrpc
 from support.waiting import WAIT
 
 from ovos_a2a_solver.bridge.edge.versions import requested_version
@@ -44,11 +43,9 @@ def test_the_card_offers_what_the_bindings_serve(grpc_bridge):
                                               ("JSONRPC", "0.3"), ("JSONRPC", "1.0")]
 
 
-def jsonrpc(grpc_bridge, method: str, headers: dict, query: str = "", request_id="v-1") -> dict:
-    params = {"id": "no-such-task"}
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-    response = httpx.post(grpc_bridge.url + "/" + query, content=body, timeout=WAIT,
-                          headers={"Content-Type": "application/json", **headers})
+def get_missing_task(grpc_bridge, method: str, headers: dict, query: str = "", request_id="v-1") -> dict:
+    """The JSON-RPC response to ``method`` (GetTask or tasks/get) asking for a task that does not exist."""
+    response = post_jsonrpc(grpc_bridge.url, method, {"id": "no-such-task"}, headers, query, request_id, WAIT)
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -76,7 +73,7 @@ JSONRPC_CASES = [
 
 @pytest.mark.parametrize("method, headers, query, expected", JSONRPC_CASES)
 def test_jsonrpc_version(grpc_bridge, method, headers, query, expected):
-    response = jsonrpc(grpc_bridge, method, headers, query)
+    response = get_missing_task(grpc_bridge, method, headers, query)
     assert response["id"] == "v-1", response
     if expected == SERVED:
         assert response["error"]["code"] == -32001, response  # TaskNotFound: it reached the handler
@@ -87,7 +84,7 @@ def test_jsonrpc_version(grpc_bridge, method, headers, query, expected):
 
 
 def test_a_0_3_method_with_a_null_id_is_an_invalid_request(grpc_bridge):
-    response = jsonrpc(grpc_bridge, "tasks/get", {}, request_id=None)
+    response = get_missing_task(grpc_bridge, "tasks/get", {}, request_id=None)
     assert response["error"]["code"] == -32600 and "needs an id" in response["error"]["message"], response
 
 

@@ -58,11 +58,6 @@ def alive(pid: int) -> bool:
         return stat.read().split(")")[-1].split()[0] != "Z"
 
 
-def wait_state(caller: Worker, task_id: str, wanted: str, timeout: float = 30) -> dict:
-    return wait_until(lambda: caller.get(task_id), f"task {task_id} to be {wanted} (on worker {caller.number})",
-                      timeout=timeout, until=lambda task: state(task) == wanted)
-
-
 def stored(state_dir, task_id: str) -> dict:
     """The task as the SQLite file holds it (the bridge stopped)."""
     from a2a.types import Task
@@ -133,10 +128,10 @@ def test_a_cancel_the_other_worker_cannot_honour_is_refused(call_log):
         one, two = Worker(stubborn, 1), Worker(stubborn, 2)
         try:
             task = one.send(message("sleep:2"), blocking=False)  # one step that cannot be interrupted
-            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            one.wait_for_state(task["id"], "TASK_STATE_WORKING")
             error = two.error("CancelTask", {"id": task["id"]})
             assert error["code"] == TASK_NOT_CANCELABLE and "could not be stopped" in error["message"], error
-            assert state(wait_state(two, task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
+            assert state(two.wait_for_state(task["id"], "TASK_STATE_COMPLETED")) == "TASK_STATE_COMPLETED"
         finally:
             one.close()
             two.close()
@@ -200,7 +195,7 @@ def test_another_owner_finds_nothing_of_a_task_through_either_worker(two_workers
                 assert stranger.error(method, {"id": task["id"]})["code"] == TASK_NOT_FOUND
             assert stranger.subscribe(task["id"])[0]["error"]["code"] == TASK_NOT_FOUND
             assert stranger.task("ListTasks", {"contextId": context})["tasks"] == []
-        assert state(wait_state(owner, task["id"], "TASK_STATE_COMPLETED"))
+        assert state(owner.wait_for_state(task["id"], "TASK_STATE_COMPLETED"))
     finally:
         for caller in [owner, *strangers]:
             caller.close()
@@ -212,9 +207,9 @@ def test_a_worker_killed_with_9_is_started_again_and_its_task_failed(tmp_path):
         try:
             doomed = process_ids(running)[0]
             task = one.send(message("sleep:60"), blocking=False)
-            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            one.wait_for_state(task["id"], "TASK_STATE_WORKING")
             os.kill(doomed, signal.SIGKILL)
-            failed = wait_state(two, task["id"], "TASK_STATE_FAILED", timeout=30)
+            failed = two.wait_for_state(task["id"], "TASK_STATE_FAILED", timeout=30)
             assert "interrupted by a restart" in status_text(failed).lower(), failed
             one.client = None  # its connection died with it
             assert state(one.send(message("again"))) == "TASK_STATE_COMPLETED"  # worker 1 serves again
@@ -231,7 +226,7 @@ def test_a_subscriber_sees_the_task_of_a_worker_killed_with_9_end_failed(tmp_pat
         one, two = Worker(running, 1), Worker(running, 2)
         try:
             task = one.send(message("sleep:60"), blocking=False)
-            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            one.wait_for_state(task["id"], "TASK_STATE_WORKING")
             threading.Timer(1.0, os.kill, (process_ids(running)[0], signal.SIGKILL)).start()
             events = two.subscribe(task["id"])  # relayed from worker 1 until it dies, then followed
         finally:
@@ -250,7 +245,7 @@ def test_sigterm_stops_every_worker_and_fails_their_unfinished_work(tmp_path):
     try:
         tasks = [caller.send(message("sleep:60"), blocking=False) for caller in (one, two)]
         for caller, task in zip((one, two), tasks):
-            wait_state(caller, task["id"], "TASK_STATE_WORKING")
+            caller.wait_for_state(task["id"], "TASK_STATE_WORKING")
     finally:
         one.close()
         two.close()
@@ -273,7 +268,7 @@ def test_kill_9_of_the_parent_ends_the_workers_and_a_restart_keeps_the_store(tmp
     try:
         done = one.send(message("kept"))
         task = one.send(message("sleep:60"), blocking=False)
-        wait_state(one, task["id"], "TASK_STATE_WORKING")
+        one.wait_for_state(task["id"], "TASK_STATE_WORKING")
     finally:
         one.close()
     first.kill9()
@@ -484,7 +479,7 @@ def test_a_worker_does_not_ask_a_process_of_another_user_holding_a_dead_workers_
         supervisor, squatter, pipe = running.proc.pid, None, None
         try:
             task = one.send(message("sleep:60"), blocking=False)
-            wait_state(one, task["id"], "TASK_STATE_WORKING")
+            one.wait_for_state(task["id"], "TASK_STATE_WORKING")
             with sqlite3.connect(state_dir / "bridge.sqlite3") as db:
                 (boot,) = db.execute("SELECT boot FROM a2a_bridge_operations WHERE task_id = ? AND state = 'running'",
                                      (task["id"],)).fetchone()

@@ -1,4 +1,6 @@
-"""Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates.
+"""Raw A2A JSON-RPC 1.0 calls for bridge tests: exact control over ids and duplicates; A2A
+0.3 messages (``v03_message``) and gRPC calls through the a2a-sdk (``grpc_client``,
+``grpc_refusal``) beside them.
 
 Tasks here are the JSON (ProtoJSON) dicts the wire carries: ``state(task)``,
 ``answer(task)`` and ``status_text(task)`` read them; ``task_of(response)`` takes the task
@@ -27,10 +29,35 @@ def message(text: str, message_id: str | None = None, task_id: str = "", context
     return msg
 
 
+def v03_message(text: str, **ids: str) -> dict:
+    """An A2A 0.3 user message (``kind`` "message") with one text part and a fresh messageId;
+    ``ids`` adds fields such as ``taskId`` or ``contextId``."""
+    return {"kind": "message", "role": "user", "messageId": uuid.uuid4().hex,
+            "parts": [{"kind": "text", "text": text}], **ids}
+
+
+#: the ``request_id`` that asks :func:`jsonrpc_request` for a fresh random id (None sends a null id)
+NEW_ID = object()
+
+
+def jsonrpc_request(method: str, params: dict, request_id=NEW_ID) -> dict:
+    """A JSON-RPC request object with ``request_id`` as its id (by default a fresh one)."""
+    return {"jsonrpc": "2.0", "id": uuid.uuid4().hex if request_id is NEW_ID else request_id, "method": method,
+            "params": params}
+
+
+def post_jsonrpc(url: str, method: str, params: dict, headers: dict | None = None, query: str = "",
+                 request_id=NEW_ID, timeout: float = 30) -> httpx.Response:
+    """POST one JSON-RPC request to ``url + "/" + query`` with ``headers`` (:data:`HEADERS`, A2A
+    1.0, unless given); the HTTP response, whatever its status."""
+    return httpx.post(url + "/" + query, json=jsonrpc_request(method, params, request_id),
+                      headers=HEADERS if headers is None else headers, timeout=timeout)
+
+
 def rpc(url: str, method: str, params: dict, timeout: float = 60, auth=None) -> dict:
     """One JSON-RPC call; returns the whole response object (``result`` or ``error``)."""
-    body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-    response = httpx.post(url + "/", json=body, headers=HEADERS, timeout=timeout, auth=auth)
+    response = httpx.post(url + "/", json=jsonrpc_request(method, params), headers=HEADERS, timeout=timeout,
+                          auth=auth)
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -110,9 +137,15 @@ def answer(task: dict) -> str:
     return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a["parts"])
 
 
+def proto_answer(task) -> str:
+    """The text of all the artifacts of an a2a-sdk ``Task`` (the protobuf message its clients
+    return), joined: :func:`answer` for the SDK's own tasks."""
+    return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
+
+
 def status_text(task: dict) -> str:
-    """The text of the task's status message ('' without one)."""
-    message = task["status"].get("message") or {}
+    """The text of the status message of ``task`` (or of a ``statusUpdate``); '' without one."""
+    message = (task.get("status") or {}).get("message") or {}
     return "".join(p.get("text", "") for p in message.get("parts", []))
 
 
@@ -134,6 +167,39 @@ async def grpc_client(url: str, streaming: bool = False):
         await client.close()
 
 
+def grpc_refusal(url: str, text: str, answered: str, streaming: bool = False) -> Exception:
+    """Send ``text`` over gRPC (:func:`grpc_client`) to the bridge at ``url``: the a2a-sdk's error
+    that refused it, whose ``__cause__`` is the gRPC call's. A message answered fails the test,
+    saying ``answered``."""
+    import asyncio
+
+    from a2a.types import Message, Part, Role, SendMessageRequest
+
+    async def refusal() -> Exception:
+        async with grpc_client(url, streaming=streaming) as client:
+            msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text=text)])
+            try:
+                async for _ in client.send_message(SendMessageRequest(message=msg)):
+                    pass
+            except Exception as exc:  # noqa: BLE001 - the cause is what is looked at
+                return exc
+        raise AssertionError(answered)
+
+    return asyncio.run(refusal())
+
+
+def grpc_retry_info(call):
+    """The ``RetryInfo`` among the details of the refused gRPC ``call`` (a
+    ``grpc.aio.AioRpcError``); a call without one fails the test."""
+    from a2a.utils.grpc_status import status_from_call
+    from google.rpc import error_details_pb2
+
+    retry = error_details_pb2.RetryInfo()
+    details = status_from_call(call).details
+    assert any(d.Unpack(retry) for d in details if d.Is(error_details_pb2.RetryInfo.DESCRIPTOR)), details
+    return retry
+
+
 class OwnerCalls:
     """JSON-RPC 1.0 calls to one bridge as the owner of ``token`` (a bearer token)."""
 
@@ -147,8 +213,7 @@ class OwnerCalls:
         return httpx
 
     def call(self, method: str, params: dict) -> dict:
-        body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
-        response = self._http().post(self.url, json=body, headers=self.headers, timeout=60)
+        response = self._http().post(self.url, json=jsonrpc_request(method, params), headers=self.headers, timeout=60)
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -160,6 +225,15 @@ class OwnerCalls:
 
     def get(self, task_id: str) -> dict:
         return self.task("GetTask", {"id": task_id})
+
+    def where(self) -> str:
+        """Where the calls go, as a failed wait names it."""
+        return f"read on {self.url}"
+
+    def wait_for_state(self, task_id: str, wanted: str, timeout: float = 30) -> dict:
+        """Poll GetTask until the task is in state ``wanted``; the task. Fails after ``timeout``."""
+        return wait_until(lambda: self.get(task_id), f"task {task_id} to be {wanted} ({self.where()})",
+                          timeout=timeout, until=lambda task: state(task) == wanted)
 
     def subscribe(self, task_id: str) -> list[dict]:
         """SubscribeToTask: every event's ``result`` until the stream ends (an error refused
@@ -199,6 +273,9 @@ class Worker(OwnerCalls):
         super().__init__(bridge, token)
         self.number = number
         self.client: httpx.Client | None = None
+
+    def where(self) -> str:
+        return f"on worker {self.number}"
 
     def _pinned(self) -> httpx.Client:
         """A client whose keep-alive connection is served by this worker (checked now)."""

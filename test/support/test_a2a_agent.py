@@ -17,6 +17,8 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, S
                        SendMessageRequest, TaskState)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 
+from support.bridge_rpc import proto_answer
+
 
 S = TaskState
 
@@ -51,10 +53,6 @@ def texts(parts) -> str:
     return ''.join(part.text for part in parts)
 
 
-def artifact_text(task) -> str:
-    return ''.join(texts(artifact.parts) for artifact in task.artifacts)
-
-
 def kinds(events) -> list[str]:
     return [event.WhichOneof('payload') for event in events]
 
@@ -87,7 +85,7 @@ def test_echo_blocking_jsonrpc(agent):
         task = events[0].task
         assert kinds(events) == ['task']
         assert task.status.state == S.TASK_STATE_COMPLETED
-        assert artifact_text(task) == f'echo[{task.context_id}]: hello'
+        assert proto_answer(task) == f'echo[{task.context_id}]: hello'
 
     asyncio.run(main())
 
@@ -130,7 +128,7 @@ def test_grpc_only(agent):
         assert kinds(events)[0] == 'task'
         assert streamed_text(events) == f'echo[{events[0].task.context_id}]: over grpc'
         task = await blocking_task(agent.agent('grpc-only'), 'blocking grpc', **grpc_config)
-        assert artifact_text(task) == f'echo[{task.context_id}]: blocking grpc'
+        assert proto_answer(task) == f'echo[{task.context_id}]: blocking grpc'
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, agent.agent('grpc-only')).get_agent_card()
         assert [(i.protocol_binding, i.url) for i in card.supported_interfaces] == [('GRPC', agent.grpc)]
@@ -145,7 +143,7 @@ def test_v03_uses_compat_transport(agent):
             events = await sdk_send(client, 'old times')
         task = events[0].task
         assert task.status.state == S.TASK_STATE_COMPLETED
-        assert artifact_text(task) == f'echo[{task.context_id}]: old times'
+        assert proto_answer(task) == f'echo[{task.context_id}]: old times'
         posts = [r for r in agent.headers() if r['method'] == 'POST' and r['path'] == '/v03/']
         assert posts and posts[-1]['headers'].get('a2a-version') == '0.3'
 
@@ -181,7 +179,7 @@ def test_interrupted_then_continuation(agent, name, state, question, reply):
         second = await blocking_task(agent.agent(name), 'Paris', task=first)
         assert second.id == first.id
         assert second.status.state == S.TASK_STATE_COMPLETED
-        assert artifact_text(second) == f'{reply}[{first.context_id}]: Paris'
+        assert proto_answer(second) == f'{reply}[{first.context_id}]: Paris'
 
     asyncio.run(main())
 
@@ -190,17 +188,17 @@ def test_memory_keeps_context(agent):
     async def main():
         async with connect(agent.agent('memory'), streaming=False) as client:
             first = (await sdk_send(client, 'remember the milk'))[0].task
-            assert artifact_text(first) == 'ok, I will remember the milk'
+            assert proto_answer(first) == 'ok, I will remember the milk'
             same = (await sdk_send(client, 'recall', context_id=first.context_id))[0].task
             other = (await sdk_send(client, 'recall'))[0].task
         assert same.context_id == first.context_id and same.id != first.id
-        assert artifact_text(same) == 'you told me the milk'
-        assert artifact_text(other) == 'I remember nothing'
+        assert proto_answer(same) == 'you told me the milk'
+        assert proto_answer(other) == 'I remember nothing'
         login = await blocking_task(agent.agent('memory'), 'login')
         assert login.status.state == S.TASK_STATE_INPUT_REQUIRED
         assert texts(login.status.message.parts) == 'password?'
         done = await blocking_task(agent.agent('memory'), 'hunter2', task=login)
-        assert (done.status.state, artifact_text(done)) == (S.TASK_STATE_COMPLETED, 'logged in')
+        assert (done.status.state, proto_answer(done)) == (S.TASK_STATE_COMPLETED, 'logged in')
 
     asyncio.run(main())
 
@@ -239,7 +237,7 @@ def test_refuse_unknown_and_expired_context(agent):
                 await sdk_send(client, 'hi', context_id=str(uuid.uuid4()))
             issued = (await sdk_send(client, 'first'))[0].task
             again = (await sdk_send(client, 'second', context_id=issued.context_id))[0].task
-            assert artifact_text(again) == f'echo[{issued.context_id}]: second'
+            assert proto_answer(again) == f'echo[{issued.context_id}]: second'
             agent.expire()
             with pytest.raises(InvalidParamsError, match='unknown or expired context'):
                 await sdk_send(client, 'third', context_id=issued.context_id)
@@ -296,7 +294,7 @@ def test_stream_shapes(agent, name, expected):
         assert streamed_text(events) == expected
         assert events[-1].status_update.status.state == S.TASK_STATE_COMPLETED
         assert task.status.state == S.TASK_STATE_COMPLETED
-        assert artifact_text(task) == expected
+        assert proto_answer(task) == expected
 
     asyncio.run(main())
 
@@ -324,7 +322,7 @@ def test_stream_snapshot_sends_a_second_task(agent):
         tasks = [event.task for event in events if event.HasField('task')]
         assert len(tasks) == 2 and tasks[0].id == tasks[1].id
         assert tasks[1].status.state == S.TASK_STATE_COMPLETED
-        assert artifact_text(tasks[1]) == 'snapshot answer'
+        assert proto_answer(tasks[1]) == 'snapshot answer'
 
     asyncio.run(main())
 
@@ -340,7 +338,7 @@ def test_stream_gated_first_sentence_before_release(agent):
                     # the agent is parked at the gate: the stored task has only the first sentence
                     stored = await client.get_task(GetTaskRequest(id=event.artifact_update.task_id))
                     assert stored.status.state == S.TASK_STATE_WORKING
-                    assert artifact_text(stored) == 'First sentence. '
+                    assert proto_answer(stored) == 'First sentence. '
                     await asyncio.to_thread(agent.release)
         assert streamed_text(seen) == 'First sentence. Second sentence.'
         assert seen[-1].status_update.status.state == S.TASK_STATE_COMPLETED
@@ -378,7 +376,7 @@ def test_secure_needs_bearer(agent):
         with pytest.raises(A2AClientError, match='401'):
             await blocking_task(agent.agent('secure'), 'hi')
         task = await blocking_task(agent.agent('secure'), 'hi', headers={'Authorization': 'Bearer s3cret'})
-        assert artifact_text(task) == f'echo[{task.context_id}]: hi'
+        assert proto_answer(task) == f'echo[{task.context_id}]: hi'
         async with httpx.AsyncClient() as http:
             card = await A2ACardResolver(http, agent.agent('secure')).get_agent_card()
         assert card.security_schemes['bearer'].http_auth_security_scheme.scheme == 'bearer'
@@ -417,7 +415,7 @@ def test_foreign_and_redirect(agent_pair):
     a, b = agent_pair
     before = b.stats()['messages']['echo']
     task = asyncio.run(blocking_task(a.agent('foreign'), 'travel'))
-    assert artifact_text(task) == f'echo[{task.context_id}]: travel'
+    assert proto_answer(task) == f'echo[{task.context_id}]: travel'
     assert b.stats()['messages']['echo'] == before + 1
     response = httpx.get(a.agent('redirect') + '/.well-known/agent-card.json', timeout=10)
     assert response.status_code == 307

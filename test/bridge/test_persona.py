@@ -12,10 +12,10 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from ovos_a2a_solver import A2AClient, AgentTaskError
 
 from support.bridge_process import BridgeProcess, BridgeStartError
-from support.network import free_port
 from support.bridge_rpc import get_task, message, send, state, status_text, task_of
+from support.network import free_port
 from support.no_brain import NO_BRAIN_LINES
-from support.personas import relay_persona
+from support.personas import relay_bridge
 
 
 FALLBACK_STARTS = ("I can not look that up", "I see. I only know a little small talk")
@@ -61,12 +61,6 @@ def test_a_persona_file_with_malformed_skills_is_refused_in_one_line(tmp_path, s
     with pytest.raises(BridgeStartError) as refused:
         BridgeProcess("--persona", str(persona), backend="persona").stop()
     assert refused.value.returncode == 2 and f"persona 'chef': {said}" in refused.value.stderr, refused.value.stderr
-
-
-def relay_bridge(directory, agent_url: str) -> BridgeProcess:
-    """The bridge serving a persona whose only handler is this plugin, pointed at ``agent_url``."""
-    return BridgeProcess("--persona", str(relay_persona(directory, agent_url)), backend="persona",
-                         env={"XDG_STATE_HOME": str(directory / "bridge-xdg")})
 
 
 def test_a_persona_relaying_to_another_agent_passes_questions_through(agent, private_state, tmp_path):

@@ -2,7 +2,6 @@
 whoever comes first, as a compose file or an orchestrator starts them (and as --workers does)."""
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 import uuid
@@ -11,20 +10,12 @@ import pytest
 
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import answer, message, send, task_of
-from support.postgres import new_database as fresh_database, run_statement
+from support.postgres import new_database, run_statement
 
 POSTGRES = os.environ.get("OVOS_A2A_TEST_POSTGRES")
 pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
                                 reason="set OVOS_A2A_TEST_POSTGRES to a database URL")
 TRIES = 2
-
-
-@contextlib.contextmanager
-def new_database():
-    """The URL of a new, empty database (dropped afterwards)."""
-    assert POSTGRES, "CI must provide OVOS_A2A_TEST_POSTGRES (see .ci/run)"
-    with fresh_database(POSTGRES) as url:
-        yield url
 
 
 def start_together(*argvs: tuple[str, ...]) -> list[BridgeProcess | BaseException]:

@@ -15,7 +15,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import HEADERS, grpc_client, message, state, task_of
-from support.personas import relay_persona
+from support.personas import relay_bridge, relay_persona
 from support.waiting import wait_until
 
 
@@ -43,14 +43,9 @@ def spans_of(bridge: BridgeProcess) -> list[dict]:
     return [json.loads(text) for text in re.findall(r"^\{\n.*?^\}$", bridge.stdout_text(), re.S | re.M)]
 
 
-def relay_bridge(tmp_path, agent, *args: str, env: dict | None = None) -> BridgeProcess:
-    return BridgeProcess("--persona", str(relay_persona(tmp_path, agent.agent("echo"))), *args, backend="persona",
-                         env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg"), **(env or {})})
-
-
 def test_the_callers_traceparent_reaches_the_remote_agent_as_it_came(agent, private_state, tmp_path):
     parent, trace_id = traceparent()
-    with relay_bridge(tmp_path, agent) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo")) as bridge:
         task = ask_through_the_relay(bridge, parent)
     assert state(task) == "TASK_STATE_COMPLETED", task
     seen = seen_by_the_agent(agent, trace_id)
@@ -81,7 +76,7 @@ def test_over_grpc_in_and_out_the_trace_goes_on(agent, private_state, tmp_path):
 
 def test_a_malformed_traceparent_is_not_sent_on(agent, private_state, tmp_path):
     trace_id = secrets.token_hex(16)
-    with relay_bridge(tmp_path, agent) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo")) as bridge:
         assert state(ask_through_the_relay(bridge, f"00-{trace_id}-{'0' * 16}-01")) == "TASK_STATE_COMPLETED"
     assert seen_by_the_agent(agent, trace_id) == []
 
@@ -90,7 +85,7 @@ def test_with_tracing_the_turn_is_a_span_of_the_callers_trace(agent, private_sta
     parent, trace_id = traceparent()
     env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "bridge-under-test",
            "OTEL_BSP_SCHEDULE_DELAY": "50"}  # exported every 50 ms (printed on stdout)
-    with relay_bridge(tmp_path, agent, "--tracing", env=env) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo"), "--tracing", env=env) as bridge:
         assert state(ask_through_the_relay(bridge, parent)) == "TASK_STATE_COMPLETED"
         ours = wait_until(lambda: [span for span in spans_of(bridge) if span["context"]["trace_id"] == "0x" + trace_id],
                           "the spans of the trace to be exported",
@@ -110,7 +105,7 @@ def test_a_traceparent_of_a_later_version_goes_on_by_its_first_fields(agent, pri
     """W3C Trace Context §3.2.4: a version after 00 is read by its first four fields (what follows
     them begins with ``-``), and goes on as version 00; a version-00 header with more is invalid."""
     trace_id, parent_id = secrets.token_hex(16), secrets.token_hex(8)
-    with relay_bridge(tmp_path, agent) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo")) as bridge:
         task = ask_through_the_relay(bridge, f"cc-{trace_id}-{parent_id}-01-what-comes-later")
         assert state(task) == "TASK_STATE_COMPLETED", task
     seen = seen_by_the_agent(agent, trace_id)
@@ -121,7 +116,7 @@ def test_a_traceparent_of_a_later_version_goes_on_by_its_first_fields(agent, pri
 def test_a_tracestate_that_is_no_valid_list_is_not_sent_on(agent, private_state, tmp_path):
     """An anonymous caller's ``tracestate`` reaches third-party agents only as a valid W3C list:
     any printable text (a forged log line, a long blob) is dropped, the traceparent still goes on."""
-    with relay_bridge(tmp_path, agent) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo")) as bridge:
         for state_text in ("not a list at all", "a=1,a=2", "x" * 500, "k=" + "v" * 300, "key=va\x7flue"):
             parent, trace_id = traceparent()
             body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}}

@@ -19,11 +19,11 @@ import pytest
 from ovos_bus_client.message import Message as BusMessage
 from ovos_bus_client.session import Session
 from ovos_persona import Persona, PersonaService
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 from ovos_utils.fakebus import FakeBus
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient, NoAnswerError
+from ovos_a2a_solver import A2AClient, NoAnswerError
 from support import REPO_ROOT
+from support.chat import chat_engine, user
 from support.cli_run import Cli
 
 STATUS_ANSWER = "The answer is forty-two. Have a nice day."
@@ -31,14 +31,6 @@ SCHEMA_QUESTION = "Which city do you mean?"
 EXAMPLES = REPO_ROOT / "persona_examples"
 
 pytestmark = pytest.mark.usefixtures("private_state")  # every test has its own XDG state directory
-
-
-def user(text):
-    return [AgentMessage(role=MessageRole.USER, content=text)]
-
-
-def engine_of(url, tmp_path, streaming=True):
-    return A2AChatEngine({"agent_url": url, "streaming": streaming, "state_file": str(tmp_path / "c.json")})
 
 
 def persona_config(agent_url):
@@ -80,7 +72,7 @@ def test_an_answer_only_in_the_tasks_history_is_said_once_however_it_is_asked(ag
         assert blocking.send_task("go") == STATUS_ANSWER
         assert "".join(blocking.stream_task("go", blocking=True)) == STATUS_ANSWER
         assert streaming.send_task("go") == STATUS_ANSWER
-    assert list(engine_of(url, tmp_path).stream_sentences(user("go"))) == ["The answer is forty-two.",
+    assert list(chat_engine(url, tmp_path, streaming=True).stream_sentences(user("go"))) == ["The answer is forty-two.",
                                                                             "Have a nice day."]
     persona = Persona("remote agent", persona_config(url))
     assert persona.chat(user("go"), Session("kitchen")) == STATUS_ANSWER
@@ -112,7 +104,7 @@ def test_a_task_completed_without_a_word_is_an_error_not_silence(agent, tmp_path
             list(client.stream_sentences("go", session_id="s"))
         with pytest.raises(NoAnswerError):
             list(client.stream_task("go", session_id="s"))
-    engine = engine_of(agent.agent("wordless"), tmp_path, streaming)
+    engine = chat_engine(agent.agent("wordless"), tmp_path, streaming=streaming)
     with pytest.raises(NoAnswerError):
         engine.continue_chat(user("go"), session_id="s")
 
@@ -150,7 +142,7 @@ def test_send_says_in_one_line_that_the_agent_gave_no_answer_and_fails(agent, tm
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 def test_a_question_with_its_schema_beside_it_is_said_without_the_data(agent, tmp_path, streaming):
-    engine = engine_of(agent.agent("schema-question"), tmp_path, streaming)
+    engine = chat_engine(agent.agent("schema-question"), tmp_path, streaming=streaming)
     assert list(engine.stream_sentences(user("weather"), session_id="s")) == [SCHEMA_QUESTION]
     assert engine.continue_chat(user("weather"), session_id="t").content == SCHEMA_QUESTION
     with A2AClient(agent.agent("schema-question"), streaming=streaming) as client:

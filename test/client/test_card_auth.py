@@ -170,16 +170,12 @@ def test_a_card_derived_credential_is_not_sent_to_a_foreign_interface(agent_pair
     assert b.headers()[-1]["headers"].get("x-agent-key") == "k-123"
 
 
-def grpc_calls(agent) -> list[dict]:
-    return [h for h in agent.headers() if h["method"] == "GRPC"]
-
-
 def test_oauth2_over_grpc_only_to_a_trusted_origin_and_renewed_after_unauthenticated(agent):
     agent.clear_headers()
     before = len(token_requests(agent))
     with A2AClient(agent.agent("grpc-oauth"), credentials=OAUTH) as client:  # the gRPC origin is not the agent's
         assert echoed(client.send_task("anonymous")) == "anonymous"
-    assert grpc_calls(agent) and all("authorization" not in c["headers"] for c in grpc_calls(agent))
+    assert agent.grpc_calls() and all("authorization" not in c["headers"] for c in agent.grpc_calls())
     assert len(token_requests(agent)) == before  # no token either: nowhere to send it
 
     agent.clear_headers()
@@ -194,7 +190,7 @@ def test_oauth2_over_grpc_only_to_a_trusted_origin_and_renewed_after_unauthentic
             "".join(client.stream_task("four"))  # a stream is not sent twice; its token is dropped
         assert echoed("".join(client.stream_task("five"))) == "five"
     second, third = agent.tokens()["issued"][-2:]
-    sent = [c["headers"].get("authorization") for c in grpc_calls(agent)]
+    sent = [c["headers"].get("authorization") for c in agent.grpc_calls()]
     assert sent == [f"Bearer {first}"] * 2 + [f"Bearer {first}", f"Bearer {second}", f"Bearer {second}",
                                               f"Bearer {third}"]
     assert len(token_requests(agent)) - before == 3

@@ -9,13 +9,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore
 
-
-def context_of(answer):
-    return answer[answer.index("[") + 1:answer.index("]")]
-
-
-def user(text):
-    return AgentMessage(role=MessageRole.USER, content=text)
+from support.chat import context_of, user, from_user
 
 
 def test_first_message_goes_without_context_and_the_agents_value_is_kept(agent):
@@ -42,8 +36,8 @@ def test_without_a_session_each_call_is_its_own_conversation(agent):
 
 def test_only_the_newest_user_message_is_sent(agent, tmp_path):
     engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(tmp_path / "c.json")})
-    history = [AgentMessage(role=MessageRole.SYSTEM, content="be nice"), user("first question"),
-               AgentMessage(role=MessageRole.ASSISTANT, content="first answer"), user("second question")]
+    history = [AgentMessage(role=MessageRole.SYSTEM, content="be nice"), from_user("first question"),
+               AgentMessage(role=MessageRole.ASSISTANT, content="first answer"), from_user("second question")]
     answer = engine.continue_chat(history, session_id="s")
     assert answer.role == MessageRole.ASSISTANT
     assert answer.content.endswith("]: second question")
@@ -53,10 +47,10 @@ def test_two_engines_on_one_device_with_different_namespaces_do_not_collide(agen
     state = str(tmp_path / "c.json")
     one = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": state, "namespace": "one"})
     two = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": state, "namespace": "two"})
-    a = one.continue_chat([user("a")], session_id="default").content
-    b = two.continue_chat([user("b")], session_id="default").content
+    a = one.continue_chat(user("a"), session_id="default").content
+    b = two.continue_chat(user("b"), session_id="default").content
     assert context_of(a) != context_of(b)
-    assert context_of(one.continue_chat([user("c")], session_id="default").content) == context_of(a)
+    assert context_of(one.continue_chat(user("c"), session_id="default").content) == context_of(a)
 
 
 def test_the_same_session_continues_after_a_process_restart(agent, tmp_path):
@@ -227,8 +221,8 @@ def assistant(text):
 
 
 @pytest.mark.parametrize("messages", [
-    [user("hello"), assistant("echo: hello")],
-    [user("hello"), assistant("echo: hello"), user("   ")],
+    [from_user("hello"), assistant("echo: hello")],
+    [from_user("hello"), assistant("echo: hello"), from_user("   ")],
     [],
 ], ids=["answered", "blank-after-answer", "no-messages"])
 def test_nothing_to_answer_gives_nothing_and_does_not_call_the_agent(agent, tmp_path, messages):
@@ -239,15 +233,15 @@ def test_nothing_to_answer_gives_nothing_and_does_not_call_the_agent(agent, tmp_
     assert list(engine.stream_sentences(messages, session_id="s")) == []
     assert agent.stats()["messages"]["echo"] == before
     # a new question after the answer is sent as usual
-    answer = engine.continue_chat(messages + [user("again")], session_id="s").content
+    answer = engine.continue_chat(messages + user("again"), session_id="s").content
     assert answer.endswith(": again") and agent.stats()["messages"]["echo"] == before + 1
 
 
 def test_an_unwritable_conversation_map_is_kept_in_memory_and_the_answer_returned(agent, caplog):
     engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": "/proc/ovos-a2a/conversations.json"})
     with caplog.at_level("WARNING", logger="ovos_a2a_solver"):
-        first = engine.continue_chat([user("one")], session_id="s").content
-        second = engine.continue_chat([user("two")], session_id="s").content
+        first = engine.continue_chat(user("one"), session_id="s").content
+        second = engine.continue_chat(user("two"), session_id="s").content
     assert first.endswith(": one") and second.endswith(": two")
     assert context_of(second) == context_of(first)  # the session goes on, in memory
     warnings = [r for r in caplog.records if "cannot write conversation file" in r.getMessage()]
@@ -258,8 +252,8 @@ def test_a_conversation_file_nested_too_deep_is_moved_aside(agent, tmp_path, cap
     path = tmp_path / "c.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     engine = A2AChatEngine({"agent_url": agent.agent("echo"), "state_file": str(path)})
-    first = engine.continue_chat([user("one")], session_id="s").content
-    second = engine.continue_chat([user("two")], session_id="s").content
+    first = engine.continue_chat(user("one"), session_id="s").content
+    second = engine.continue_chat(user("two"), session_id="s").content
     assert context_of(second) == context_of(first)
     assert "unreadable" in caplog.text
     (aside,) = [p for p in tmp_path.iterdir() if p.name.startswith("c.json.corrupt-")]
@@ -268,7 +262,7 @@ def test_a_conversation_file_nested_too_deep_is_moved_aside(agent, tmp_path, cap
 
 def test_the_users_language_travels_in_the_message_metadata(agent, tmp_path):
     engine = A2AChatEngine({"agent_url": agent.agent("metadata"), "state_file": str(tmp_path / "c.json")})
-    assert engine.continue_chat([user("hola")], session_id="s", lang="es-ES").content == '{"lang": "es-ES"}'
-    assert "".join(engine.stream_tokens([user("bonjour")], session_id="s", lang="fr-FR")) == '{"lang": "fr-FR"}'
-    assert list(engine.stream_sentences([user("hallo")], session_id="s", lang="de-DE")) == ['{"lang": "de-DE"}']
-    assert engine.continue_chat([user("hi")], session_id="s").content == "{}"
+    assert engine.continue_chat(user("hola"), session_id="s", lang="es-ES").content == '{"lang": "es-ES"}'
+    assert "".join(engine.stream_tokens(user("bonjour"), session_id="s", lang="fr-FR")) == '{"lang": "fr-FR"}'
+    assert list(engine.stream_sentences(user("hallo"), session_id="s", lang="de-DE")) == ['{"lang": "de-DE"}']
+    assert engine.continue_chat(user("hi"), session_id="s").content == "{}"

@@ -67,15 +67,11 @@ def test_origins_normalise_default_ports(url, origin):
     assert origin_of(url) == origin
 
 
-def grpc_calls(agent):
-    return [h for h in agent.headers() if h["method"] == "GRPC"]
-
-
 def test_a_grpc_interface_on_another_origin_gets_no_credential(agent):
     agent.clear_headers()
     with A2AClient(agent.agent("grpc-only"), auth_header="Bearer s3cret") as client:
         assert ECHO_HELLO.fullmatch(client.send_task("hello"))
-    calls = grpc_calls(agent)
+    calls = agent.grpc_calls()
     assert calls and all("authorization" not in c["headers"] for c in calls)
 
 
@@ -85,5 +81,5 @@ def test_a_trusted_grpc_origin_gets_the_credential_as_metadata(agent):
                    streaming=True) as client:
         assert client.send_task("hello").startswith("echo[")
         assert "".join(client.stream_task("again")).startswith("echo[")
-    calls = grpc_calls(agent)
+    calls = agent.grpc_calls()
     assert len(calls) == 2 and all(c["headers"].get("authorization") == "Bearer s3cret" for c in calls)

@@ -1,23 +1,19 @@
 """A task that outlives its turn: the persona says so in one line, the task stays bound to
 the session, and the session's next utterance first delivers the finished answer."""
 import pytest
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, StillWorkingError
 from ovos_a2a_solver._defaults import DEFAULT_STILL_WORKING, DEFAULT_STILL_WORKING_ANNOUNCED
 
+from support.chat import chat_engine, user
 from support.waiting import wait_until
 
 LINE = "Still on it; I will tell you later."
 
 
-def user(text):
-    return [AgentMessage(role=MessageRole.USER, content=text)]
-
-
-def engine_for(agent, name, tmp_path, **config):
-    return A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json"), "timeout": 1,
-                          "streaming": True, **config})
+def quick_engine(agent, name, tmp_path, **config):
+    """A streaming engine for ``agent``'s agent ``name`` that waits 1 s for an answer."""
+    return chat_engine(agent.agent(name), tmp_path, **{"timeout": 1, "streaming": True, **config})
 
 
 def settled(engine, task_id, state):
@@ -26,7 +22,7 @@ def settled(engine, task_id, state):
 
 
 def test_a_task_past_the_deadline_is_announced_in_one_line_and_answered_before_the_next(agent, tmp_path):
-    engine = engine_for(agent, "echo", tmp_path, still_working=LINE)
+    engine = quick_engine(agent, "echo", tmp_path, still_working=LINE)
     spoken = list(engine.stream_sentences(user("sleep:2"), session_id="s"))
     assert spoken == [LINE]
     pending = engine.client.conversation("s").pending_task_id
@@ -42,7 +38,7 @@ def test_a_task_past_the_deadline_is_announced_in_one_line_and_answered_before_t
 
 @pytest.mark.parametrize("way", ["continue_chat", "stream_tokens"])
 def test_every_way_of_asking_says_the_line_and_delivers_the_answer_later(agent, tmp_path, way):
-    engine = engine_for(agent, "echo", tmp_path)
+    engine = quick_engine(agent, "echo", tmp_path)
 
     def ask(text):
         if way == "continue_chat":
@@ -56,7 +52,7 @@ def test_every_way_of_asking_says_the_line_and_delivers_the_answer_later(agent, 
 
 
 def test_a_task_still_working_at_the_next_utterance_stays_bound(agent, tmp_path):
-    engine = engine_for(agent, "echo", tmp_path)
+    engine = quick_engine(agent, "echo", tmp_path)
     with pytest.raises(StillWorkingError) as caught:
         engine.client.send_task("sleep:3", session_id="s")
     task_id = caught.value.task_id
@@ -68,7 +64,7 @@ def test_a_task_still_working_at_the_next_utterance_stays_bound(agent, tmp_path)
 
 
 def test_a_task_that_then_asks_a_question_says_it_and_takes_the_answer(agent, tmp_path):
-    engine = engine_for(agent, "ask", tmp_path)
+    engine = quick_engine(agent, "ask", tmp_path)
     assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
     task_id = engine.client.conversation("s").pending_task_id
     settled(engine, task_id, 6)  # TASK_STATE_INPUT_REQUIRED
@@ -79,7 +75,7 @@ def test_a_task_that_then_asks_a_question_says_it_and_takes_the_answer(agent, tm
 
 
 def test_a_task_the_agent_lost_is_let_go(agent, tmp_path):
-    engine = engine_for(agent, "echo", tmp_path)
+    engine = quick_engine(agent, "echo", tmp_path)
     with pytest.raises(StillWorkingError):
         engine.client.send_task("sleep:2", session_id="s")
     agent.forget()  # the agent restarted without its tasks
@@ -113,7 +109,7 @@ def messagebus(tmp_path_factory):
 
     from ovos_bus_client import MessageBusClient
 
-    from support.agent_process import free_port
+    from support.network import free_port
 
     home = tmp_path_factory.mktemp("bus")
     port = free_port()
@@ -139,7 +135,7 @@ def messagebus(tmp_path_factory):
 
 def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
     bus, spoken = messagebus
-    engine = engine_for(agent, "echo", tmp_path, messagebus=bus)
+    engine = quick_engine(agent, "echo", tmp_path, messagebus=bus)
     assert engine.warmed_up.wait(15), "the engine did not warm up"  # which connected the messagebus
     answer = engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content
     assert answer == DEFAULT_STILL_WORKING_ANNOUNCED  # not "next time you talk to me": it is announced
@@ -155,7 +151,7 @@ def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, 
 
 def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
     bus, spoken = messagebus
-    engine = engine_for(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
+    engine = quick_engine(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
     engine.continue_chat(user("sleep:2"), session_id="porch-ask")
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch-ask"],
                       "the question to be said on the messagebus")
@@ -174,7 +170,7 @@ def test_a_question_reopens_the_microphone_on_the_configured_messagebus_once_sai
     assert audio.connected_event.wait(30), "the messagebus did not accept a connection"
     listened = []
     audio.on("mycroft.mic.listen", lambda m: listened.append(m.context["session"]["session_id"]))
-    engine = engine_for(agent, "ask", tmp_path, messagebus=bus, timeout=10)
+    engine = quick_engine(agent, "ask", tmp_path, messagebus=bus, timeout=10)
     try:
         assert list(engine.stream_sentences(user("weather"), session_id="den")) == ["which city?"]
         audio.emit(Message("recognizer_loop:audio_output_end", {}, {"session": {"session_id": "den"}}))
@@ -186,7 +182,7 @@ def test_a_question_reopens_the_microphone_on_the_configured_messagebus_once_sai
 
 def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):
     bus, spoken = messagebus
-    engine = engine_for(agent, "echo", tmp_path, messagebus=bus, announce=False)
+    engine = quick_engine(agent, "echo", tmp_path, messagebus=bus, announce=False)
     assert engine.continue_chat(user("sleep:1"), session_id="hall").content == DEFAULT_STILL_WORKING
     task_id = engine.client.conversation("hall").pending_task_id
     settled(engine, task_id, 3)
@@ -197,7 +193,7 @@ def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_pat
 
 @pytest.mark.parametrize("turn", ["first", "later"])
 def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path, turn):
-    engine = engine_for(agent, "echo", tmp_path, streaming=False, announce=False)
+    engine = quick_engine(agent, "echo", tmp_path, streaming=False, announce=False)
     if turn == "later":
         engine.continue_chat(user("hello"), session_id="s")
     assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
@@ -219,7 +215,7 @@ def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path
 
 def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_path, messagebus):
     bus, spoken = messagebus
-    engine = engine_for(agent, "echo", tmp_path, streaming=False, messagebus=bus)
+    engine = quick_engine(agent, "echo", tmp_path, streaming=False, messagebus=bus)
     assert engine.warmed_up.wait(15), "the engine did not warm up"
     assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING_ANNOUNCED
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch"],
@@ -231,7 +227,7 @@ def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_pa
 def test_waiting_for_an_answer_ends_when_the_client_closes(agent, tmp_path):
     import threading
 
-    engine = engine_for(agent, "echo", tmp_path, announce=False)
+    engine = quick_engine(agent, "echo", tmp_path, announce=False)
     client = engine.client
     with pytest.raises(StillWorkingError) as caught:
         client.send_task("sleep:30", session_id="s")

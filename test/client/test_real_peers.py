@@ -7,19 +7,12 @@ scripted test agent (test/support/bent_wire.py), and the client reads it there.
   submitted.
 """
 import pytest
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient, StillWorkingError
+from ovos_a2a_solver import A2AClient, StillWorkingError
+
+from support.chat import chat_engine, user
 
 CHUNKS = ["Hello there. ", "How are ", "you today? ", "Fine."]
-
-
-def user(text):
-    return [AgentMessage(role=MessageRole.USER, content=text)]
-
-
-def engine_of(url, tmp_path, streaming=True):
-    return A2AChatEngine({"agent_url": url, "streaming": streaming, "state_file": str(tmp_path / "c.json")})
 
 
 class Calls:
@@ -42,7 +35,7 @@ def test_a_stream_of_03_events_on_a_10_stream_is_read_as_it_arrives(agent, tmp_p
     with A2AClient(agent.agent("langgraph"), streaming=True) as client:
         assert list(client.stream_task("go", session_id="s")) == CHUNKS
         assert client.send_task("go") == "".join(CHUNKS)
-    engine = engine_of(agent.agent("langgraph"), tmp_path)
+    engine = chat_engine(agent.agent("langgraph"), tmp_path, streaming=True)
     assert list(engine.stream_sentences(user("go"), session_id="s")) == ["Hello there.", "How are you today?",
                                                                          "Fine."]
     assert calls.new() == ["SendStreamingMessage"] * 3  # read from the stream itself, nothing sent again
@@ -56,7 +49,7 @@ def test_a_stream_nobody_can_read_falls_back_to_a_blocking_send_and_later_turns_
         assert "".join(client.stream_task("again", session_id="s")) == "".join(CHUNKS)
         assert client.send_task("and again", session_id="s") == "".join(CHUNKS)
         assert calls.new() == ["SendMessage", "SendMessage"]
-    engine = engine_of(agent.agent("langgraph-garbled"), tmp_path)
+    engine = chat_engine(agent.agent("langgraph-garbled"), tmp_path, streaming=True)
     assert list(engine.stream_sentences(user("go"), session_id="s")) == ["Hello there.", "How are you today?",
                                                                          "Fine."]
     assert calls.new() == ["SendStreamingMessage", "SendMessage"]
@@ -66,7 +59,7 @@ def test_a_stream_nobody_can_read_falls_back_to_a_blocking_send_and_later_turns_
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
 def test_a_question_carried_only_as_data_is_asked_as_the_question(agent, tmp_path, streaming):
-    engine = engine_of(agent.agent("data-question"), tmp_path, streaming)
+    engine = chat_engine(agent.agent("data-question"), tmp_path, streaming=streaming)
     assert list(engine.stream_sentences(user("weather"), session_id="s")) == ["which city?"]
     assert engine.continue_chat(user("weather"), session_id="t").content == "which city?"
     with A2AClient(agent.agent("data-question"), streaming=streaming) as client:
@@ -96,7 +89,7 @@ def test_timestamps_without_a_zone_and_an_early_blocking_answer_still_give_the_a
 
 @pytest.mark.parametrize("name", ["fasta2a-stream", "fasta2a-stream-rest", "fasta2a-stream-v03"])
 def test_streamed_events_with_timestamps_without_a_zone_are_spoken(agent, tmp_path, name):
-    engine = engine_of(agent.agent(name), tmp_path)
+    engine = chat_engine(agent.agent(name), tmp_path, streaming=True)
     said = list(engine.stream_sentences(user("hi"), session_id="s"))
     assert len(said) == 1 and said[0].startswith("echo[") and said[0].endswith("]: hi"), said
 

@@ -61,7 +61,7 @@ def short_sentences(size: int) -> str:
     return "".join(text)[:size]
 
 
-def cpu_seconds(work, text: str, runs: int = 5) -> float:
+def least_thread_cpu_seconds(work, text: str, runs: int = 5) -> float:
     """The least CPU time of this thread over ``runs`` (other processes do not count)."""
     best = float("inf")
     for _ in range(runs):
@@ -76,8 +76,8 @@ def cpu_ratio(work, large: str, small: str, runs: int = 7) -> float:
     ``runs``, taken in turns, so that a busy moment of the machine slows both sizes alike."""
     best_large = best_small = float("inf")
     for _ in range(runs):
-        best_large = min(best_large, cpu_seconds(work, large, runs=1))
-        best_small = min(best_small, cpu_seconds(work, small, runs=1))
+        best_large = min(best_large, least_thread_cpu_seconds(work, large, runs=1))
+        best_small = min(best_small, least_thread_cpu_seconds(work, small, runs=1))
     return best_large / best_small
 
 

@@ -4,30 +4,22 @@ import signal
 import threading
 
 import pytest
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient
+from ovos_a2a_solver import A2AClient
 
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
+from support.chat import chat_engine, user
 from support.personas import relay_persona
 from support.waiting import wait_until
-
-
-def user(text):
-    return [AgentMessage(role=MessageRole.USER, content=text)]
 
 
 def cancels(agent, name):
     return agent.stats()["cancels"][name]
 
 
-def engine_for(agent, name, tmp_path):
-    return A2AChatEngine({"agent_url": agent.agent(name), "state_file": str(tmp_path / "c.json")})
-
-
 def test_a_stream_closed_early_cancels_the_agents_task(agent, tmp_path):
-    engine = engine_for(agent, "drip", tmp_path)
+    engine = chat_engine(agent.agent("drip"), tmp_path)
     before = cancels(agent, "drip")
     updates = []
     sentences = engine.client.stream_sentences("go", session_id="s", on_update=updates.append)
@@ -44,7 +36,7 @@ def test_a_stream_closed_early_cancels_the_agents_task(agent, tmp_path):
 
 
 def test_stop_ends_the_turn_and_cancels_the_task(agent, tmp_path):
-    engine = engine_for(agent, "drip", tmp_path)
+    engine = chat_engine(agent.agent("drip"), tmp_path)
     before = cancels(agent, "drip")
     stream = engine.stream_sentences(user("go"), session_id="s")
     assert next(stream) == "drop 0."
@@ -58,7 +50,7 @@ def test_stop_ends_the_turn_and_cancels_the_task(agent, tmp_path):
 
 
 def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):
-    engine = engine_for(agent, "echo", tmp_path)
+    engine = chat_engine(agent.agent("echo"), tmp_path)
     assert engine.stop() is True
     engine.continue_chat(user("hello"), session_id="s")
     before = cancels(agent, "echo")
@@ -67,7 +59,7 @@ def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):
 
 
 def test_an_agent_that_refuses_to_cancel_is_reported(agent, tmp_path, caplog):
-    engine = engine_for(agent, "stubborn", tmp_path)
+    engine = chat_engine(agent.agent("stubborn"), tmp_path)
     stream = engine.stream_sentences(user("go"), session_id="s")
     assert next(stream) == "drop 0."
     stopped = []

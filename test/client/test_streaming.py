@@ -3,13 +3,10 @@ import asyncio
 import threading
 
 import pytest
-from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, AsyncA2AClient
 
-
-def user(text):
-    return [AgentMessage(role=MessageRole.USER, content=text)]
+from support.chat import user
 
 
 @pytest.mark.parametrize("name, expected", [

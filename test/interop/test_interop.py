@@ -8,6 +8,7 @@ from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver import A2AClient
 
+from support.chat import context_of
 from support.interop import LegacyAgentProcess, PersonaServerProcess
 
 LEGACY_TIMEOUT = pytest.mark.timeout(900)  # the first run builds the 0.3 venv
@@ -17,10 +18,6 @@ LEGACY_TIMEOUT = pytest.mark.timeout(900)  # the first run builds the 0.3 venv
 def legacy():
     with LegacyAgentProcess() as process:
         yield process
-
-
-def context_of(answer):
-    return answer[answer.index("[") + 1:answer.index("]")]
 
 
 @LEGACY_TIMEOUT

@@ -128,6 +128,10 @@ class AgentProcess:
     def headers(self) -> list[dict]:
         return self._admin('GET', 'headers')
 
+    def grpc_calls(self) -> list[dict]:
+        """The calls of :meth:`headers` that came over gRPC."""
+        return [h for h in self.headers() if h['method'] == 'GRPC']
+
     def clear_headers(self) -> None:
         self._admin('DELETE', 'headers')
 

@@ -1,11 +1,14 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """Persona files that tests write: the relay persona, whose only handler is this package's
-plugin, pointed at another A2A agent."""
+plugin, pointed at another A2A agent; and the bridge that serves it."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping, Optional
+
+from support.bridge_process import BridgeProcess
 
 
 def relay_persona(directory: Path, agent_url: str, timeout: float = 20) -> Path:
@@ -15,3 +18,12 @@ def relay_persona(directory: Path, agent_url: str, timeout: float = 20) -> Path:
     persona.write_text(json.dumps({"name": "relay", "handlers": ["ovos-a2a-solver"],
                                    "ovos-a2a-solver": {"agent_url": agent_url, "timeout": timeout}}))
     return persona
+
+
+def relay_bridge(directory: Path, agent_url: str, *args: str,
+                 env: Optional[Mapping[str, str]] = None) -> BridgeProcess:
+    """The bridge (not yet started: use it in a ``with``) serving :func:`relay_persona` pointed
+    at ``agent_url``, with ``args`` on its command line; its persona's state in ``directory``,
+    ``env`` added to its environment."""
+    return BridgeProcess("--persona", str(relay_persona(directory, agent_url)), *args, backend="persona",
+                         env={"XDG_STATE_HOME": str(Path(directory) / "bridge-xdg"), **(env or {})})

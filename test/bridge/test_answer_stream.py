@@ -38,14 +38,15 @@ def text_of(parts: list[dict]) -> str:
 
 
 @pytest.fixture(scope="module")
-def bridge():
+def heartbeat_bridge():
+    """A bridge (echo backend) that sends a heartbeat each second."""
     with BridgeProcess("--heartbeat", "1") as process:
         yield process
 
 
 @PACES
-def test_every_kind_of_client_reads_the_answer_once(bridge, pace):
-    events = [e for _, e in timed_stream(bridge.url, pace)]
+def test_every_kind_of_client_reads_the_answer_once(heartbeat_bridge, pace):
+    events = [e for _, e in timed_stream(heartbeat_bridge.url, pace)]
     updates = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
     assert artifact_text(updates) == WHOLE  # append honoured
     assert "".join(text_of(u["artifact"]["parts"]) for u in updates) == WHOLE  # append ignored
@@ -57,32 +58,32 @@ def test_every_kind_of_client_reads_the_answer_once(bridge, pace):
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == "TASK_STATE_COMPLETED"
     assert text_of(final["message"]["parts"]) == WHOLE and final["message"]["metadata"] == {"repeats": "answer"}
-    stored = rpc(bridge.url, "GetTask", {"id": events[0]["task"]["id"]})["result"]
+    stored = rpc(heartbeat_bridge.url, "GetTask", {"id": events[0]["task"]["id"]})["result"]
     assert text_of(stored["artifacts"][0]["parts"]) == WHOLE
 
 
-def test_no_note_is_a_message(bridge):
+def test_no_note_is_a_message(heartbeat_bridge):
     """"Message accepted" and the heartbeats are metadata: a client that reads status texts
     or the history reads no note as the answer."""
-    events = [e for _, e in timed_stream(bridge.url, "slow:1.5")]  # a heartbeat comes each second
+    events = [e for _, e in timed_stream(heartbeat_bridge.url, "slow:1.5")]  # a heartbeat comes each second
     working = [e["statusUpdate"] for e in events
                if "statusUpdate" in e and e["statusUpdate"]["status"]["state"] == "TASK_STATE_WORKING"]
     assert working[0]["metadata"] == {"note": "Message accepted; the persona is working on it."}
     assert any("heartbeat" in s.get("metadata", {}) for s in working)
     assert not [s for s in working if "message" in s["status"]], working
-    stored = rpc(bridge.url, "GetTask", {"id": events[0]["task"]["id"]})["result"]
+    stored = rpc(heartbeat_bridge.url, "GetTask", {"id": events[0]["task"]["id"]})["result"]
     assert [m["role"] for m in stored["history"]] == ["ROLE_USER"]
 
 
-def test_a_sentence_goes_out_as_soon_as_it_is_said(bridge):
-    events = timed_stream(bridge.url, "slow:1")  # a sentence every second
+def test_a_sentence_goes_out_as_soon_as_it_is_said(heartbeat_bridge):
+    events = timed_stream(heartbeat_bridge.url, "slow:1")  # a sentence every second
     updates = [(at, e["artifactUpdate"]) for at, e in events if "artifactUpdate" in e]
     assert updates[0][0] < 0.75, f"the first sentence waited for the second: {updates[0][0]:.2f} s"
     assert artifact_text([u for _, u in updates]) == WHOLE
 
 
-def test_the_plugin_hears_a_slow_persona_sentence_by_sentence_without_repeats(bridge):
-    with A2AClient(bridge.url, streaming=True) as client:
+def test_the_plugin_hears_a_slow_persona_sentence_by_sentence_without_repeats(heartbeat_bridge):
+    with A2AClient(heartbeat_bridge.url, streaming=True) as client:
         started, heard = time.monotonic(), []
         for sentence in client.stream_sentences("slow:1", session_id="s"):
             heard.append((time.monotonic() - started, sentence.strip()))
@@ -91,8 +92,8 @@ def test_the_plugin_hears_a_slow_persona_sentence_by_sentence_without_repeats(br
 
 
 @PACES
-def test_the_plugin_reads_the_answer_once(bridge, pace):
-    with A2AClient(bridge.url, streaming=True) as client:
+def test_the_plugin_reads_the_answer_once(heartbeat_bridge, pace):
+    with A2AClient(heartbeat_bridge.url, streaming=True) as client:
         assert client.send_task(pace, session_id="s") == WHOLE
 
 

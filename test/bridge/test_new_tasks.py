@@ -42,7 +42,7 @@ def task(task_id: str, state=TaskState.TASK_STATE_SUBMITTED) -> Task:
 
 
 @pytest.fixture
-def database(tmp_path):
+def counted_database(tmp_path):
     """A SQLite task database with its table, counting statements from here on."""
     db = CountedDatabase(tmp_path / "tasks.sqlite3")
     asyncio.run(SqliteTaskStore(db).initialize())
@@ -78,36 +78,36 @@ def versioned(db: CountedDatabase, new_tasks: NewTasks):
 
 
 @pytest.mark.parametrize("open_store", [buffered, versioned], ids=["buffered", "versioned"])
-def test_a_new_task_is_read_without_a_statement_until_its_first_save(database, open_store):
+def test_a_new_task_is_read_without_a_statement_until_its_first_save(counted_database, open_store):
     async def scenario():
         new_tasks = NewTasks()
-        read, write = open_store(database, new_tasks)
+        read, write = open_store(counted_database, new_tasks)
         context, task_id = ServerCallContext(), new_tasks.make()
-        before = database.statements
+        before = counted_database.statements
         assert [await read(task_id, context) for _ in range(3)] == [None, None, None]
-        assert database.statements == before, "a new task was looked up in the database"
+        assert counted_database.statements == before, "a new task was looked up in the database"
         await write(task(task_id), context)
-        assert database.statements == before + 1
+        assert counted_database.statements == before + 1
         assert (await read(task_id, context)).status.state == TaskState.TASK_STATE_SUBMITTED
-        assert database.statements == before + 2, "the saved task was not read from the database"
+        assert counted_database.statements == before + 2, "the saved task was not read from the database"
 
     asyncio.run(scenario())
 
 
 @pytest.mark.parametrize("open_store", [buffered, versioned], ids=["buffered", "versioned"])
-def test_once_the_handler_lets_go_of_a_new_task_every_read_asks_the_database(database, open_store):
+def test_once_the_handler_lets_go_of_a_new_task_every_read_asks_the_database(counted_database, open_store):
     """A message refused before its task was saved (or replayed onto an earlier task): the
     id is let go, and a read of it is a real read again."""
     async def scenario():
         new_tasks = NewTasks()
-        read, write = open_store(database, new_tasks)
+        read, write = open_store(counted_database, new_tasks)
         context, task_id = ServerCallContext(), new_tasks.make()
         new_tasks.discard(task_id)
-        before = database.statements
+        before = counted_database.statements
         assert await read(task_id, context) is None
-        assert database.statements == before + 1
+        assert counted_database.statements == before + 1
         # written by someone else meanwhile (another worker, say): it is found
-        await SqliteTaskStore(database).save(task(task_id, TaskState.TASK_STATE_WORKING), context)
+        await SqliteTaskStore(counted_database).save(task(task_id, TaskState.TASK_STATE_WORKING), context)
         assert (await read(task_id, context)).status.state == TaskState.TASK_STATE_WORKING
 
     asyncio.run(scenario())

@@ -24,7 +24,8 @@ V03_REST_CLIENT = HERE / "legacy" / "v03_rest_client.py"
 
 
 @pytest.fixture(scope="module")
-def bridge():
+def one_slot_bridge_without_grpc():
+    """A bridge (echo backend) that runs one message at a time."""
     with BridgeProcess("--max-concurrent", "1") as process:
         yield process
 
@@ -39,20 +40,23 @@ def post(bridge, path: str, body, **kwargs) -> httpx.Response:
     return httpx.post(f"{bridge.url}/rest/v1{path}", json=body, timeout=30, **kwargs)
 
 
-def test_the_card_offers_http_json_to_0_3_clients(bridge):
-    card = httpx.get(bridge.root + "/.well-known/agent-card.json", timeout=10).json()  # no version: the 0.3 form
+def test_the_card_offers_http_json_to_0_3_clients(one_slot_bridge_without_grpc):
+    # no version: the 0.3 form
+    card = httpx.get(one_slot_bridge_without_grpc.root + "/.well-known/agent-card.json", timeout=10).json()
     assert card["protocolVersion"] == "0.3" and card["preferredTransport"] == "JSONRPC", card
-    assert {"transport": "HTTP+JSON", "url": bridge.url + "/rest"} in card["additionalInterfaces"], card
+    rest = {"transport": "HTTP+JSON", "url": one_slot_bridge_without_grpc.url + "/rest"}
+    assert rest in card["additionalInterfaces"], card
 
 
 @pytest.mark.timeout(900)
-def test_a_genuine_0_3_client_sends_streams_reads_and_cancels_over_http_json(bridge):
+def test_a_genuine_0_3_client_sends_streams_reads_and_cancels_over_http_json(one_slot_bridge_without_grpc):
     python = legacy_python()  # builds the a2a-sdk 0.3 venv on a cold cache
-    done = subprocess.run([python, str(V03_REST_CLIENT), bridge.root, "hello over 0.3 REST", "slow:1"],
+    done = subprocess.run([python, str(V03_REST_CLIENT), one_slot_bridge_without_grpc.root, "hello over 0.3 REST",
+                           "slow:1"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert result["url"] == bridge.url + "/rest"
+    assert result["url"] == one_slot_bridge_without_grpc.url + "/rest"
     assert all(p.split(" ", 1)[1].startswith("/a2a/rest/v1/") for p in result["paths"]), result["paths"]
     assert result["send"]["state"] == "completed" and result["send"]["text"] == "echo: hello over 0.3 REST"
     assert result["get"] == {"state": "completed", "text": "echo: hello over 0.3 REST"}
@@ -60,7 +64,7 @@ def test_a_genuine_0_3_client_sends_streams_reads_and_cancels_over_http_json(bri
     assert stream["state"] == "completed" and stream["text"] == "echo: hello over 0.3 REST", stream
     assert stream["events"][0] == "task" and stream["events"][-1] == "status-update:completed", stream
     assert result["cancel"] == {"state": "canceled"}
-    wait_until(lambda: health(bridge)["running"] == 0, "the canceled turn to let go of its slot")
+    wait_until(lambda: health(one_slot_bridge_without_grpc)["running"] == 0, "the canceled turn to let go of its slot")
 
 
 def assert_status(response: httpx.Response, status: int, reason: str) -> None:
@@ -70,30 +74,32 @@ def assert_status(response: httpx.Response, status: int, reason: str) -> None:
 
 
 @pytest.mark.parametrize("verb", ["send", "stream"])
-def test_the_edge_rules_hold_on_the_0_3_paths(bridge, verb):
+def test_the_edge_rules_hold_on_the_0_3_paths(one_slot_bridge_without_grpc, verb):
     path = f"/message:{verb}"
-    assert_status(post(bridge, path, v03_send_body(), headers={"A2A-Version": "1.0"}), 400, "VERSION_NOT_SUPPORTED")
-    too_large = httpx.post(f"{bridge.url}/rest/v1{path}", content=b"x" * (1024 * 1024 + 1), timeout=30)
+    assert_status(post(one_slot_bridge_without_grpc, path, v03_send_body(), headers={"A2A-Version": "1.0"}), 400,
+                  "VERSION_NOT_SUPPORTED")
+    too_large = httpx.post(f"{one_slot_bridge_without_grpc.url}/rest/v1{path}", content=b"x" * (1024 * 1024 + 1),
+                           timeout=30)
     assert too_large.status_code == 413, too_large.text
-    not_json = httpx.post(f"{bridge.url}/rest/v1{path}", content=b"{not json", timeout=30)
+    not_json = httpx.post(f"{one_slot_bridge_without_grpc.url}/rest/v1{path}", content=b"{not json", timeout=30)
     assert_status(not_json, 400, "INVALID_REQUEST")
-    wrong_type = post(bridge, path, {"message": {**v03_send_body()["message"], "content": "hi"}})
+    wrong_type = post(one_slot_bridge_without_grpc, path, {"message": {**v03_send_body()["message"], "content": "hi"}})
     assert_status(wrong_type, 400, "INVALID_PARAMS")
     assert "message.content must be a list" in wrong_type.json()["error"]["message"], wrong_type.text
-    too_many = post(bridge, path, v03_send_body([{"text": "hi"}] * 101))
+    too_many = post(one_slot_bridge_without_grpc, path, v03_send_body([{"text": "hi"}] * 101))
     assert_status(too_many, 400, "INVALID_PARAMS")
-    not_in_words = post(bridge, path, v03_send_body([{"data": {"data": {"city": "Lisbon"}}}]))
+    not_in_words = post(one_slot_bridge_without_grpc, path, v03_send_body([{"data": {"data": {"city": "Lisbon"}}}]))
     assert_status(not_in_words, 415, "CONTENT_TYPE_NOT_SUPPORTED")
-    unknown_task = post(bridge, path, v03_send_body(taskId="no-such-task"))
+    unknown_task = post(one_slot_bridge_without_grpc, path, v03_send_body(taskId="no-such-task"))
     assert_status(unknown_task, 404, "TASK_NOT_FOUND")  # a stream too: an error, not a cut stream
 
 
 @pytest.mark.parametrize("verb", ["send", "stream"])
-def test_busy_on_the_0_3_paths_is_429_with_retry_after(bridge, verb):
-    wait_until(lambda: health(bridge)["running"] == 0, "the slot to be free")
-    task_of(send(bridge.url, message("sleep:2"), blocking=False))
-    wait_until(lambda: health(bridge)["running"] == 1, "the slow turn to take the slot")
-    response = post(bridge, f"/message:{verb}", v03_send_body())
+def test_busy_on_the_0_3_paths_is_429_with_retry_after(one_slot_bridge_without_grpc, verb):
+    wait_until(lambda: health(one_slot_bridge_without_grpc)["running"] == 0, "the slot to be free")
+    task_of(send(one_slot_bridge_without_grpc.url, message("sleep:2"), blocking=False))
+    wait_until(lambda: health(one_slot_bridge_without_grpc)["running"] == 1, "the slow turn to take the slot")
+    response = post(one_slot_bridge_without_grpc, f"/message:{verb}", v03_send_body())
     assert response.status_code == 429 and response.headers["retry-after"] == "1", response.text
     assert response.json()["error"]["status"] == "RESOURCE_EXHAUSTED", response.text
 

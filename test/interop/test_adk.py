@@ -142,17 +142,18 @@ BRIDGE_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 
 
 @pytest.fixture(scope="module")
-def bridge():
+def default_bridge():
+    """A bridge (echo backend) with every default."""
     with BridgeProcess() as process:
         yield process
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
-def test_adk_keeps_the_bridges_answer_whole_and_once_at_either_pace(bridge, streaming):
+def test_adk_keeps_the_bridges_answer_whole_and_once_at_either_pace(default_bridge, streaming):
     """Sentences 0.02 s apart and 0.4 s apart (more than the 0.25 s a sentence was once held
     back): what ADK keeps of the reply (what a parent agent's model sees) and its final text are
     the whole answer, once; the partial events stream it, each sentence once."""
-    turns = run_adk_client(bridge.card_url, "slow:0.02", "slow:0.4", "hello", streaming=streaming)
+    turns = run_adk_client(default_bridge.card_url, "slow:0.02", "slow:0.4", "hello", streaming=streaming)
     assert [t["errors"] for t in turns] == [[], [], []]
     assert [t["kept"] for t in turns] == [[BRIDGE_ANSWER], [BRIDGE_ANSWER], ["echo: hello"]]
     assert [t["final"] for t in turns] == [BRIDGE_ANSWER, BRIDGE_ANSWER, "echo: hello"]

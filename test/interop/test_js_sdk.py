@@ -18,8 +18,8 @@ from ovos_a2a_solver import A2AClient
 
 from support.bridge_process import BridgeProcess
 from support.cli_run import Cli
-from support.interop import free_port
 from support.js_peers import JS_SDK_03, JS_SDK_1, JsAgentProcess, NpmProject, node_modules, run_js_client
+from support.network import free_port
 
 pytestmark = pytest.mark.timeout(600)  # the first run installs the npm projects
 
@@ -180,7 +180,7 @@ def test_the_command_line_asks_a_js_agent(js, tmp_path):
 # the JS SDK's client asking the bridge
 
 @pytest.fixture(scope="module")
-def bridge():
+def bridge_with_grpc():
     """The bridge (echo backend) with its gRPC binding too."""
     with BridgeProcess("--grpc-port", "0") as process:
         yield process
@@ -193,8 +193,9 @@ BRIDGE_BINDINGS = pytest.mark.parametrize("sdk, transport", [
 
 
 @BRIDGE_BINDINGS
-def test_the_js_client_asks_the_bridge(bridge, sdk, transport):
-    turns = run_js_client(sdk, bridge.card_url, transport, "remember gold", "recall", "ask:which city?", "lisbon")
+def test_the_js_client_asks_the_bridge(bridge_with_grpc, sdk, transport):
+    turns = run_js_client(sdk, bridge_with_grpc.card_url, transport, "remember gold", "recall", "ask:which city?",
+                          "lisbon")
     assert [t["answer"] for t in turns] == ["ok, I will remember gold.", "you told me gold.", "which city?",
                                             "echo: lisbon"]
     assert [t["state"] for t in turns] == ["completed", "completed", "input-required", "completed"]
@@ -204,8 +205,8 @@ def test_the_js_client_asks_the_bridge(bridge, sdk, transport):
 
 
 @BRIDGE_BINDINGS
-def test_the_js_client_streams_from_the_bridge(bridge, sdk, transport):
-    turns = run_js_client(sdk, bridge.card_url, transport, "slow:0.05", "ask:which city?", "lisbon",
+def test_the_js_client_streams_from_the_bridge(bridge_with_grpc, sdk, transport):
+    turns = run_js_client(sdk, bridge_with_grpc.card_url, transport, "slow:0.05", "ask:which city?", "lisbon",
                           stream=True)
     assert turns[0]["chunks"] == ["Sentence 1.", " Sentence 2.", " Sentence 3.", " Sentence 4.", " Sentence 5.", ""]
     assert [t["answer"] for t in turns[1:]] == ["which city?", "echo: lisbon"]
@@ -216,10 +217,11 @@ def test_the_js_client_streams_from_the_bridge(bridge, sdk, transport):
 
 @BRIDGE_BINDINGS
 @pytest.mark.parametrize("pace", ["slow:0.02", "slow:0.4"], ids=["together", "apart"])
-def test_the_js_client_reads_the_bridges_answer_once_whether_it_honours_append_or_not(bridge, sdk, transport, pace):
+def test_the_js_client_reads_the_bridges_answer_once_whether_it_honours_append_or_not(bridge_with_grpc, sdk, transport,
+                                                                                      pace):
     """Sentences close together and further apart than 0.25 s: the chunks concatenated (append
     ignored) and the artifact with append honoured are the answer once; no working status says
     anything (the notes are metadata)."""
-    (turn,) = run_js_client(sdk, bridge.card_url, transport, pace, stream=True)
+    (turn,) = run_js_client(sdk, bridge_with_grpc.card_url, transport, pace, stream=True)
     whole = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
     assert (turn["state"], turn["answer"], turn["applied"], turn["statusTexts"]) == ("completed", whole, whole, [])

@@ -1,10 +1,12 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
 """What the tests share: the scripted A2A agents and their processes (``a2a_agent``,
-``agent_process``, ``peers/``, ``legacy/``), the bridge process (``bridge_process``), calls to
-a bridge (``bridge_rpc``, ``malformed``), the command line (``cli_run``), waiting
-(``waiting``), the interop venvs (``interop``), the failure plugin's lines (``no_brain``) and
-the run's private state directory (``state_home``).
+``agent_process``, ``peers/``, ``legacy/``), the bridge process (``bridge_process``), its
+replicas on PostgreSQL (``replicas``) and its relay persona (``personas``), calls to a bridge
+(``bridge_rpc``, ``malformed``), the plugin's chat engine as a persona uses it (``chat``), the
+command line (``cli_run``), waiting (``waiting``), free ports (``network``), the interop venvs
+(``interop``), the failure plugin's lines (``no_brain``) and the run's private state directory
+(``state_home``).
 
 pytest puts ``test/`` on ``sys.path`` (``pythonpath`` in pyproject.toml), so tests import
 ``from support.bridge_process import BridgeProcess``.

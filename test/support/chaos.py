@@ -29,6 +29,7 @@ from typing import Optional, Sequence
 import httpx
 
 from support.bridge_process import BridgeProcess
+from support.bridge_rpc import status_text
 
 HEADERS = {"A2A-Version": "1.0"}
 TERMINAL = ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED")
@@ -111,11 +112,6 @@ def _rpc(method: str, params: dict) -> dict:
 def answer_text(task: dict) -> str:
     """The text of all the task's artifacts, joined."""
     return "".join(p.get("text", "") for a in task.get("artifacts", []) for p in a.get("parts", []))
-
-
-def status_text(task: dict) -> str:
-    """The text of the task's status message."""
-    return "".join(p.get("text", "") for p in ((task.get("status") or {}).get("message") or {}).get("parts", []))
 
 
 @dataclass

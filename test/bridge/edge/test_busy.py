@@ -24,7 +24,8 @@ SLOW = "sleep:2"
 
 
 @pytest.fixture(scope="module")
-def narrow():
+def one_slot_bridge():
+    """One slot, gRPC too."""
     with BridgeProcess("--max-concurrent", "1", "--grpc-port", "0") as process:
         yield process
 
@@ -49,9 +50,9 @@ def assert_retry_later(response: httpx.Response) -> None:
     ("message/send", {"message": v03_message("now?")}, {}),
     ("message/stream", {"message": v03_message("now?")}, {}),
 ], ids=["1.0 send", "1.0 stream", "0.3 send", "0.3 stream"])
-def test_jsonrpc_says_busy_with_429_and_retry_after(narrow, method, params, headers):
-    take_the_slot(narrow)
-    response = httpx.post(narrow.url + "/", json=jsonrpc_request(method, params, "busy-1"), timeout=30,
+def test_jsonrpc_says_busy_with_429_and_retry_after(one_slot_bridge, method, params, headers):
+    take_the_slot(one_slot_bridge)
+    response = httpx.post(one_slot_bridge.url + "/", json=jsonrpc_request(method, params, "busy-1"), timeout=30,
                           headers={**headers, "Accept": "application/json, text/event-stream"})
     assert_retry_later(response)
     body = response.json()
@@ -60,9 +61,9 @@ def test_jsonrpc_says_busy_with_429_and_retry_after(narrow, method, params, head
 
 
 @pytest.mark.parametrize("verb", ["send", "stream"])
-def test_http_json_says_busy_with_429_and_retry_after(narrow, verb):
-    take_the_slot(narrow)
-    response = httpx.post(f"{narrow.url}/rest/message:{verb}", json={"message": message("now?")},
+def test_http_json_says_busy_with_429_and_retry_after(one_slot_bridge, verb):
+    take_the_slot(one_slot_bridge)
+    response = httpx.post(f"{one_slot_bridge.url}/rest/message:{verb}", json={"message": message("now?")},
                           headers=HEADERS, timeout=30)
     assert_retry_later(response)
     error = response.json()["error"]
@@ -71,12 +72,12 @@ def test_http_json_says_busy_with_429_and_retry_after(narrow, verb):
 
 
 @pytest.mark.parametrize("streaming", [False, True])
-def test_grpc_says_busy_with_resource_exhausted_and_retry_info(narrow, streaming):
+def test_grpc_says_busy_with_resource_exhausted_and_retry_info(one_slot_bridge, streaming):
     import grpc
 
-    take_the_slot(narrow)
+    take_the_slot(one_slot_bridge)
 
-    exc = grpc_refusal(narrow.url, "now?", "a busy bridge answered", streaming=streaming)
+    exc = grpc_refusal(one_slot_bridge.url, "now?", "a busy bridge answered", streaming=streaming)
     call = exc.__cause__
     assert isinstance(call, grpc.aio.AioRpcError), repr(exc)
     assert call.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, call
@@ -84,32 +85,32 @@ def test_grpc_says_busy_with_resource_exhausted_and_retry_info(narrow, streaming
 
 
 @pytest.mark.parametrize("streaming", [False, True])
-def test_a_second_caller_gets_its_answer_once_the_first_is_done(narrow, streaming):
+def test_a_second_caller_gets_its_answer_once_the_first_is_done(one_slot_bridge, streaming):
     """The client meets a busy bridge and tries again (honouring Retry-After) within its
     deadline, instead of failing with most of it left."""
-    take_the_slot(narrow)
-    with A2AClient(narrow.url, streaming=streaming, timeout=20) as client:
+    take_the_slot(one_slot_bridge)
+    with A2AClient(one_slot_bridge.url, streaming=streaming, timeout=20) as client:
         started = time.monotonic()
         assert client.send_task("second") == "echo: second"
         assert time.monotonic() - started >= 1.0  # it waited for the slot
-    assert health(narrow)["running"] == 0
+    assert health(one_slot_bridge)["running"] == 0
 
 
-def test_a_busy_bridge_is_asked_again_until_the_deadline_not_max_retries_times(narrow):
+def test_a_busy_bridge_is_asked_again_until_the_deadline_not_max_retries_times(one_slot_bridge):
     """Busy for longer than ``max_retries`` tries take (4 s, a try a second): the client
     still waits for the slot, within its deadline."""
-    take_the_slot(narrow, "sleep:4")
-    with A2AClient(narrow.url, timeout=20, max_retries=1) as client:
+    take_the_slot(one_slot_bridge, "sleep:4")
+    with A2AClient(one_slot_bridge.url, timeout=20, max_retries=1) as client:
         assert client.send_task("patient") == "echo: patient"
 
 
-def test_callers_past_the_slots_all_get_their_answers(narrow):
+def test_callers_past_the_slots_all_get_their_answers(one_slot_bridge):
     """Three callers at once on one slot: each is answered, one after the other."""
-    wait_until(lambda: health(narrow)["running"] == 0, "the slot to be free")
+    wait_until(lambda: health(one_slot_bridge)["running"] == 0, "the slot to be free")
     answers: dict[int, str] = {}
 
     def caller(n: int) -> None:
-        with A2AClient(narrow.url, timeout=30) as client:
+        with A2AClient(one_slot_bridge.url, timeout=30) as client:
             answers[n] = client.send_task(f"sleep:1 caller {n}")
 
     threads = [threading.Thread(target=caller, args=(n,)) for n in range(3)]

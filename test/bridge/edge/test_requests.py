@@ -234,29 +234,30 @@ def test_structured_metadata_over_the_value_limit_is_refused_and_health_answers_
 
 
 @pytest.fixture(scope="module")
-def secure_bridge():
+def one_token_bridge():
+    """One Bearer token, with debug logs and messages logged."""
     with BridgeProcess("--debug", "--log-messages", env={"OVOS_A2A_TOKENS": "tok-Zq9x-7Lm"}) as process:
         yield process
 
 
-def test_a_malformed_basic_credential_is_401_not_500(secure_bridge):
+def test_a_malformed_basic_credential_is_401_not_500(one_token_bridge):
     for header in (b"Basic \xff\xfe", b"Basic ####", b"Basic " + base64.b64encode(b"\xff\xfe:\xff"), b"Bearer \xff"):
-        response = httpx.post(secure_bridge.url + "/", content=rpc_bytes("GetTask", {"id": "x"}),
+        response = httpx.post(one_token_bridge.url + "/", content=rpc_bytes("GetTask", {"id": "x"}),
                               headers=[(b"Authorization", header), (b"A2A-Version", b"1.0"),
                                        (b"Content-Type", b"application/json")], timeout=10)
         assert response.status_code == 401, (header, response.status_code, response.text)
         assert response.json()["error"]["code"] == -32600
-    assert "Traceback" not in secure_bridge.stderr_text()
+    assert "Traceback" not in one_token_bridge.stderr_text()
 
 
-def test_debug_logs_hold_no_credential_like_header(secure_bridge):
+def test_debug_logs_hold_no_credential_like_header(one_token_bridge):
     secrets = {"Cookie": "session=cookie-Hv3n-Bq6", "Proxy-Authorization": "Basic proxy-Kp4w-Rr8",
                "X-API-Key": "apikey-Tz7u-Wm2", "X-Auth-Token": "authtok-Lx5c-Qe1",
                "Authorization": "Bearer tok-Zq9x-7Lm"}
-    response = httpx.post(secure_bridge.url + "/", content=rpc_bytes("SendMessage", {"message": message("hi")}),
+    response = httpx.post(one_token_bridge.url + "/", content=rpc_bytes("SendMessage", {"message": message("hi")}),
                           headers={**V1, "Content-Type": "application/json", **secrets}, timeout=30)
     assert response.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", response.text
-    log = secure_bridge.stderr_text()
+    log = one_token_bridge.stderr_text()
     assert "DEBUG" in log
     for name, value in secrets.items():
         assert value.split(" ")[-1].split("=")[-1] not in log, f"{name} reached the log"

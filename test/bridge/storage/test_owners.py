@@ -51,14 +51,14 @@ TASK_NOT_FOUND = -32001
 
 
 @pytest.fixture(scope="module")
-def bridge_with_tokens():
+def two_token_heartbeat_bridge():
     """An echo bridge (1 s heartbeat) that takes two Bearer tokens: two owners."""
     with BridgeProcess("--heartbeat", "1", env=TOKENS) as process:
         yield process
 
 
-def test_a_context_id_sent_by_another_owner_reaches_a_memory_of_its_own(bridge_with_tokens):
-    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
+def test_a_context_id_sent_by_another_owner_reaches_a_memory_of_its_own(two_token_heartbeat_bridge):
+    a, b = Caller(two_token_heartbeat_bridge, TOKEN_A), Caller(two_token_heartbeat_bridge, TOKEN_B)
     gold = a.say("remember gold")
     context = gold["contextId"]
     assert answer(b.say("recall", context_id=context)) == "I remember nothing."
@@ -67,8 +67,8 @@ def test_a_context_id_sent_by_another_owner_reaches_a_memory_of_its_own(bridge_w
     assert answer(b.say("recall", context_id=context)) == "you told me silver."
 
 
-def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(bridge_with_tokens):
-    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
+def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(two_token_heartbeat_bridge):
+    a, b = Caller(two_token_heartbeat_bridge, TOKEN_A), Caller(two_token_heartbeat_bridge, TOKEN_B)
     working = a.say("slow:0.5", blocking=False)
     wait_until(lambda: answer(a.task("GetTask", {"id": working["id"]})).startswith("Sentence 1."),
                "the owner's task to be working")
@@ -91,8 +91,8 @@ def test_another_owners_task_is_not_found_by_any_operation_and_stays_as_it_was(b
     assert state(answered) == "TASK_STATE_COMPLETED" and answer(answered).endswith("echo: Lisbon")
 
 
-def test_replaying_another_owners_message_id_starts_work_of_ones_own(bridge_with_tokens):
-    a, b = Caller(bridge_with_tokens, TOKEN_A), Caller(bridge_with_tokens, TOKEN_B)
+def test_replaying_another_owners_message_id_starts_work_of_ones_own(two_token_heartbeat_bridge):
+    a, b = Caller(two_token_heartbeat_bridge, TOKEN_A), Caller(two_token_heartbeat_bridge, TOKEN_B)
     shared = message("remember the code 1234")
     mine = a.task("SendMessage", {"message": shared})
     theirs = b.task("SendMessage", {"message": shared})

@@ -88,15 +88,15 @@ NOT_FOUND = {"jsonrpc": TASK_NOT_FOUND, "rest": 404}
 
 
 @pytest.fixture(scope="module")
-def bridge_with_tokens():
+def two_token_bridge():
     """An echo bridge that takes two Bearer tokens: with two tenants, four owners."""
     with BridgeProcess(env={"OVOS_A2A_TOKENS": ",".join(TOKENS)}) as process:
         yield process
 
 
 @pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
-def test_two_callers_and_two_tenants_never_reach_each_others_tasks(bridge_with_tokens, binding):
-    owners = [Owner(bridge_with_tokens, token, tenant, binding) for token, tenant in itertools.product(TOKENS, TENANTS)]
+def test_two_callers_and_two_tenants_never_reach_each_others_tasks(two_token_bridge, binding):
+    owners = [Owner(two_token_bridge, token, tenant, binding) for token, tenant in itertools.product(TOKENS, TENANTS)]
     asked = {}
     for owner in owners:
         msg = message("ask:which city?")
@@ -121,8 +121,8 @@ def test_two_callers_and_two_tenants_never_reach_each_others_tasks(bridge_with_t
 
 
 @pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
-def test_a_message_id_replayed_under_another_tenant_is_work_of_its_own(bridge_with_tokens, binding):
-    north, south = (Owner(bridge_with_tokens, TOKENS[0], tenant, binding) for tenant in TENANTS)
+def test_a_message_id_replayed_under_another_tenant_is_work_of_its_own(two_token_bridge, binding):
+    north, south = (Owner(two_token_bridge, TOKENS[0], tenant, binding) for tenant in TENANTS)
     msg = message("remember the code 1234")
     first, _ = north.send(msg)
     again, _ = north.send(msg)

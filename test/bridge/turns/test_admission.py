@@ -41,7 +41,7 @@ BAD_V03_MESSAGES = {
 
 
 @pytest.fixture(scope="module")
-def narrow():
+def one_slot_heartbeat_bridge():
     """One slot, gRPC too, 1 s heartbeats."""
     with BridgeProcess("--max-concurrent", "1", "--grpc-port", "0", "--heartbeat", "1") as process:
         yield process
@@ -75,40 +75,41 @@ def assert_invalid_params(response: httpx.Response, what: str) -> None:
 
 
 @pytest.mark.parametrize("method", ["SendMessage", "SendStreamingMessage"])
-def test_refused_messages_over_jsonrpc_free_their_slot(narrow, method):
+def test_refused_messages_over_jsonrpc_free_their_slot(one_slot_heartbeat_bridge, method):
     for what, make in BAD_MESSAGES.items():
         for _ in range(REFUSALS_PER_KIND):
-            assert_invalid_params(post_jsonrpc(narrow.url, method, {"message": make()}), what)
-    assert_slot_free_and_bridge_answers(narrow)
+            assert_invalid_params(post_jsonrpc(one_slot_heartbeat_bridge.url, method, {"message": make()}), what)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
 @pytest.mark.parametrize("method", ["message/send", "message/stream"])
-def test_refused_messages_over_jsonrpc_0_3_free_their_slot(narrow, method):
+def test_refused_messages_over_jsonrpc_0_3_free_their_slot(one_slot_heartbeat_bridge, method):
     for what, make in BAD_V03_MESSAGES.items():
         for _ in range(REFUSALS_PER_KIND):
-            response = post_jsonrpc(narrow.url, method, {"message": make()}, headers={})
+            response = post_jsonrpc(one_slot_heartbeat_bridge.url, method, {"message": make()}, headers={})
             assert response.status_code == 200, (what, response.text)
             error = first_jsonrpc_payload(response).get("error")
             assert error is not None and error["code"] in (-32600, -32602), (what, response.text)
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
 @pytest.mark.parametrize("route", ["message:send", "message:stream"])
-def test_refused_messages_over_http_json_free_their_slot(narrow, route):
+def test_refused_messages_over_http_json_free_their_slot(one_slot_heartbeat_bridge, route):
     for what, make in BAD_MESSAGES.items():
         for _ in range(REFUSALS_PER_KIND):
-            response = httpx.post(f"{narrow.url}/rest/{route}", json={"message": make()}, headers=V1, timeout=30)
+            response = httpx.post(f"{one_slot_heartbeat_bridge.url}/rest/{route}", json={"message": make()},
+                                  headers=V1, timeout=30)
             assert response.status_code == 400, (what, response.status_code, response.text)
             assert response.json()["error"]["details"][0]["reason"] == "INVALID_PARAMS", (what, response.text)
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["SendMessage", "SendStreamingMessage"])
-def test_refused_messages_over_grpc_free_their_slot(narrow, streaming):
+def test_refused_messages_over_grpc_free_their_slot(one_slot_heartbeat_bridge, streaming):
     bad = {"agent role": Role.ROLE_AGENT, "role 99": 99, "role -1": -1}
 
     async def go():
-        async with grpc_client(narrow.url, streaming=streaming) as client:
+        async with grpc_client(one_slot_heartbeat_bridge.url, streaming=streaming) as client:
             for what, role in [*bad.items(), ("empty text part", Role.ROLE_USER)]:
                 for _ in range(REFUSALS_PER_KIND):
                     msg = Message(role=role, message_id=uuid.uuid4().hex,
@@ -118,11 +119,11 @@ def test_refused_messages_over_grpc_free_their_slot(narrow, streaming):
                             pass
 
     asyncio.run(go())
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
-def test_messages_the_sdk_refuses_after_admission_free_their_slot(narrow):
-    done = task_of(send(narrow.url, message("finished")))
+def test_messages_the_sdk_refuses_after_admission_free_their_slot(one_slot_heartbeat_bridge):
+    done = task_of(send(one_slot_heartbeat_bridge.url, message("finished")))
     refused = {
         "unknown task": lambda: message("hi", task_id="no-such-task"),
         "finished task": lambda: message("hi", task_id=done["id"], context_id=done["contextId"]),
@@ -131,32 +132,33 @@ def test_messages_the_sdk_refuses_after_admission_free_their_slot(narrow):
     for what, make in refused.items():
         for method in ("SendMessage", "SendStreamingMessage"):
             for _ in range(REFUSALS_PER_KIND // 2):
-                response = post_jsonrpc(narrow.url, method, {"message": make()})
+                response = post_jsonrpc(one_slot_heartbeat_bridge.url, method, {"message": make()})
                 error = response.json().get("error")
                 assert error is not None and error["code"] in (-32001, -32004, -32602), (what, response.text)
-    negative_history = post_jsonrpc(narrow.url, "SendMessage", {"message": message("hi"), "configuration": {"historyLength": -1}})
+    negative_history = post_jsonrpc(one_slot_heartbeat_bridge.url, "SendMessage",
+                                    {"message": message("hi"), "configuration": {"historyLength": -1}})
     assert negative_history.json()["error"]["code"] == -32602, negative_history.text
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
-def test_a_client_that_leaves_mid_stream_frees_the_slot_when_the_turn_ends(narrow):
+def test_a_client_that_leaves_mid_stream_frees_the_slot_when_the_turn_ends(one_slot_heartbeat_bridge):
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message("slow:0.3")}}
-    with httpx.stream("POST", narrow.url + "/", json=body, headers={**V1, "Accept": "text/event-stream"},
-                      timeout=30) as response:
+    with httpx.stream("POST", one_slot_heartbeat_bridge.url + "/", json=body,
+                      headers={**V1, "Accept": "text/event-stream"}, timeout=30) as response:
         first = next(line for line in response.iter_lines() if line.startswith("data:"))
     task_id = json.loads(first[5:])["result"]["task"]["id"]
-    done = wait_until(lambda: (t := task_of(get_task(narrow.url, task_id))) and state(t) == "TASK_STATE_COMPLETED"
-                      and t, "the abandoned turn to complete")
+    done = wait_until(lambda: (t := task_of(get_task(one_slot_heartbeat_bridge.url, task_id)))
+                      and state(t) == "TASK_STATE_COMPLETED" and t, "the abandoned turn to complete")
     assert answer(done).endswith("Sentence 5.")
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
-def test_a_canceled_turn_frees_its_slot(narrow):
-    task = task_of(send(narrow.url, message("slow:0.5"), blocking=False))
-    wait_until(lambda: answer(task_of(get_task(narrow.url, task["id"]))).startswith("Sentence 1."),
+def test_a_canceled_turn_frees_its_slot(one_slot_heartbeat_bridge):
+    task = task_of(send(one_slot_heartbeat_bridge.url, message("slow:0.5"), blocking=False))
+    wait_until(lambda: answer(task_of(get_task(one_slot_heartbeat_bridge.url, task["id"]))).startswith("Sentence 1."),
                "the first sentence")
-    assert state(task_of(cancel(narrow.url, task["id"]))) == "TASK_STATE_CANCELED"
-    assert_slot_free_and_bridge_answers(narrow)
+    assert state(task_of(cancel(one_slot_heartbeat_bridge.url, task["id"]))) == "TASK_STATE_CANCELED"
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
 def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends(tmp_path):
@@ -177,14 +179,14 @@ def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends(tmp_path):
         assert_slot_free_and_bridge_answers(bridge)
 
 
-def test_a_message_refused_after_admission_leaves_no_claim_behind(narrow):
+def test_a_message_refused_after_admission_leaves_no_claim_behind(one_slot_heartbeat_bridge):
     """Refused by the SDK (unknown task), the message is forgotten: the same delivery again
     is refused the same way, not replayed as "already accepted"."""
     unknown = message("hi", task_id="no-such-task")
     for _ in range(3):
-        response = post_jsonrpc(narrow.url, "SendMessage", {"message": unknown})
+        response = post_jsonrpc(one_slot_heartbeat_bridge.url, "SendMessage", {"message": unknown})
         assert response.json()["error"]["code"] == -32001, response.text
-    assert_slot_free_and_bridge_answers(narrow)
+    assert_slot_free_and_bridge_answers(one_slot_heartbeat_bridge)
 
 
 CALLERS = 16

@@ -179,7 +179,7 @@ def non_loopback_address() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def secure_bridge():
+def password_and_tokens_bridge():
     """Password (Basic user ``a2a``) and two Bearer tokens, on 127.0.0.1, with debug logs."""
     env = {"OVOS_A2A_PASSWORD": PASSWORD, "OVOS_A2A_TOKENS": f"{TOKEN_1},{TOKEN_2}"}
     with BridgeProcess("--debug", "--log-messages", env=env) as process:
@@ -661,8 +661,8 @@ def test_public_bind_without_credentials_refuses_to_start():
     assert "credentials" in refused.value.stderr
 
 
-def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
-    url = secure_bridge.url
+def test_auth_required_on_jsonrpc_and_rest(password_and_tokens_bridge):
+    url = password_and_tokens_bridge.url
     get_task_body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
     wrong = [
         dict(),
@@ -701,13 +701,13 @@ def test_auth_required_on_jsonrpc_and_rest(secure_bridge):
         assert proto_answer(ask(url, "sdk bearer", binding=binding, headers=BEARER_2)) == "echo: sdk bearer"
 
 
-def test_cards_and_health_stay_public(secure_bridge):
+def test_cards_and_health_stay_public(password_and_tokens_bridge):
     for path in CARD_PATHS:
-        response = httpx.get(secure_bridge.root + path, timeout=10)
+        response = httpx.get(password_and_tokens_bridge.root + path, timeout=10)
         assert response.status_code == 200, (path, response.text)
         card = response.json()
         assert set(card["securitySchemes"]) == {"basic", "bearer"}
-    assert health(secure_bridge)["ok"] is True
+    assert health(password_and_tokens_bridge)["ok"] is True
 
 
 def _exercise_credentials(bridge: BridgeProcess) -> str:
@@ -721,13 +721,13 @@ def _exercise_credentials(bridge: BridgeProcess) -> str:
     return log
 
 
-def test_password_never_logged_in_clear(secure_bridge):
-    log = _exercise_credentials(secure_bridge)
+def test_password_never_logged_in_clear(password_and_tokens_bridge):
+    log = _exercise_credentials(password_and_tokens_bridge)
     assert PASSWORD not in log
 
 
-def test_credentials_never_logged(secure_bridge):
-    log = _exercise_credentials(secure_bridge)
+def test_credentials_never_logged(password_and_tokens_bridge):
+    log = _exercise_credentials(password_and_tokens_bridge)
     basic_blob = base64.b64encode(f"a2a:{PASSWORD}".encode()).decode()
     for secret in (TOKEN_1, TOKEN_2, basic_blob):
         assert secret not in log
@@ -737,8 +737,8 @@ def test_credentials_never_logged(secure_bridge):
 # 8. ListTasks
 
 
-def test_list_tasks_is_owner_scoped(secure_bridge):
-    url = secure_bridge.url
+def test_list_tasks_is_owner_scoped(password_and_tokens_bridge):
+    url = password_and_tokens_bridge.url
     mine = {ask(url, f"basic {n}", auth=BASIC).id for n in range(2)}
     theirs = {ask(url, f"bearer {n}", headers=BEARER_2).id for n in range(2)}
     other = {ask(url, "bearer one", headers=BEARER_1).id}
@@ -756,8 +756,8 @@ def test_list_tasks_is_owner_scoped(secure_bridge):
     assert sdk_get_task(url, next(iter(mine)), auth=BASIC).id in mine
 
 
-def test_list_tasks_cursor_pagination(secure_bridge):
-    url = secure_bridge.url
+def test_list_tasks_cursor_pagination(password_and_tokens_bridge):
+    url = password_and_tokens_bridge.url
     first = ask(url, "page 0", auth=BASIC)
     context = first.context_id
     created = [first.id] + [ask(url, f"page {n}", auth=BASIC, context_id=context).id for n in range(1, 5)]
@@ -775,8 +775,8 @@ def test_list_tasks_cursor_pagination(secure_bridge):
     assert sorted(walked) == sorted(created)
 
 
-def test_list_tasks_filters_by_context_and_status(secure_bridge):
-    url = secure_bridge.url
+def test_list_tasks_filters_by_context_and_status(password_and_tokens_bridge):
+    url = password_and_tokens_bridge.url
     failed = ask(url, "fail", auth=BASIC)
     completed = ask(url, "fine", auth=BASIC, context_id=failed.context_id)
     elsewhere = ask(url, "elsewhere", auth=BASIC)

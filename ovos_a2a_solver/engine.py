@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
@@ -50,6 +50,7 @@ class A2AChatEngine(ChatEngine):
         self._lock = threading.Lock()
         self._bus_lock = threading.Lock()
         self._listen = ListenAfterQuestion()
+        self._progress_listeners: Dict[str, Callable[[str], None]] = {}  # by session (``follow_progress``)
         self._closed = False
         self.warmed_up = threading.Event()
         threading.Thread(target=self.warm_up, name="ovos-a2a-warm-up", daemon=True).start()
@@ -125,7 +126,8 @@ class A2AChatEngine(ChatEngine):
         text = newest_user_text(messages)
         if text is not None:
             turn = self._turn_message(session_id)
-            yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang),
+            yield from self._until_deadline(self.client.stream_task(text, session_id=session_id, lang=lang,
+                                                                    on_update=self._progress_of(session_id)),
                                             session_id, lang, turn)
 
     def stream_sentences(self, messages: List[AgentMessage], session_id: str = "default",
@@ -142,7 +144,8 @@ class A2AChatEngine(ChatEngine):
         if text is not None:
             self._listen.cancel(session_id)  # the user spoke: an earlier question was answered
             turn = self._turn_message(session_id)
-            yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang),
+            yield from self._until_deadline(self.client.stream_sentences(text, session_id=session_id, lang=lang,
+                                                                         on_update=self._progress_of(session_id)),
                                             session_id, lang, turn)
             if self.has_open_task(session_id):
                 # a bus named in the settings is connected to; the device's own is not looked for
@@ -238,6 +241,34 @@ class A2AChatEngine(ChatEngine):
             self._listen.cancel(session_id)  # a stopped question does not reopen the microphone
         client = self._client
         return client.stop(session_id) if client is not None else True
+
+    def follow_progress(self, session_id: str, listener: Optional[Callable[[str], None]]) -> None:
+        """Call ``listener`` with each progress note ("Searching flights…": a "working" status
+        text that ends in an ellipsis, never said as answer) the agent sends in ``session_id``'s
+        streamed turns from now on; ``None`` stops that. It is called on the client's thread.
+        A bridge whose persona relays to this engine forwards the notes to its own caller."""
+        with self._lock:
+            if listener is None:
+                self._progress_listeners.pop(session_id, None)
+            else:
+                self._progress_listeners[session_id] = listener
+
+    def _progress_of(self, session_id: str) -> Callable[[Any], None]:
+        """What a streamed turn of ``session_id`` calls with each ``TaskUpdate``: it hands each
+        progress note to the listener following the session, if any, when the update comes."""
+        from ovos_a2a_solver.answers.status_answer import progress_note
+
+        listeners = self._progress_listeners
+
+        def report(update: Any) -> None:
+            listener = listeners.get(session_id)
+            if listener is not None and update.progress and progress_note(update.progress):
+                try:
+                    listener(update.progress.strip())
+                except Exception as exc:  # a listener's failure is its own, never the answer's
+                    LOG.debug("a progress listener of session %s raised %r", session_id, exc)
+
+        return report
 
     def has_open_task(self, session_id: str) -> bool:
         """Whether the agent waits for this session's user (input-required / auth-required)."""

@@ -173,6 +173,10 @@ class BridgeSettings:
                                                 "served at .well-known/jwks.json, named in the signature's jku")
     heartbeat: float = setting(15.0, kind=float, bounds=(1, 300),
                                help="seconds of silence before a 'still working' heartbeat")
+    relay_progress: bool = setting(True, kind=bool,
+                                   help="with a relay persona: forward the remote agent's progress notes "
+                                        "('Searching flights…') to streaming and polling callers as 'working' "
+                                        "status updates, the note in their metadata (at most one a second)")
     deadline: float = setting(3600.0, kind=float, bounds=(1, 86400),
                               help="seconds one message may work before its outcome is 'unknown'")
     cancel_grace: float = setting(2.0, kind=float, bounds=(0.1, 60), flag=False,
@@ -623,8 +627,10 @@ def spec_of(f: Field) -> Spec:
 
 
 def flag_name(f: Field) -> str:
-    """``--max-concurrent`` for ``max_concurrent``."""
-    return "--" + f.name.replace("_", "-")
+    """``--max-concurrent`` for ``max_concurrent``; ``--no-relay-progress`` for a switch that is
+    on unless given (a bool whose default is True)."""
+    off = spec_of(f).kind is bool and f.default is True
+    return ("--no-" if off else "--") + f.name.replace("_", "-")
 
 
 def env_name(f: Field) -> str:
@@ -848,7 +854,8 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
             meaning = f"{spec.help} ({secret_help(f)})" if spec.secret else spec.help
             text = f"{meaning} [{_about(f)}]".replace("%", "%%")
             if spec.kind is bool:
-                parser.add_argument(flag_name(f), dest=f.name, action="store_true", default=None, help=text)
+                parser.add_argument(flag_name(f), dest=f.name, action="store_false" if f.default else "store_true",
+                                    default=None, help=text)
             else:
                 number = spec.kind in (int, float)
                 parser.add_argument(flag_name(f), dest=f.name, default=None, help=text, choices=spec.choices,

@@ -48,6 +48,8 @@ Streaming shapes (about 30 ms between events):
                    after the notes "Searching…" and "Looking it up.", then the whole as an artifact
                    (see STATUS_SHAPES); "gated" holds the artifact until POST /_admin/release, a
                    number of seconds paces the status messages
+  status-notes     the progress notes of NOTES_BEFORE_ANSWER ("Searching flights…", ...) in "working" status
+                   messages, then the answer of status-delta as an artifact; paced and gated the same way
   stream-paced     the chunks of status-delta (without its notes) as appended chunks of the artifact,
                    paced and gated the same way
   status-rechunked status-delta, whose artifact then streams the answer again in those chunks
@@ -621,6 +623,8 @@ STATUS_SHAPES: dict[str, tuple[str, ...]] = {
     'status-delta': ('Searching…', 'Looking it up.', 'The answer', ' is forty-two.', ' Have a nice', ' day.'),
 }
 STATUS_ANSWER = 'The answer is forty-two. Have a nice day.'
+#: the status texts of status-notes: progress notes only, each ending in an ellipsis
+NOTES_BEFORE_ANSWER = ('Searching flights…', 'Comparing fares…', 'Checking seats…', 'Holding a seat…')
 
 
 def status_steps(release: asyncio.Event, texts: tuple[str, ...], as_chunks: bool = False,
@@ -935,6 +939,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
         AgentSpec('stream-repeat', 'Chunks, then a Task snapshot repeating them.', stream_repeat),
         *(AgentSpec(name, 'An answer streamed in status messages, then an artifact.', status_steps(obs.release, texts))
           for name, texts in STATUS_SHAPES.items()),
+        AgentSpec('status-notes', 'Progress notes in working status messages, then an artifact.',
+                  status_steps(obs.release, NOTES_BEFORE_ANSWER)),
         AgentSpec('stream-paced', 'The chunks of status-delta as artifact chunks.',
                   status_steps(obs.release, STATUS_SHAPES['status-delta'][2:], as_chunks=True)),
         AgentSpec('status-rechunked', 'status-delta, its artifact streamed again in chunks.',

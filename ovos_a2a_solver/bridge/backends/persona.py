@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from ovos_a2a_solver.bridge.backends.protocols import (Capability, NoAnswerError, Question, RelayingHandler,
-                                                       StoppableRelay)
+from ovos_a2a_solver.bridge.backends.protocols import (Capability, FollowsProgress, NoAnswerError, Question,
+                                                       RelayingHandler, StoppableRelay)
 from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
 
 #: the plugin id of the embedded RiveScript engine (named, not imported: the bridge imports no engine)
@@ -74,6 +74,13 @@ class PersonaBackend:
         for handler in self.persona.solvers.loaded_modules.values():
             if isinstance(handler, StoppableRelay):
                 handler.stop(session_id)
+
+    def follow_progress(self, session_id: str, listener: Callable[[str], None] | None) -> None:
+        """Hand ``listener`` the progress notes of every relaying handler that hears its remote
+        agent's (``None``: no longer); a persona without one has none to give."""
+        for handler in self.persona.solvers.loaded_modules.values():
+            if isinstance(handler, FollowsProgress):
+                handler.follow_progress(session_id, listener)
 
     def _relay_waits_for_user(self, session_id: str) -> bool:
         """Whether a relaying handler left its remote task waiting for the user: then this

@@ -14,7 +14,7 @@ run on the event loop, without the hand-off to and from a thread.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -84,6 +84,17 @@ class StoppableRelay(Protocol):
 
     def stop(self, session_id: str | None = None) -> bool:
         """End the turn of ``session_id`` now; True if its remote work was canceled."""
+
+
+@runtime_checkable
+class FollowsProgress(Protocol):
+    """What hears the progress notes ("Searching flights…") a remote agent sends during a
+    session's turn: a relaying handler (this package's A2A plugin) and the persona backend
+    that has one. The notes are never part of the answer."""
+
+    def follow_progress(self, session_id: str, listener: Callable[[str], None] | None) -> None:
+        """Call ``listener`` with each progress note of ``session_id``'s turns from now on
+        (from any thread); ``None`` stops that. One listener per session: the newest."""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ text: the ``working`` status that says the message was accepted has no message, 
 metadata ``{"note": ...}``, and while the persona is quiet a ``working`` status update goes
 out every ``heartbeat`` seconds, its metadata ``{"heartbeat": seconds, "note": "Still
 working (N s)."}`` (no message either, so no client reads a note as answer and the task's
-history does not fill with them). Every ending
+history does not fill with them). A relay persona's remote agent's own progress notes
+("Searching flights…") go out the same way, as ``{"note": ..., "relayed": true}``, at most
+one a second (the newest kept), unless ``relay_progress`` is off. Every ending
 is a task state, never a protocol error: ``completed``; ``failed`` with the reason;
 ``input-required`` when the persona asks back; ``canceled`` only for work that stopped.
 When the per-message ``deadline`` passes, the task stays ``working`` with a message that
@@ -40,8 +42,8 @@ from a2a.types import Artifact, Message, Part, Role, Task, TaskState
 from a2a.utils.errors import TaskNotCancelableError
 
 from ovos_a2a_solver.bridge.backends.protocols import (AnswersAtOnce, ArtifactOutput, Backend, Completion,
-                                                       Interruptible, MessageRoutedBackend, NoAnswerError, Rejection,
-                                                       Reply)
+                                                       FollowsProgress, Interruptible, MessageRoutedBackend,
+                                                       NoAnswerError, Rejection, Reply)
 from ovos_a2a_solver.bridge.config import BACKEND_FAILURES_BEFORE_REST, BridgeSettings
 from ovos_a2a_solver.bridge.observe.metrics import NO_METRICS, Metrics
 from ovos_a2a_solver.bridge.observe.tracing import headers_of, turn_trace
@@ -65,6 +67,9 @@ REPEATS = "repeats"
 #: how long a finished turn waits for the a2a-sdk to store its end before it lets go of its message
 END_STORED_WITHIN = 5.0
 HEARTBEAT = "heartbeat"                # status-update metadata key: seconds the turn has been working
+RELAYED = "relayed"                    # status-update metadata key: the note is the remote agent's own
+#: the fewest seconds between two relayed progress notes of one task
+NOTE_INTERVAL = 1.0
 
 
 def persona_session(owner: str, context_id: str) -> str:
@@ -112,6 +117,7 @@ class PersonaExecutor(AgentExecutor):
         self._routed = isinstance(backend, MessageRoutedBackend)
         self._answers_at_once = isinstance(backend, AnswersAtOnce)
         self._interruptible = isinstance(backend, Interruptible)
+        self._relays_progress = settings.relay_progress and isinstance(backend, FollowsProgress)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         with turn_trace(headers_of(context.call_context)):  # the caller's trace, on to the turn
@@ -225,7 +231,8 @@ class PersonaExecutor(AgentExecutor):
     def _start_turn(self, work: MessageWork, session: str, at_once: bool, interruptible: bool = True) -> Turn:
         """The persona's turn on the message, begun (on the event loop when ``at_once``)."""
         return Turn(self._producer(work.context, work.text, session, work.lang), asyncio.get_running_loop(),
-                    self._interrupter(session) if interruptible else None).start(at_once)
+                    self._interrupter(session) if interruptible else None,
+                    self._note_follower(session)).start(at_once)
 
     def _producer(self, context: RequestContext, text: str, session: str, lang: str | None):
         backend = self.backend
@@ -244,6 +251,12 @@ class PersonaExecutor(AgentExecutor):
         backend = self.backend
         return (lambda: backend.interrupt(session)) if self._interruptible else None
 
+    def _note_follower(self, session: str):
+        """What hands the backend the taker of ``session``'s progress notes while a turn runs
+        (a relay persona's, unless ``relay_progress`` is off)."""
+        backend = self.backend
+        return (lambda listener: backend.follow_progress(session, listener)) if self._relays_progress else None
+
     def _may_reply(self, context: RequestContext) -> bool:
         return self._routed and self.backend.answers_with_message(context.message.message_id)
 
@@ -256,7 +269,8 @@ class PersonaExecutor(AgentExecutor):
         ``retry``: a failure before anything was said is not written but returned as RETRY.
         """
         writer = TaskWriter(updater, chunked, retry)
-        async for event in self._paced(turn, updater, first):
+        notes = RelayedNotes(updater) if chunked else None  # a blocking caller sees only the end
+        async for event in self._paced(turn, updater, first, notes):
             if event is None:  # the deadline passed
                 await writer.answer.flush()
                 await updater.update_status(TaskState.TASK_STATE_WORKING, _agent_message(
@@ -268,35 +282,55 @@ class PersonaExecutor(AgentExecutor):
                 return end
         raise AssertionError("a turn's events end with the deadline or an ending event")  # pragma: no cover
 
-    async def _paced(self, turn: Turn, updater: TaskUpdater,
-                     first: TurnEvent | None) -> AsyncIterator[TurnEvent | None]:
+    async def _paced(self, turn: Turn, updater: TaskUpdater, first: TurnEvent | None,
+                     notes: RelayedNotes | None = None) -> AsyncIterator[TurnEvent | None]:
         """The turn's events (``first`` first) as they come; while none comes, a heartbeat on
         the task every ``heartbeat`` seconds (no message, so it never piles up in the
-        history); ``None`` once the turn's ``deadline`` passed, and then nothing more."""
+        history); ``None`` once the turn's ``deadline`` passed, and then nothing more. Progress
+        notes are not yielded: they go to ``notes`` (dropped without), whose status update
+        counts as a heartbeat; a note still held back when the persona speaks is dropped."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         deadline = started + self.settings.deadline
-        if first is not None:
-            yield first
+        quiet_since = started  # the last event or status update the caller had
+        event = first
         while True:
-            now = loop.time()
-            if now >= deadline:
-                yield None
-                return
-            if not turn.events.empty():  # said already: no timer to arm
-                yield turn.events.get_nowait()
+            if event is None:
+                now = loop.time()
+                if now >= deadline:
+                    yield None
+                    return
+                if not turn.events.empty():  # said already: no timer to arm
+                    event = turn.events.get_nowait()
+                else:
+                    due = quiet_since + self.settings.heartbeat
+                    if notes is not None and notes.waiting:
+                        due = min(due, notes.due)
+                    try:
+                        async with asyncio.timeout(max(min(due, deadline) - now, 0)):  # no task per wait
+                            event = await turn.events.get()
+                    except TimeoutError:
+                        now = loop.time()
+                        if now >= deadline:
+                            continue
+                        if notes is not None and notes.waiting and now >= notes.due:
+                            await notes.send_waiting(now)
+                            quiet_since = now
+                        elif now >= quiet_since + self.settings.heartbeat:
+                            elapsed = round(now - started)
+                            await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
+                                HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
+                            quiet_since = now
+                        continue
+            if event.kind is TurnEventKind.NOTE:
+                if notes is not None and await notes.offer(event.text, loop.time()):
+                    quiet_since = loop.time()
+                event = None
                 continue
-            wait = min(self.settings.heartbeat, deadline - now)
-            try:
-                async with asyncio.timeout(wait):  # no task per wait, as wait_for makes
-                    event = await turn.events.get()
-            except TimeoutError:
-                if loop.time() < deadline:
-                    elapsed = round(loop.time() - started)
-                    await updater.update_status(TaskState.TASK_STATE_WORKING, metadata={
-                        HEARTBEAT: elapsed, "note": f"Still working ({elapsed} s)."})
-                continue
+            if notes is not None:
+                notes.drop()
             yield event
+            quiet_since, event = loop.time(), None
 
     def _adopt_late_answer(self, turn: Turn, task_id: str, call_context: ServerCallContext | None,
                            admission: Admission | None) -> None:
@@ -355,6 +389,51 @@ class PersonaExecutor(AgentExecutor):
             raise TaskNotCancelableError(message="The persona's current step did not end within the cancel grace.")
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.cancel(_agent_message("Canceled: the persona stopped before it finished."))
+
+
+class RelayedNotes:
+    """The progress notes of a relay persona's remote agent, forwarded to one task's caller:
+    each a ``working`` status update with no message, the note in its metadata
+    (``{"note": text, "relayed": true}``), so that no client reads it as answer. At most one
+    every ``interval`` seconds: a note that comes sooner waits (:attr:`waiting`) until
+    :attr:`due`, and a newer one takes its place; the same note twice in a row goes out once."""
+
+    def __init__(self, updater: TaskUpdater, interval: float = NOTE_INTERVAL) -> None:
+        self.updater, self.interval = updater, interval
+        self.waiting = ""           # the newest note held back, if any
+        self._sent_at: float | None = None
+        self._last = ""             # the note last sent
+
+    @property
+    def due(self) -> float:
+        """When the next note may go out (loop time)."""
+        return -1.0 if self._sent_at is None else self._sent_at + self.interval
+
+    async def offer(self, text: str, now: float) -> bool:
+        """Take a note at loop time ``now``: sent now (True) or held back."""
+        if text == self._last:
+            self.waiting = ""
+            return False
+        if now >= self.due:
+            self.waiting = ""
+            await self._send(text, now)
+            return True
+        self.waiting = text
+        return False
+
+    async def send_waiting(self, now: float) -> None:
+        """Send the note held back (its time has come)."""
+        text, self.waiting = self.waiting, ""
+        if text:
+            await self._send(text, now)
+
+    def drop(self) -> None:
+        """Forget the note held back: the persona spoke since."""
+        self.waiting = ""
+
+    async def _send(self, text: str, now: float) -> None:
+        self._sent_at, self._last = now, text
+        await self.updater.update_status(TaskState.TASK_STATE_WORKING, metadata={"note": text, RELAYED: True})
 
 
 class TaskWriter:

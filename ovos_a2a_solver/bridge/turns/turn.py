@@ -26,10 +26,11 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
 
 class TurnEventKind(enum.Enum):
-    """What happened in a turn. SENTENCE, QUESTION and OUTPUT may repeat; the others end it."""
+    """What happened in a turn. SENTENCE, QUESTION, OUTPUT and NOTE may repeat; the others end it."""
 
     SENTENCE = "sentence"   # the persona said a sentence
     OUTPUT = "output"       # a typed output of the backend (an artifact part, a reply, a rejection...)
+    NOTE = "note"           # a progress note of the agent a relay persona asks ("Searching…"), never answer
     QUESTION = "question"   # the persona asks back: the task waits for the user's answer (ends the reply)
     DONE = "done"           # the reply is complete
     STOPPED = "stopped"     # a stop request was honoured
@@ -49,7 +50,8 @@ class TurnEvent:
 
     @property
     def ends(self) -> bool:
-        return self.kind not in (TurnEventKind.SENTENCE, TurnEventKind.QUESTION, TurnEventKind.OUTPUT)
+        return self.kind not in (TurnEventKind.SENTENCE, TurnEventKind.QUESTION, TurnEventKind.OUTPUT,
+                                 TurnEventKind.NOTE)
 
     @property
     def stopped(self) -> bool:
@@ -210,8 +212,12 @@ class Turn:
     """A backend reply being produced in a worker thread."""
 
     def __init__(self, produce: Callable[[], Iterator[object]], loop: asyncio.AbstractEventLoop,
-                 interrupt: Callable[[], object] | None = None) -> None:
+                 interrupt: Callable[[], object] | None = None,
+                 follow_notes: Callable[[Callable[[str], None] | None], None] | None = None) -> None:
         self._produce = produce
+        # while the reply runs, hands the backend what takes its progress notes (and None after)
+        self._follow_notes = follow_notes
+        self._noting = False  # progress notes are taken (the reply runs on a thread and has not ended)
         self._context = contextvars.copy_context()  # the turn runs within its message's (its trace)
         self._loop = loop
         self._interrupt = interrupt  # asks the backend to end a step it is blocked in (a relay's remote task)
@@ -240,6 +246,8 @@ class Turn:
     def _post(self, event: TurnEvent) -> None:
         """Hand ``event`` to the loop (from the worker thread): the loop is woken only when
         the outbox was empty; otherwise the wake-up already on its way takes this one too."""
+        if event.ends:
+            self._noting = False  # no note after the end
         if self._on_loop:
             self._outbox.append(event)
             self._deliver()
@@ -253,6 +261,12 @@ class Turn:
         except RuntimeError:  # the loop is gone (shutdown): nobody is listening any more
             pass
 
+    def note(self, text: str) -> None:
+        """A progress note of the backend's remote agent (from any thread), queued as a NOTE
+        event while the reply runs; dropped once it has ended."""
+        if self._noting and text:
+            self._post(TurnEvent(TurnEventKind.NOTE, text))
+
     def _deliver(self) -> None:
         with self._outbox_lock:
             events, self._outbox = self._outbox, []
@@ -264,7 +278,14 @@ class Turn:
 
     def _run(self) -> None:
         generator = None
+        following = self._follow_notes is not None and not self._on_loop
         try:
+            if following:
+                self._noting = True
+                try:
+                    self._follow_notes(self.note)
+                except Exception as exc:  # the reply goes on without its notes
+                    LOG.warning("following a turn's progress notes raised %r", exc)
             generator = self._produce()
             for item in generator:
                 if self._stop:
@@ -289,6 +310,12 @@ class Turn:
                     generator.close()
                 except Exception as exc:  # closing a stopped backend generator: log, nothing else to do
                     LOG.debug("closing a stopped persona turn raised %r", exc)
+            if following:
+                self._noting = False
+                try:
+                    self._follow_notes(None)
+                except Exception as exc:  # the turn is over anyway
+                    LOG.debug("letting go of a turn's progress notes raised %r", exc)
 
     def interrupt(self) -> None:
         """Give the turn up (the bridge shuts down): whoever relays it sees INTERRUPTED now, the

@@ -118,7 +118,10 @@ class RingSenders:
         self._of_this_role = of_this_role   # pid -> True, False, None (gone)
         self._deliver = deliver             # (connection, pid, channel, payload)
         self._known: OrderedDict[int, tuple[bool, float]] = OrderedDict()
-        self._asked: dict[int, list[tuple]] = {}   # senders being looked up -> their rings meanwhile
+        # senders being looked up -> their last ring on each channel meanwhile (a flood from one
+        # sender while it is looked up is one ring a channel, not a list that grows with it)
+        self._asked: dict[int, dict[str, tuple]] = {}
+        self._lookups: set[asyncio.Task] = set()
         self._waiting: dict[str, tuple] = {}       # channel -> a ring past the look-ups' budget
         self._window, self._looked_up = 0.0, 0
         self.dropped = 0                           # rings of other roles' sessions
@@ -135,7 +138,7 @@ class RingSenders:
             return
         ring = (connection, pid, channel, payload)
         if pid in self._asked:
-            self._asked[pid].append(ring)
+            self._asked[pid][channel] = ring
             return
         if now - self._window >= 1.0:
             self._window, self._looked_up = now, 0
@@ -145,8 +148,10 @@ class RingSenders:
             self._waiting[channel] = ring
             return
         self._looked_up += 1
-        self._asked[pid] = [ring]
-        loop.create_task(self._look_up(pid))
+        self._asked[pid] = {channel: ring}
+        lookup = loop.create_task(self._look_up(pid))  # held until done: the loop keeps only a weak reference
+        self._lookups.add(lookup)
+        lookup.add_done_callback(self._lookups.discard)
 
     async def _look_up(self, pid: int) -> None:
         try:
@@ -154,7 +159,7 @@ class RingSenders:
         except Exception as exc:  # the database is away: hear it (a ring costs a read)
             LOG.debug("could not look up the sender of a ring: %r", exc)
             ours = None
-        rings = self._asked.pop(pid, [])
+        rings = self._asked.pop(pid, {}).values()
         if ours is not None:
             self._known[pid] = (bool(ours), asyncio.get_running_loop().time())
             self._known.move_to_end(pid)

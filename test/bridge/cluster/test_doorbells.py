@@ -148,3 +148,30 @@ def test_a_neighbour_role_hears_no_task_id_and_its_rings_cost_the_replicas_nothi
     assert flooded - quiet <= MOST_CPU_PER_1000_RINGS * neighbour.rung / 1000 + 0.1, (
         f"{neighbour.rung} forged rings cost the two replicas {flooded:.2f} s of CPU in {FLOOD_SECONDS:g} s, against "
         f"{quiet:.2f} s in as long without them")
+
+
+def test_a_flood_from_one_sender_while_it_is_looked_up_is_heard_once_a_channel():
+    """Rings that come while their sender is being looked up are not kept one by one: once the
+    look-up says the sender is the bridge's own, each channel is heard once, however many came."""
+    from ovos_a2a_solver.bridge.storage.postgres import RingSenders
+
+    heard: list[str] = []
+
+    async def scenario() -> None:
+        answer = asyncio.get_running_loop().create_future()
+
+        async def of_this_role(_pid: int) -> bool:
+            return await answer
+
+        senders = RingSenders(of_this_role, lambda _c, _pid, channel, _payload: heard.append(channel))
+        for n in range(10_000):
+            senders.heard(None, 4242, CHANNELS[n % 2], "")
+        await asyncio.sleep(0)
+        answer.set_result(True)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        senders.heard(None, 4242, CHANNELS[0], "")  # known now: heard at once
+
+    asyncio.run(scenario())
+    assert sorted(heard[:-1]) == sorted(CHANNELS[:2]), f"{len(heard)} rings heard"
+    assert heard[-1] == CHANNELS[0]

@@ -14,15 +14,12 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import uvicorn
 from a2a.client import A2AClientTimeoutError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,6 +28,7 @@ from starlette.routing import Route
 
 from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT
+from support.network import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = 200 * 1024 * 1024        # bytes of the oversized reply
@@ -129,23 +127,9 @@ class HostileAgent:
 def hostile_agent():
     """The hostile agents served by uvicorn on a loopback port, in a thread."""
     agent = HostileAgent()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.bind(("127.0.0.1", 0))
-    agent.base = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(agent.app(), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[listener])), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the hostile agent did not start"
-        time.sleep(0.01)
-    try:
+    with serving(agent.app(), force_exit=True, lifespan="off") as port:
+        agent.base = f"http://127.0.0.1:{port}"
         yield agent
-    finally:
-        server.should_exit = True
-        server.force_exit = True
-        thread.join(10)
-        listener.close()
 
 
 #: One turn in a process of its own: its outcome and the process's peak resident size.

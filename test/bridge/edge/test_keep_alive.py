@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import threading
 import time
 
-import uvicorn
-
 from ovos_a2a_solver.bridge.edge.connections import ConnectionGuard
+from support.network import serving
 
 IDLE = 0.5      # idle_timeout of the guard
 HEAD = 6.0      # header_timeout: longer than the loop stays busy
@@ -49,24 +47,8 @@ def guarded_server():
     """uvicorn with the guard on a loopback port, in a thread; its port."""
     guard = ConnectionGuard(limit=100, header_timeout=HEAD, body_timeout=HEAD, idle_timeout=IDLE,
                             limit_name="max_connections", timeout_names="header_timeout")
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(guard.app(app), **guard.server_options(), log_level="warning",
-                                           lifespan="on"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[listener])), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        assert not thread.is_alive(), "the server did not stop"
-        listener.close()
+    with serving(guard.app(app), **guard.server_options(), lifespan="on") as port:
+        yield port
 
 
 def answer(sock: socket.socket) -> bytes:

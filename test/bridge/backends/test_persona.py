@@ -115,18 +115,22 @@ def test_the_bridge_serves_grpc_too_when_asked():
         grpc_interface = [i for i in card.interfaces if i.binding == "GRPC"]
         assert len(grpc_interface) == 1 and grpc_interface[0].url.startswith("127.0.0.1:"), card.interfaces
 
-        async def over_grpc():
-            config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
-                                  httpx_client=httpx.AsyncClient(timeout=30),
-                                  grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
-            sdk = await create_client(bridge.url, client_config=config)
-            msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
-            events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
-            await sdk.close()
-            return events[0].task
-
-        task = asyncio.run(over_grpc())
+        task = asyncio.run(asked_over_grpc(bridge.url))
     assert "".join(p.text for a in task.artifacts for p in a.parts) == "echo: over grpc"
+
+
+async def asked_over_grpc(agent):
+    """The task an a2a-sdk client gets for "over grpc", sent to ``agent`` (a URL or a card) over gRPC."""
+    config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
+                          httpx_client=httpx.AsyncClient(timeout=30),
+                          grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
+    sdk = await create_client(agent, client_config=config)
+    try:
+        msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
+        events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
+    finally:
+        await sdk.close()
+    return events[0].task
 
 
 def test_grpc_unlisted_is_served_but_left_out_of_the_card():
@@ -138,17 +142,7 @@ def test_grpc_unlisted_is_served_but_left_out_of_the_card():
         assert [i["url"].split("/")[2] for i in card["supportedInterfaces"]] == [bridge.root.split("/")[2]] * 4, card
         assert "GRPC" not in [i["protocolBinding"] for i in card["supportedInterfaces"]], card
 
-        async def over_grpc():
-            config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"],
-                                  httpx_client=httpx.AsyncClient(timeout=30),
-                                  grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url))
-            sdk = await create_client(minimal_agent_card(f"127.0.0.1:{port}", ["GRPC"]), client_config=config)
-            msg = Message(role=Role.ROLE_USER, message_id="m1", parts=[Part(text="over grpc")])
-            events = [e async for e in sdk.send_message(SendMessageRequest(message=msg))]
-            await sdk.close()
-            return events[0].task
-
-        task = asyncio.run(over_grpc())
+        task = asyncio.run(asked_over_grpc(minimal_agent_card(f"127.0.0.1:{port}", ["GRPC"])))
     assert "".join(p.text for a in task.artifacts for p in a.parts) == "echo: over grpc"
 
 

@@ -30,7 +30,7 @@ from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT
 from support.network import serving
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HUGE = 200 * 1024 * 1024        # bytes of the oversized reply
 PIECE = 1024 * 1024             # sent in pieces of this size, made as they go (the server holds one)
 PEAK_LIMIT = 200 * 1024 * 1024  # the client process's peak resident size must stay below this

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SIGNING_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[signing]'"
+SIGNING_EXTRA = "pip install 'ovos-a2a-solver-plugin[signing]'"
 
 #: JWS algorithms a card may be signed with: asymmetric ones only.
 ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA")

@@ -746,7 +746,7 @@ def check_database_url(url: str) -> None:
         from sqlalchemy.exc import ArgumentError, NoSuchModuleError
     except ImportError:
         raise SettingsError(f"{names_of('db')} needs SQLAlchemy: "
-                            f"pip install --pre 'ovos-a2a-solver-plugin[server,postgresql]'") from None
+                            f"pip install 'ovos-a2a-solver-plugin[server,postgresql]'") from None
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -767,7 +767,7 @@ def check_database_url(url: str) -> None:
         dialect.import_dbapi()
     except ImportError as exc:
         raise SettingsError(f"{names_of('db')}: the driver of {parsed.drivername!r} is not installed "
-                            f"({exc}); for PostgreSQL: pip install --pre "
+                            f"({exc}); for PostgreSQL: pip install "
                             f"'ovos-a2a-solver-plugin[server,postgresql]'") from None
 
 

@@ -1005,12 +1005,14 @@ def test_the_readme_installs_this_checkout_and_names_one_repository():
         assert run.returncode == 0 and run.stdout.strip(), run.stderr
         blocks[name] = run.stdout
     assert '-e ".[server]"' in blocks["demo-command"] and '-e ".[test]"' in blocks["test-command"]
+    # pre-releases only where the requirements name them: --pre would take release candidates of everything
+    assert "--pre" not in blocks["demo-command"] + blocks["test-command"]
     homepage = re.search(r'^Homepage = "(\S+)"', project, re.M)[1]
     assert homepage == "https://github.com/OpenVoiceOS/ovos-a2a-agent-plugin"  # the repository, as the seed names it
     assert f"git clone {homepage} && cd {homepage.rsplit('/', 1)[1]}" in readme
     assert "github.com/OpenVoiceOS/ovos-a2a-solver-plugin" not in readme + project  # the package's name, not the repo's
     for paragraph in readme.split("\n\n"):  # the package index only after the release, marked so
-        if re.search(r'pip install --pre "?ovos-a2a-solver-plugin', paragraph):
+        if re.search(r'pip install "?ovos-a2a-solver-plugin', paragraph):
             assert "0.0.4a1" in paragraph and "release" in paragraph, paragraph
     assert "/_admin/finish" in readme
 

@@ -125,7 +125,7 @@ def test_the_container_commands_are_valid_ovos_a2a_commands():
         argv = yaml.safe_load(line[line.index("["):])  # the exec form is a JSON list
         assert argv[0] == "ovos-a2a", line
         build_parser().parse_args(argv[1:])
-    assert "pip install --no-cache-dir --pre '/src[server,postgresql]'" in "\n".join(lines)
+    assert "pip install --no-cache-dir '/src[server,postgresql]'" in "\n".join(lines)
 
 
 def test_no_deploy_file_puts_a_secret_on_a_command_line():

@@ -30,11 +30,11 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: the a2a-sdk logs request and response bodies (message text) at DEBUG under this logger
 MESSAGE_LOGGER = "a2a"
 DATABASE_PROBE_TIMEOUT = 10.0
-SERVER_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[server]'"
+SERVER_EXTRA = "pip install 'ovos-a2a-solver-plugin[server]'"
 #: the a2a-sdk's own switch of its OpenTelemetry spans (read once, when the SDK is imported)
 SDK_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
-GRPC_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[grpc]'"
-METRICS_EXTRA = "pip install --pre 'ovos-a2a-solver-plugin[metrics]'"
+GRPC_EXTRA = "pip install 'ovos-a2a-solver-plugin[grpc]'"
+METRICS_EXTRA = "pip install 'ovos-a2a-solver-plugin[metrics]'"
 #: connections the operating system keeps waiting for the bridge to accept them
 LISTEN_QUEUE = 2048
 

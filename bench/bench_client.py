@@ -13,6 +13,11 @@ the two sides so a noisy machine hurts both alike:
    time the bare SDK client receives the event that carries it;
 4. cost of ``import ovos_a2a_solver`` (time and RSS over a bare interpreter);
 5. card fetches per 100 turns.
+
+``--baseline-code DIR``: also this package's ``A2AClient`` against that of another checkout
+(``DIR``, its root), each in a worker process of its own that times its turns, interleaved
+turn by turn against the same agent, with the ratio of this one's median to the baseline's,
+and the import cost of each: a change measured before and after in one run.
 """
 from __future__ import annotations
 
@@ -147,6 +152,66 @@ def first_sentence(agent: AgentProcess, runs: int) -> dict:
     return result
 
 
+# ---- before and after: another checkout's client, side by side ------------------------
+
+TURN_WORKER = """
+import sys, time
+from ovos_a2a_solver import A2AClient
+client = A2AClient(sys.argv[1])
+for _ in range(20):
+    client.send_task("warm", session_id="bench")
+print("ready", flush=True)
+for line in sys.stdin:
+    start = time.perf_counter()
+    client.send_task(line.strip(), session_id="bench")
+    print(time.perf_counter() - start, flush=True)
+client.close()
+"""
+
+
+def code_env(root: str) -> dict:
+    """The environment of a process that imports the package from the checkout at ``root``."""
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(root)}
+
+
+def against_baseline(agent: AgentProcess, baseline: str, turns: int, runs: int) -> dict:
+    from pathlib import Path
+
+    url = agent.agent("echo")
+    roots = {"this_code": str(Path(__file__).resolve().parents[1]), "baseline_code": str(Path(baseline).resolve())}
+    workers = {name: subprocess.Popen([sys.executable, "-c", TURN_WORKER, url], env=code_env(root), text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+               for name, root in roots.items()}
+    samples: dict[str, list[float]] = {name: [] for name in workers}
+    try:
+        for worker in workers.values():
+            if worker.stdout.readline().strip() != "ready":
+                raise SystemExit("a client worker did not start")
+        for n in range(turns):
+            for name in (list(workers) if n % 2 else list(workers)[::-1]):
+                workers[name].stdin.write(f"turn {n}\n")
+                workers[name].stdin.flush()
+                samples[name].append(float(workers[name].stdout.readline()))
+    finally:
+        for worker in workers.values():
+            worker.stdin.close()
+            worker.wait(timeout=30)
+    result = {name: median_p90(times) for name, times in samples.items()}
+    result["ratio_median"] = result["this_code"]["median_ms"] / result["baseline_code"]["median_ms"]
+    imports = {}
+    for name, root in roots.items():
+        times = []
+        for _ in range(runs):
+            out = subprocess.run([sys.executable, "-c", IMPORT_PROBE, "ovos_a2a_solver"], capture_output=True,
+                                 text=True, check=True, env=code_env(root)).stdout.split()
+            times.append(float(out[0]) * 1000)
+        imports[name] = {"median_ms": statistics.median(times)}
+    imports["ratio_median"] = imports["this_code"]["median_ms"] / imports["baseline_code"]["median_ms"]
+    return {"per_turn": result, "import": imports}
+
+
 # ---- 4. import cost ----------------------------------------------------------------
 
 IMPORT_PROBE = """
@@ -178,8 +243,16 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--fresh", type=int, default=7)
     parser.add_argument("--json", default="")
+    parser.add_argument("--baseline-code", default="", metavar="DIR",
+                        help="another checkout's root: its client side by side with this one")
     args = parser.parse_args()
     with AgentProcess() as agent:
+        if args.baseline_code:
+            results = {"against_baseline": against_baseline(agent, args.baseline_code, args.turns, args.fresh)}
+            print(json.dumps(results, indent=2))
+            if args.json:
+                write_json(args.json, results)
+            return
         results = {
             "per_turn": per_turn(agent, args.turns),
             "fresh_process": fresh_process(agent, args.fresh),

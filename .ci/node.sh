@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Node and npm for the interop tests with the A2A JS SDK (test/interop/test_js_sdk.py), which
-# install @a2a-js/sdk with npm on their first run (from lockfiles: test/support/peers/js/locks).
+# Node and npm for the interop tests with the A2A JS SDK (test/interop/test_js_sdk.py) and the sign-in
+# tests' authorization server (oidc-provider), which install their npm packages on their first run (from
+# lockfiles: test/support/peers/js/locks).
 # @a2a-js/sdk 1.x needs Node 20 or newer: npm (and Node) come from Debian when missing, and a
 # Node older than 20 (Debian 12 has 18) is replaced by one exact build of Node 20 from the npm
 # registry, the one .ci/node/package-lock.json names, checked against the lockfile's checksum

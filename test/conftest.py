@@ -18,6 +18,7 @@ import pytest
 
 from support.agent_process import AgentProcess
 from support.alone import one_at_a_time
+from support.authorization_server import AuthorizationServer
 from support.bridge_process import BridgeProcess
 from support.postgres import POSTGRES_VAR, create_database, drop_database
 from support.state_home import PRIVATE_STATE_HOME_VAR, isolate_user_state
@@ -87,6 +88,13 @@ def agent_pair():
     """(A, B): B is a plain server; A's `foreign` / `redirect` agents point at B's echo."""
     with AgentProcess() as b, AgentProcess('--foreign-url', f'{b.url}/echo/') as a:
         yield a, b
+
+
+@pytest.fixture(scope='session')
+def authorization_server():
+    """One OAuth 2.0 / OpenID Connect authorization server (oidc-provider) for the whole session."""
+    with AuthorizationServer() as server:
+        yield server
 
 
 @pytest.fixture(scope='session')

@@ -6,6 +6,7 @@
   1.3 (A2A 1.0), :data:`JS_SDK_03` is 0.3.14 (A2A 0.3).
 * :class:`JsAgentProcess` runs ``test/support/peers/js/agent_v1.cjs`` or ``agent_v03.cjs``.
 * :func:`run_js_client` runs ``client_v1.cjs`` or ``client_v03.cjs`` once.
+* :data:`OIDC_PROVIDER` is the authorization server of the sign-in tests (``support.authorization_server``).
 
 Node and npm must be on PATH (Debian: ``apt-get install nodejs npm``; @a2a-js/sdk 1.x wants
 Node 20 or newer). The scripts are CommonJS, so they find the cached packages through
@@ -42,10 +43,10 @@ class NpmProject:
     name: str                                  # the project's directory under the cache root
     dependencies: Tuple[Tuple[str, str], ...]  # (package, exact version)
     modules_var: str                           # an environment variable naming a ready node_modules instead
-    agent_script: str                          # under test/support/peers/js/
-    client_script: str
-    protocol_version: str                      # the A2A version the SDK speaks
-    min_node: int                              # the oldest Node major version the SDK runs on
+    min_node: int                              # the oldest Node major version the packages run on
+    agent_script: str = ""                     # the server the project runs, under test/support/peers/js/
+    client_script: str = ""                    # an A2A SDK's client, under the same
+    protocol_version: str = ""                 # the A2A version an A2A SDK speaks
 
 
 _GRPC_PINS = (("@grpc/grpc-js", "1.14.7"), ("@bufbuild/protobuf", "2.17.0"))
@@ -61,6 +62,14 @@ JS_SDK_03 = NpmProject(
     dependencies=(("@a2a-js/sdk", "0.3.14"), ("express", "5.3.0"), *_GRPC_PINS),
     modules_var="A2A_JS_SDK_03_MODULES",
     agent_script="agent_v03.cjs", client_script="client_v03.cjs", protocol_version="0.3", min_node=18,
+)
+#: oidc-provider (OpenID Certified, the device authorization grant built in): the authorization server
+#: of the sign-in tests (``support.authorization_server``)
+OIDC_PROVIDER = NpmProject(
+    name="npm-oidc-provider-9.13.3",
+    dependencies=(("oidc-provider", "9.13.3"),),
+    modules_var="OIDC_PROVIDER_MODULES",
+    agent_script="authorization_server.cjs", min_node=20,
 )
 
 

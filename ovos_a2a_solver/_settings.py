@@ -4,7 +4,7 @@
 defaulted here and nowhere else."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
@@ -12,107 +12,93 @@ from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLD
                                       DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
                                       DEFAULT_RETRY_BASE_DELAY, DEFAULT_STILL_WORKING,
                                       DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT)
-from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, agent_url_of,
-                                            boolean_setting, positive_setting)
+from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, PLUGIN_ID,
+                                            agent_url_of)
+from ovos_a2a_solver.setting_specs import BLANK_KEPT, read_settings, setting
 
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
 
 
+def _agent_url(value: Any) -> str:
+    """``value`` as the agent's URL; ``ValueError`` unless it is an http(s) URL with a host."""
+    if not isinstance(value, str) or "://" not in value or origin_of(value) is None:
+        raise ValueError("must be the agent's http(s) URL")
+    return value.strip()
+
+
+def _bus_address(value: Any) -> tuple[tuple[str, Any], ...]:
+    """``value`` as the messagebus's ``(key, value)`` pairs, sorted; ``ValueError`` unless it is
+    an object of host, port, route or ssl."""
+    if not isinstance(value, Mapping) or not set(value) <= {"host", "port", "route", "ssl"}:
+        raise ValueError("must be an object with host, port, route or ssl")
+    return tuple(sorted(value.items()))
+
+
 @dataclass(frozen=True)
 class EngineSettings:
-    """Settings of one persona's A2A handler (see the README's settings table)."""
+    """Settings of one persona's A2A handler (see the README's settings table), each declared
+    once (:func:`~ovos_a2a_solver.setting_specs.setting`): its kind, bounds and default."""
 
-    agent_url: str
-    auth_header: str | None = None
-    # sent in the form the card's security schemes name (see ``Credentials``)
-    bearer_token: str | None = field(default=None, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    oauth2_client_id: str | None = None
-    oauth2_client_secret: str | None = field(default=None, repr=False)
-    timeout: float = DEFAULT_TIMEOUT
-    streaming: bool = False
-    trusted_origins: tuple[str, ...] = ()
-    oauth2_token_origins: tuple[str, ...] = ()  # token endpoints' origins that may get the client secret
-    namespace: str = ""
-    state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json
-    persist_conversations: bool = True   # False: keep the session map in memory only
-    max_conversations: int = DEFAULT_MAX_CONVERSATIONS
-    conversation_ttl: float = DEFAULT_CONVERSATION_TTL   # seconds a conversation may sit idle before a new one starts
-    max_retries: int = DEFAULT_MAX_RETRIES          # resends of a message after a transient failure
-    retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY  # seconds; the backoff doubles from here
-    breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD  # failed turns in a row that open the circuit
-    breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN  # seconds the circuit stays open before a probe
-    still_working: str = DEFAULT_STILL_WORKING  # said when the deadline passes and the agent works on
-    still_working_announced: str = DEFAULT_STILL_WORKING_ANNOUNCED  # the same, when the answer will be announced
-    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS  # characters of an answer read and said; a longer one is cut
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES  # bytes of one reply body (a stream: one line) read
-    answer_cut: str = DEFAULT_ANSWER_CUT  # said after an answer cut at max_answer_chars
-    announce: bool = True                # say that answer over the OVOS messagebus once it is ready
-    messagebus: tuple[tuple[str, Any], ...] = ()  # host/port/route/ssl of the bus; () = the device's own
-    require_signed_card: bool = False    # refuse a card without a valid signature (A2A 1.0 §8.4)
-    card_public_key: str | None = None   # PEM / JWK / JWK Set file of the card's signing keys (implies the above)
-    card_jwks_url: str | None = None     # URL of the JWK Set of the card's signing keys (implies it too)
+    agent_url: str = setting(kind=_agent_url, means="the agent's http(s) URL")
+    auth_header: str | None = setting(None)
+    # sent in the form the card's security schemes name (see ``Credentials``); an empty one is not set,
+    # but an empty password is a password
+    bearer_token: str | None = setting(None, secret=True, blank=BLANK_KEPT)
+    api_key: str | None = setting(None, secret=True, blank=BLANK_KEPT)
+    username: str | None = setting(None, blank=BLANK_KEPT)
+    password: str | None = setting(None, secret=True, blank=BLANK_KEPT)
+    oauth2_client_id: str | None = setting(None, blank=BLANK_KEPT)
+    oauth2_client_secret: str | None = setting(None, secret=True, blank=BLANK_KEPT)
+    timeout: float = setting(DEFAULT_TIMEOUT, kind=float, positive=True)
+    streaming: bool = setting(False, kind=bool)
+    trusted_origins: tuple[str, ...] = setting((), kind=tuple)
+    oauth2_token_origins: tuple[str, ...] = setting((), kind=tuple,
+                                                    help="token endpoints' origins that may get the client secret")
+    namespace: str = setting("")
+    state_file: str | None = setting(None, help="None: $XDG_STATE_HOME/ovos_a2a_solver/conversations.json")
+    persist_conversations: bool = setting(True, kind=bool, help="False: keep the session map in memory only")
+    max_conversations: int = setting(DEFAULT_MAX_CONVERSATIONS, kind=int, positive=True)
+    conversation_ttl: float = setting(DEFAULT_CONVERSATION_TTL, kind=float, positive=True,
+                                      help="seconds a conversation may sit idle before a new one starts")
+    max_retries: int = setting(DEFAULT_MAX_RETRIES, kind=int, bounds=(0, 10),
+                               help="resends of a message after a transient failure")
+    retry_base_delay: float = setting(DEFAULT_RETRY_BASE_DELAY, kind=float, positive=True,
+                                      help="seconds; the backoff doubles from here")
+    breaker_threshold: int = setting(DEFAULT_BREAKER_THRESHOLD, kind=int, positive=True,
+                                     help="failed turns in a row that open the circuit")
+    breaker_cooldown: float = setting(DEFAULT_BREAKER_COOLDOWN, kind=float, positive=True,
+                                      help="seconds the circuit stays open before a probe")
+    still_working: str = setting(DEFAULT_STILL_WORKING,
+                                 help="said when the deadline passes and the agent works on")
+    still_working_announced: str = setting(DEFAULT_STILL_WORKING_ANNOUNCED,
+                                           help="the same, when the answer will be announced")
+    max_answer_chars: int = setting(DEFAULT_MAX_ANSWER_CHARS, kind=int, positive=True,
+                                    help="characters of an answer read and said; a longer one is cut")
+    max_reply_bytes: int = setting(DEFAULT_MAX_REPLY_BYTES, kind=int, positive=True,
+                                   help="bytes of one reply body (a stream: one line) read")
+    answer_cut: str = setting(DEFAULT_ANSWER_CUT, help="said after an answer cut at max_answer_chars")
+    announce: bool = setting(True, kind=bool, help="say that answer over the OVOS messagebus once it is ready")
+    messagebus: tuple[tuple[str, Any], ...] = setting((), kind=_bus_address,
+                                                      help="host/port/route/ssl of the bus; () = the device's own")
+    require_signed_card: bool = setting(False, kind=bool,
+                                        help="refuse a card without a valid signature (A2A 1.0 §8.4)")
+    card_public_key: str | None = setting(None, help="PEM / JWK / JWK Set file of the card's signing keys "
+                                                     "(implies the above)")
+    card_jwks_url: str | None = setting(None, help="URL of the JWK Set of the card's signing keys (implies it too)")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
         """Validate a persona config block; raise ``ValueError`` naming the bad key."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in (config or {}).items() if k in known}
-        url = agent_url_of(config or {})
-        if not isinstance(url, str) or "://" not in url or origin_of(url) is None:
-            raise ValueError(f"ovos-a2a-solver: 'agent_url' must be the agent's http(s) URL, got {url!r}")
-        values["agent_url"] = url.strip()
-        for key in ("timeout", "conversation_ttl", "retry_base_delay", "breaker_cooldown"):
-            if key in values:
-                values[key] = positive_setting(key, values[key], float)
-        for key in ("max_conversations", "breaker_threshold", "max_answer_chars", "max_reply_bytes"):
-            if key in values:
-                values[key] = int(positive_setting(key, values[key], int))
-        if "max_retries" in values:
-            retries = values["max_retries"]
-            if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 10:
-                raise ValueError(f"ovos-a2a-solver: 'max_retries' must be a whole number from 0 to 10, got {retries!r}")
-        if "messagebus" in values:
-            bus = values["messagebus"] or {}
-            if not isinstance(bus, Mapping) or not set(bus) <= {"host", "port", "route", "ssl"}:
-                raise ValueError("ovos-a2a-solver: 'messagebus' must be an object with host, port, route or ssl")
-            values["messagebus"] = tuple(sorted(bus.items()))
-        for key in ("streaming", "persist_conversations", "announce", "require_signed_card"):
-            if key in values:
-                values[key] = boolean_setting(key, values[key])
-        for key in ("trusted_origins", "oauth2_token_origins"):
-            if key in values:
-                origins = values[key]
-                if isinstance(origins, str):
-                    origins = [origins]
-                values[key] = tuple(str(o) for o in origins or ())
-        try:
-            token_origins_of(values.get("oauth2_token_origins", ()))
-        except ValueError as exc:
-            raise ValueError(f"ovos-a2a-solver: {exc}") from None
-        for key in ("auth_header", "state_file", "still_working", "still_working_announced", "answer_cut",
-                    "card_public_key", "card_jwks_url"):
-            if key in values and values[key] is not None and not isinstance(values[key], str):
-                raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
-        for key in ("card_public_key", "card_jwks_url"):
-            values[key] = values.get(key) or None
-        values["auth_header"] = values.get("auth_header") or None
+        values = read_settings(cls, {**(config or {}), "agent_url": agent_url_of(config or {})}, PLUGIN_ID)
         for key in CREDENTIAL_KEYS:
-            if values.get(key) is not None and not isinstance(values[key], str):
-                raise ValueError(f"ovos-a2a-solver: {key!r} must be a string")
             if values.get(key) == "" and not (key == "password" and values.get("username")):
                 values[key] = None  # empty: not set (but an empty password is a password)
         try:
             Credentials(**{key: values.get(key) for key in CREDENTIAL_KEYS})
+            token_origins_of(values.get("oauth2_token_origins", ()))
         except ValueError as exc:
-            raise ValueError(f"ovos-a2a-solver: {exc}") from None
-        values["namespace"] = str(values.get("namespace") or "")
-        for key in ("still_working", "still_working_announced", "answer_cut"):
-            if not (values.get(key) or "").strip():
-                values.pop(key, None)  # empty: the default line
+            raise ValueError(f"{PLUGIN_ID}: {exc}") from None
         if "still_working" in values and "still_working_announced" not in values:
             values["still_working_announced"] = values["still_working"]  # one line of the persona's own
         settings = cls(**values)
@@ -122,7 +108,7 @@ class EngineSettings:
             signature_check(settings.agent_url, required=settings.require_signed_card,
                             public_key_file=settings.card_public_key, jwks_url=settings.card_jwks_url)
         except ValueError as exc:
-            raise ValueError(f"ovos-a2a-solver: {exc}") from None
+            raise ValueError(f"{PLUGIN_ID}: {exc}") from None
         return settings
 
     @property

@@ -24,7 +24,7 @@ PICTURE = REPO_ROOT / "docs" / "rooms.md"
 #: the leaf modules every part of the package may import (they import only each other)
 SHARED = {f"{PACKAGE}.{name}" for name in ("states", "version", "persona_config", "jwk", "local_state",
                                            "resilience", "trace_context", "credential_headers",
-                                           "sentence_units")}
+                                           "sentence_units", "setting_specs")}
 #: the plugin's defaults and limits, written once: every room of the plugin may import them
 PLUGIN_DEFAULTS = f"{PACKAGE}._defaults"
 #: plugin room -> the other rooms it may import (a room is a subpackage of the plugin half). Every

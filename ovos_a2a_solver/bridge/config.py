@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The bridge's settings: every knob typed, defaulted, bounded and described here and nowhere else.
 
-Each field of :class:`BridgeSettings` carries a :class:`Spec` (help text, bounds, whether it
-has a flag). From it come the ``serve`` command's flags and help (:func:`add_flags`) and the
+Each field of :class:`BridgeSettings` carries a :class:`~ovos_a2a_solver.setting_specs.Spec`
+(help text, bounds, whether it has a flag), declared as every setting of the package is
+(:mod:`~ovos_a2a_solver.setting_specs`). From it come the ``serve`` command's flags and help (:func:`add_flags`) and the
 README's settings table (:func:`settings_table`), so a default or a bound is written once.
 
 Values come from command-line flags, then ``OVOS_A2A_*`` environment variables, then the
@@ -32,13 +33,13 @@ import os
 import re
 import socket
 import sys
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ovos_a2a_solver.local_state import package_state_dir
-from ovos_a2a_solver.persona_config import yes_or_no
+from ovos_a2a_solver.setting_specs import number_text, setting, spec_of, yes_or_no
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -67,36 +68,6 @@ MOST_CONNECTIONS = 1_000_000
 
 class SettingsError(ValueError):
     """A setting that cannot be used or repaired. ``str()`` is one line naming the setting."""
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How one setting is described and parsed.
-
-    ``kind`` is the type values are converted to (``tuple``: comma separated strings);
-    ``flag`` False makes it an environment-only setting; ``bounds`` is the inclusive
-    (minimum, maximum) of a number; ``shown`` is the default as the help text says it when
-    the plain value would not (``None`` meaning "the persona's", a computed default...).
-    ``secret`` marks a value others must not read: True, or a test of the value (a database
-    URL is one only when it holds a password). A secret setting also has a ``--NAME-file``
-    flag and an ``OVOS_A2A_NAME_FILE`` variable, naming a file that holds the value.
-    """
-
-    help: str
-    kind: type = str
-    flag: bool = True
-    bounds: tuple[float, float] | None = None
-    metavar: str | None = None
-    shown: str | None = None
-    choices: tuple[str, ...] | None = None
-    secret: bool | Callable[[Any], bool] = False
-
-
-def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING, **spec: Any) -> Any:
-    """A dataclass field with its :class:`Spec` (keyword arguments) in its metadata. A
-    ``secret`` is also kept out of ``repr`` (and so out of logs)."""
-    return field(default=default, default_factory=default_factory, repr=not spec.get("secret"),
-                 metadata={"spec": Spec(**spec)})
 
 
 def has_password(url: str) -> bool:
@@ -622,10 +593,6 @@ def open_to_others(path: Path) -> int | None:
     return mode if mode & 0o077 else None
 
 
-def spec_of(f: Field) -> Spec:
-    return f.metadata["spec"]
-
-
 def flag_name(f: Field) -> str:
     """``--max-concurrent`` for ``max_concurrent``; ``--no-relay-progress`` for a switch that is
     on unless given (a bool whose default is True)."""
@@ -672,12 +639,12 @@ def _number(source: str, value: Any, default: Any, kind: type, bounds: tuple[flo
     try:
         number = kind(float(value)) if kind is int else kind(value)
     except (TypeError, ValueError, OverflowError):
-        LOG.warning("%s=%r is not a number; using %s", source, value, _num(default))
+        LOG.warning("%s=%r is not a number; using %s", source, value, number_text(default))
         return default
     if bounds is not None and not bounds[0] <= number <= bounds[1]:
         clamped = kind(min(max(number, bounds[0]), bounds[1]))
-        LOG.warning("%s=%r is out of range [%s, %s]; using %s", source, value, _num(bounds[0]), _num(bounds[1]),
-                    _num(clamped))
+        LOG.warning("%s=%r is out of range [%s, %s]; using %s", source, value, number_text(bounds[0]), number_text(bounds[1]),
+                    number_text(clamped))
         return clamped
     return number
 
@@ -695,7 +662,7 @@ def flag_type(f: Field) -> Callable[[str], Any]:
                                              f"got {text!r}") from None
         low, high = spec.bounds or (None, None)
         if low is not None and not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"must be {_num(low)} to {_num(high)}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be {number_text(low)} to {number_text(high)}, got {text}")
         return number
 
     parse.__name__ = spec.kind.__name__  # argparse names the type in some messages
@@ -800,10 +767,6 @@ def is_loopback(host: str) -> bool:
 
 # ---- the flags and the README table, from the specs ------------------------------------------
 
-def _num(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 def default_text(f: Field) -> str:
     """The default as a person reads it: ``15``, ``127.0.0.1``, ``the persona's``, ``—``."""
     spec = spec_of(f)
@@ -813,13 +776,13 @@ def default_text(f: Field) -> str:
         return "on" if f.default else "off"
     if f.default is None or f.default == ():
         return "—"
-    return _num(f.default) if spec.kind in (int, float) else str(f.default)
+    return number_text(f.default) if spec.kind in (int, float) else str(f.default)
 
 
 def bounds_text(f: Field) -> str:
     """``1–300`` for a bounded number, else ``""``."""
     bounds = spec_of(f).bounds
-    return f"{_num(bounds[0])}–{_num(bounds[1])}" if bounds else ""
+    return f"{number_text(bounds[0])}–{number_text(bounds[1])}" if bounds else ""
 
 
 def _about(f: Field) -> str:

@@ -21,16 +21,16 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 
 from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, MessageRole
 
 from ovos_a2a_solver.local_state import package_state_dir
-from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, boolean_setting,
-                                            newest_user_text, positive_setting)
+from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, newest_user_text
 from ovos_a2a_solver.sentence_units import units_of
+from ovos_a2a_solver.setting_specs import BLANK_REFUSED, read_settings, setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.rivescript.memory import SessionMemory
@@ -50,34 +50,26 @@ def default_state_file() -> Path:
 class RiveScriptSettings:
     """The keys of the persona's ``"ovos-a2a-rivescript"`` block."""
 
-    brain: str | None = None             # a directory of .rive files; None: the embedded small-talk brain
-    state_file: str | None = None        # None: $XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite
-    persist_conversations: bool = True   # False: memory in RAM only (lost on restart)
-    max_conversations: int = DEFAULT_MAX_CONVERSATIONS   # conversations remembered; least recently used go first
-    conversation_ttl: float = DEFAULT_CONVERSATION_TTL   # seconds a conversation may sit idle before it is forgotten
-    persona: str | None = None           # whose memory this is (the bridge sets the persona's name); None: one for all
+    brain: str | None = setting(None, blank=BLANK_REFUSED, means="a path",
+                                help="a directory of .rive files; none: the embedded small-talk brain")
+    state_file: str | None = setting(None, blank=BLANK_REFUSED, means="a path",
+                                     help="the session file; none: $XDG_STATE_HOME/ovos_a2a_solver/"
+                                          "rivescript-sessions.sqlite")
+    persist_conversations: bool = setting(True, kind=bool,
+                                          help="false: memory in RAM only (lost on restart)")
+    max_conversations: int = setting(DEFAULT_MAX_CONVERSATIONS, kind=int, positive=True,
+                                     help="conversations remembered; the least recently used go first")
+    conversation_ttl: float = setting(DEFAULT_CONVERSATION_TTL, kind=float, positive=True,
+                                      help="seconds a conversation may sit idle before it is forgotten")
+    persona: str | None = setting(None, blank=BLANK_REFUSED, means="a persona's name",
+                                  help="whose memory this is (the bridge sets the persona's name); none: one for all")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> "RiveScriptSettings":
-        """Validate a persona config block; raise ``ValueError`` naming the bad key.
-        Unknown keys (``enabled``, ``lang`` …) are ignored."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in (config or {}).items() if k in known and v is not None}
-        for key in ("brain", "state_file"):
-            if key in values and not (isinstance(values[key], str) and values[key].strip()):
-                raise ValueError(f"{PLUGIN_ID}: {key!r} must be a path, got {values[key]!r}")
-        if "persona" in values and not (isinstance(values["persona"], str) and values["persona"].strip()):
-            raise ValueError(f"{PLUGIN_ID}: 'persona' must be a persona's name, got {values['persona']!r}")
-        if "persist_conversations" in values:
-            values["persist_conversations"] = boolean_setting("persist_conversations",
-                                                              values["persist_conversations"], PLUGIN_ID)
-        if "max_conversations" in values:
-            values["max_conversations"] = int(positive_setting("max_conversations", values["max_conversations"],
-                                                               int, PLUGIN_ID))
-        if "conversation_ttl" in values:
-            values["conversation_ttl"] = positive_setting("conversation_ttl", values["conversation_ttl"],
-                                                          float, PLUGIN_ID)
-        return cls(**values)
+        """Validate a persona config block; raise ``ValueError`` naming the bad key. Unknown
+        keys (``enabled``, ``lang`` …) are ignored, and so is a ``null``: the default."""
+        given = {key: value for key, value in (config or {}).items() if value is not None}
+        return cls(**read_settings(cls, given, PLUGIN_ID))
 
 
 class RiveScriptChatEngine(ChatEngine):

@@ -205,6 +205,9 @@ def test_without_persistence_nothing_is_written(private_state):
 
 
 @pytest.mark.parametrize("config, key", [({"max_conversations": 0}, "max_conversations"),
+                                         ({"max_conversations": 2.5}, "max_conversations"),
+                                         ({"conversation_ttl": True}, "conversation_ttl"),
+                                         ({"persona": " "}, "persona"),
                                          ({"conversation_ttl": "soon"}, "conversation_ttl"),
                                          ({"persist_conversations": "maybe"}, "persist_conversations"),
                                          ({"state_file": 3}, "state_file"),

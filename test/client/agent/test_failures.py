@@ -170,12 +170,24 @@ def test_after_three_failed_turns_the_next_fails_at_once_then_one_probe_goes_thr
     ({"retry_base_delay": 0}, "retry_base_delay"),
     ({"breaker_threshold": 0}, "breaker_threshold"),
     ({"breaker_cooldown": "soon"}, "breaker_cooldown"),
+    ({"breaker_threshold": 2.5}, "breaker_threshold"),
+    ({"timeout": True}, "timeout"),
+    ({"namespace": 5}, "namespace"),
+    ({"trusted_origins": 5}, "trusted_origins"),
 ])
 def test_bad_retry_and_breaker_settings_name_the_key(config, key):
     from ovos_a2a_solver import A2AChatEngine
 
     with pytest.raises(ValueError, match=key):
         A2AChatEngine({"agent_url": "http://127.0.0.1:9/x", **config})
+
+
+def test_numbers_written_as_text_are_read_as_numbers():
+    from ovos_a2a_solver._settings import EngineSettings
+
+    settings = EngineSettings.from_config({"agent_url": "http://127.0.0.1:9/x", "max_retries": "1",
+                                           "breaker_threshold": 4.0, "timeout": "2.5"})
+    assert (settings.max_retries, settings.breaker_threshold, settings.timeout) == (1, 4, 2.5)
 
 
 def test_the_engine_takes_its_retry_settings_from_the_persona(agent, tmp_path):

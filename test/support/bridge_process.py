@@ -72,7 +72,7 @@ class BridgeProcess:
         self.call_log = Path(call_log) if call_log is not None else None
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         port_flag = ["--port", str(port)] if port is not None else []
-        db_env, args = _db_in_environment(args)
+        db_env, args = db_in_environment(args)
         self.args = [*command_prefix, sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag,
                      "--backend", backend, *state_args, *args]
         full_env = dict(os.environ)
@@ -237,7 +237,7 @@ def _copy_out(pipe, path: Path) -> None:
             log.flush()
 
 
-def _db_in_environment(args) -> tuple[dict[str, str], list[str]]:
+def db_in_environment(args) -> tuple[dict[str, str], list[str]]:
     """``({"OVOS_A2A_DB": URL}, the other arguments)`` for arguments with ``--db URL``, else
     ``({}, the arguments)``."""
     args = list(args)

@@ -21,21 +21,24 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextlib.contextmanager
-def serving(app, force_exit: bool = False, **options) -> Iterator[int]:
+def serving(app, force_exit: bool = False, listener: socket.socket | None = None, start_within: float = 10,
+            stop_within: float = 10, **options) -> Iterator[int]:
     """Serve ``app`` with uvicorn on a loopback port (``options``: more of uvicorn's ``Config``) in a
-    thread, until the block ends; its port. Starting and stopping are waited for, 10 s each, and a
-    server that does not start or stop fails the test. ``force_exit``: stop without waiting for the
-    requests still open (a hostile agent's endless replies)."""
+    thread, until the block ends; its port. ``listener``: the bound socket to serve on (closed at the
+    end), else one of its own. Starting is waited for ``start_within`` seconds and stopping
+    ``stop_within``, and a server that does not start or stop fails the test. ``force_exit``: stop without waiting for
+    the requests still open (a hostile agent's endless replies)."""
     import uvicorn
 
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    if listener is None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, **{"log_level": "warning", **options}))
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[listener])), daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + start_within
         while not server.started:
             assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
             time.sleep(0.01)
@@ -43,6 +46,6 @@ def serving(app, force_exit: bool = False, **options) -> Iterator[int]:
     finally:
         server.should_exit = True
         server.force_exit = force_exit
-        thread.join(10)
+        thread.join(stop_within)
         listener.close()
         assert not thread.is_alive(), "the server did not stop"

@@ -91,11 +91,7 @@ def run_bridge(bridge, sock: socket.socket, ready: Callable | None = None, verbo
         except TracingUnavailable as exc:
             raise StartError(f"{names_of('tracing')}: {exc}", 2) from None
     guard = connection_guard(settings)
-    # the bridge ends its own requests within shutdown_grace (+ the time to write their end); no
-    # WebSocket upgrade (the bridge serves none), so every connection stays in the guard's protocol
-    config = uvicorn.Config(guard.app(bridge.app), **guard.server_options(), ws="none", log_level="warning",
-                            log_config=None, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace + 5,
-                            lifespan="on", backlog=ACCEPT_BATCH)
+    config = uvicorn.Config(guard.app(bridge.app), **server_options(settings, guard))
     server = _uvicorn_server(config, bridge)
     trap = StartupTrap(verbose)
     logging.getLogger("uvicorn.error").addFilter(trap)
@@ -131,6 +127,15 @@ def start_failure(line: str | None) -> StartError:
         if line and line.startswith(prefix):
             return StartError(line[len(prefix):], status)
     return StartError(f"the bridge could not start: {line or 'see the log above'}")
+
+
+def server_options(settings: BridgeSettings, guard) -> dict:
+    """uvicorn's ``Config`` of the bridge's HTTP port, its app aside: the ``guard``'s connections
+    (see :func:`connection_guard`); the bridge ends its own requests within ``shutdown_grace`` (+
+    the time to write their end); no WebSocket upgrade (the bridge serves none), so every
+    connection stays in the guard's protocol; logging is the bridge's own."""
+    return {**guard.server_options(), "ws": "none", "log_level": "warning", "log_config": None, "access_log": False,
+            "timeout_graceful_shutdown": settings.shutdown_grace + 5, "lifespan": "on", "backlog": ACCEPT_BATCH}
 
 
 def connection_guard(settings: BridgeSettings):

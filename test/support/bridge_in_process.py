@@ -1,0 +1,97 @@
+"""A bridge served in the test's own process, for tests of what it answers, not of its process.
+
+    with InProcessBridge("--heartbeat", "1") as bridge:
+        bridge.url        # 'http://127.0.0.1:PORT/a2a'   (the A2A JSON-RPC endpoint)
+        bridge.root       # 'http://127.0.0.1:PORT'
+        bridge.calls()    # backend calls so far (only with call_log=...)
+
+The arguments are those of ``python -m ovos_a2a_solver.bridge`` (see
+:class:`~support.bridge_process.BridgeProcess`, whose ``state_dir``, ``env``, ``backend`` and
+``call_log`` it takes too): they are read by the command's own parser and settings, and the
+bridge's app (``Bridge``), behind the connection guard and uvicorn's options of a real start, is
+served on a loopback port by uvicorn in a thread (:func:`support.network.serving`), lifespan
+included. Callers reach it over HTTP (and gRPC) as they reach a bridge process; what is not there
+is the process: no start-up of an interpreter (about a second of CPU each), no signals, no exit
+status, no log of its own (its log goes to the test's), no start-up checks of the store's lock
+or the relay target. A test of those starts a :class:`~support.bridge_process.BridgeProcess`.
+``env`` is read by the settings only (``OVOS_A2A_*``); the test's environment is not changed.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Mapping, Optional
+
+from support.bridge_process import READY_TIMEOUT, db_in_environment, echo_calls
+from support.network import serving
+
+
+class InProcessBridge:
+    """One bridge served in this process; a context manager. ``stop()`` is idempotent."""
+
+    def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
+                 env: Optional[Mapping[str, str]] = None, backend: str = "echo",
+                 call_log: Optional[os.PathLike | str] = None) -> None:
+        from ovos_a2a_solver.bridge.app import Bridge
+        from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
+        from ovos_a2a_solver.bridge.process.command import add_arguments
+        from ovos_a2a_solver.bridge.process.one_process import connection_guard, server_options
+        from ovos_a2a_solver.bridge.process.startup import grpc_port, listen, load_backend
+
+        self._own_state = state_dir is None
+        self.state_dir = Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None else Path(state_dir)
+        self.call_log = Path(call_log) if call_log is not None else None
+        db_env, args = db_in_environment(args)
+        environment = {**os.environ, **(env or {}), **db_env}
+        if self.call_log is not None:
+            environment["OVOS_A2A_ECHO_LOG"] = str(self.call_log)
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        flags = parser.parse_args(["--port", "0", "--backend", backend, "--state-dir", str(self.state_dir), *args])
+        settings = BridgeSettings.load(vars(flags), env=environment)
+        settings.check_exposure()
+        listener = listen(settings.host, settings.port, names_of("port"))
+        self._serving = contextlib.ExitStack()
+        try:
+            self.settings = settings = dataclasses.replace(settings, port=listener.getsockname()[1],
+                                                           grpc_port=grpc_port(settings))
+            bridge = Bridge(settings, load_backend(settings))
+            guard = connection_guard(settings)
+            self.port = self._serving.enter_context(serving(
+                guard.app(bridge.app), listener=listener, start_within=READY_TIMEOUT,
+                stop_within=2 * settings.shutdown_grace + 15, **server_options(settings, guard)))
+        except BaseException:
+            listener.close()
+            self.stop()
+            raise
+        self.name: str = bridge.card.name
+        self.url: str = settings.public_url
+        self.card_url: str = settings.card_url
+        scheme, rest = self.url.split("://", 1)
+        self.root: str = f"{scheme}://{rest.split('/', 1)[0]}"
+        self.grpc_port: Optional[int] = settings.grpc_port
+
+    def stop(self) -> None:
+        """Stop serving (gracefully, as uvicorn stops: the app's shutdown runs) and wait for it."""
+        try:
+            self._serving.close()
+        finally:
+            if self._own_state:
+                shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def __enter__(self) -> "InProcessBridge":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def calls(self, text: Optional[str] = None) -> int:
+        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
+        if self.call_log is None:
+            raise RuntimeError("InProcessBridge was started without call_log=")
+        return echo_calls(self.call_log, text)

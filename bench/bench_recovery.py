@@ -62,11 +62,12 @@ class Listener:
 
 
 def breaker_open(turns: int) -> dict:
-    from ovos_a2a_solver import A2AClient, CircuitOpenError
+    from ovos_a2a_solver import A2AClient, BreakerPolicy, CircuitOpenError, RetryPolicy
 
     port = free_port()
     with AgentProcess(port=port) as agent:
-        client = A2AClient(agent.agent("echo"), timeout=5, breaker_threshold=3, breaker_cooldown=600, max_retries=0)
+        client = A2AClient(agent.agent("echo"), timeout=5, breaker=BreakerPolicy(threshold=3, cooldown=600),
+                           retries=RetryPolicy(max_retries=0))
         client.send_task("warm up")
         normal = []
         for _ in range(turns):
@@ -103,12 +104,12 @@ def breaker_open(turns: int) -> dict:
 
 def recovery(down_seconds: float, interval: float, cooldown: float | None) -> dict:
     """Seconds from the restarted agent being ready to the first answer."""
-    from ovos_a2a_solver import A2AClient
+    from ovos_a2a_solver import A2AClient, BreakerPolicy
 
     port = free_port()
     agent = AgentProcess(port=port)
-    kwargs = {"breaker_cooldown": cooldown} if cooldown is not None else {}
-    client = A2AClient(agent.agent("echo"), timeout=5, **kwargs)
+    breaker = BreakerPolicy(cooldown=cooldown) if cooldown is not None else BreakerPolicy()
+    client = A2AClient(agent.agent("echo"), timeout=5, breaker=breaker)
     bare = BareClient(agent.agent("echo"))
     client.send_task("warm up")
     bare.ask("warm up")

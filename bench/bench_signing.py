@@ -81,10 +81,10 @@ def signing_cost(key_file: str, repeat: int = 50) -> dict:
 
 
 def turns(url: str, count: int) -> dict:
-    from ovos_a2a_solver import A2AClient
+    from ovos_a2a_solver import A2AClient, CardTrust
 
     times: dict[str, list[float]] = {"not_required": [], "required": []}
-    with A2AClient(url) as plain, A2AClient(url, require_signed_card=True) as strict:
+    with A2AClient(url) as plain, A2AClient(url, card_trust=CardTrust(require_signed_card=True)) as strict:
         clients = {"not_required": plain, "required": strict}
         for client in clients.values():
             client.send_task("warm up", session_id="bench")
@@ -101,13 +101,13 @@ def turns(url: str, count: int) -> dict:
 
 
 def first_turns(url: str, count: int) -> dict:
-    from ovos_a2a_solver import A2AClient
+    from ovos_a2a_solver import A2AClient, CardTrust
 
     times: dict[str, list[float]] = {"not_required": [], "required": []}
     for n in range(count):
-        for side, settings in (("not_required", {}), ("required", {"require_signed_card": True})):
+        for side, trust in (("not_required", CardTrust()), ("required", CardTrust(require_signed_card=True))):
             start = time.perf_counter()
-            with A2AClient(url, **settings) as client:
+            with A2AClient(url, card_trust=trust) as client:
                 client.send_task(f"first {n}")
             times[side].append(time.perf_counter() - start)
     out = {side: median_p90(samples, digits=3) for side, samples in times.items()}
@@ -119,10 +119,11 @@ def check_cost(url: str, repeat: int = 50) -> dict:
     """What a client pays once per card: the check itself, key set read included."""
     from a2a.client.card_resolver import parse_agent_card
 
+    from ovos_a2a_solver import CardTrust
     from ovos_a2a_solver.agent.signatures import signature_check
 
     card = parse_agent_card(httpx.get(url + "/.well-known/agent-card.json", headers=V1).json())
-    check = signature_check(url, required=True)
+    check = signature_check(url, CardTrust(require_signed_card=True))
 
     async def run() -> list[float]:
         samples = []

@@ -6,6 +6,7 @@ Public names load lazily: ``import ovos_a2a_solver`` imports neither the a2a-sdk
 httpx, gRPC nor OPM (OPM imports every plugin module whenever a persona is built).
 
     from ovos_a2a_solver import A2AClient          # or AsyncA2AClient, for asyncio code
+    from ovos_a2a_solver import RetryPolicy        # and BreakerPolicy, CardTrust, AnswerLimits
 """
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ _EXPORTS = {
     "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
     "MissingCredentialError": "ovos_a2a_solver.agent.exceptions",
     "Credentials": "ovos_a2a_solver.agent.credentials",
+    "RetryPolicy": "ovos_a2a_solver._defaults",
+    "BreakerPolicy": "ovos_a2a_solver._defaults",
+    "CardTrust": "ovos_a2a_solver._defaults",
+    "AnswerLimits": "ovos_a2a_solver._defaults",
     "ConversationStore": "ovos_a2a_solver.conversations.conversation_store",
     "A2AChatEngine": "ovos_a2a_solver.engine",
 }
@@ -36,6 +41,7 @@ _EXPORTS = {
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ovos_a2a_solver._defaults import AnswerLimits, BreakerPolicy, CardTrust, RetryPolicy
     from ovos_a2a_solver.agent.credentials import Credentials
     from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
     from ovos_a2a_solver.client import A2AClient, AsyncA2AClient

@@ -1,10 +1,20 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""The plugin's defaults and limits, each written once: a leaf module (the standard library
-only) that every other module may import, low or high in the stack. The settings of the
-persona's block (``_settings``) take their defaults from here.
+"""The plugin's defaults and limits, each written once, and the client's policies that group
+them (:class:`RetryPolicy`, :class:`BreakerPolicy`, :class:`CardTrust`, :class:`AnswerLimits`):
+each checks its own values, by the specs of its settings. A leaf module (the standard library
+and the shared :mod:`~ovos_a2a_solver.setting_specs` only) that every other module may import,
+low or high in the stack. ``A2AClient`` takes the policies whole, and the persona's block
+(``_settings``) reads their settings as keys of its own, so a setting of a policy is declared
+here and nowhere else.
 """
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ovos_a2a_solver.setting_specs import CheckedSettings, setting
 
 #: Seconds for one whole turn (card, request, the complete answer): the plugin's ``timeout``
 #: key, ``A2AClient``'s ``timeout`` and the command line's ``--timeout``. One number, because
@@ -45,3 +55,82 @@ DEFAULT_ANSWER_CUT = "That answer was too long, so I stopped there."
 #: stops and its connection is closed. A stream's whole length is bounded by
 #: ``max_answer_chars`` (what is said) and the turn's deadline, not by this.
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RetryPolicy(CheckedSettings):
+    """How one request to the agent is tried again after a transient failure (a connection
+    failure, HTTP 429, 502, 503, 504, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED): the same
+    message (its messageId) before any answer arrived, GetTask too, after a random wait up to
+    ``retry_base_delay * 2**n`` seconds (full jitter, at most 5 s, at least the agent's
+    ``Retry-After``), never past the turn's deadline. An agent that says it is busy (HTTP 429,
+    gRPC RESOURCE_EXHAUSTED) did not take the message: it is asked again until the deadline."""
+
+    max_retries: int = setting(DEFAULT_MAX_RETRIES, kind=int, bounds=(0, 10),
+                               help="resends of a message after a transient failure")
+    retry_base_delay: float = setting(DEFAULT_RETRY_BASE_DELAY, kind=float, positive=True,
+                                      help="seconds of the first backoff; it doubles from there")
+
+
+@dataclass(frozen=True)
+class BreakerPolicy(CheckedSettings):
+    """When the client stops asking an agent that keeps failing: after ``threshold`` failed
+    turns in a row (the agent could not be asked or did not answer), turns fail at once
+    (``CircuitOpenError``) for ``cooldown`` seconds; then one turn is let through as a probe,
+    whose outcome closes the circuit or opens it again. (A persona's keys: ``breaker_threshold``,
+    ``breaker_cooldown``.)"""
+
+    threshold: int = setting(DEFAULT_BREAKER_THRESHOLD, kind=int, positive=True,
+                             help="failed turns in a row that open the circuit")
+    cooldown: float = setting(DEFAULT_BREAKER_COOLDOWN, kind=float, positive=True,
+                              help="seconds the circuit stays open before a probe")
+
+
+@dataclass(frozen=True)
+class CardTrust(CheckedSettings):
+    """Which agent cards the client believes: with ``require_signed_card``, only one with a
+    valid signature (A2A 1.0 §8.4) by a key from ``card_public_key`` (a PEM, JWK or JWK Set
+    file), ``card_jwks_url`` (a JWK Set's URL, on any origin) or, without those, the card's
+    ``jku`` on the agent's own origin; either key source implies it. A card that fails is
+    refused (``CardSignatureError``) and nothing is sent. ``signature_verifier``, instead of
+    those, is your own check, called with each fetched card (a2a-sdk protobuf): raise to
+    refuse it."""
+
+    require_signed_card: bool = setting(False, kind=bool,
+                                        help="refuse a card without a valid signature (A2A 1.0 §8.4)")
+    card_public_key: str | None = setting(None, help="PEM / JWK / JWK Set file of the card's signing keys")
+    card_jwks_url: str | None = setting(None, help="URL of the JWK Set of the card's signing keys")
+    signature_verifier: Callable[[Any], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.card_public_key and self.card_jwks_url:
+            raise ValueError("give card_public_key or card_jwks_url, not both: they are two sources of the same keys")
+        if self.signature_verifier is not None:
+            if not callable(self.signature_verifier):
+                raise ValueError(f"CardTrust: 'signature_verifier' must be a function of the card, "
+                                 f"got {self.signature_verifier!r}")
+            if self.signed:
+                raise ValueError("give signature_verifier or the card signature settings (require_signed_card, "
+                                 "card_public_key, card_jwks_url), not both")
+
+    @property
+    def signed(self) -> bool:
+        """Whether a card must carry a valid signature (it is required, or a key source is named)."""
+        return self.require_signed_card or bool(self.card_public_key or self.card_jwks_url)
+
+
+@dataclass(frozen=True)
+class AnswerLimits(CheckedSettings):
+    """How much of an agent's answer is read. At most ``max_answer_chars`` characters are read
+    and handed on, counting what a rewritten part gives again: a longer answer is cut after its
+    last sentence within them, ``answer_cut`` is said as its last line, and the rest is not read
+    (the stream is closed). At most ``max_reply_bytes`` bytes of one reply are read (a JSON body,
+    one line of an event stream, one gRPC message): past it the turn fails with
+    ``ReplyTooLargeError`` and the connection is closed."""
+
+    max_answer_chars: int = setting(DEFAULT_MAX_ANSWER_CHARS, kind=int, positive=True,
+                                    help="characters of an answer read and said; a longer one is cut")
+    answer_cut: str = setting(DEFAULT_ANSWER_CUT, help="said after an answer cut at max_answer_chars")
+    max_reply_bytes: int = setting(DEFAULT_MAX_REPLY_BYTES, kind=int, positive=True,
+                                   help="bytes of one reply body (a stream: one line) read")

@@ -8,13 +8,11 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
-from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
-                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
-                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_STILL_WORKING,
-                                      DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT)
+from ovos_a2a_solver._defaults import (DEFAULT_STILL_WORKING, DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT,
+                                      AnswerLimits, BreakerPolicy, CardTrust, RetryPolicy)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, PLUGIN_ID,
                                             agent_url_of)
-from ovos_a2a_solver.setting_specs import BLANK_KEPT, read_settings, setting
+from ovos_a2a_solver.setting_specs import BLANK_KEPT, group, read_settings, setting
 
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
@@ -37,8 +35,10 @@ def _bus_address(value: Any) -> tuple[tuple[str, Any], ...]:
 
 @dataclass(frozen=True)
 class EngineSettings:
-    """Settings of one persona's A2A handler (see the README's settings table), each declared
-    once (:func:`~ovos_a2a_solver.setting_specs.setting`): its kind, bounds and default."""
+    """Settings of one persona's A2A handler (see the settings table of docs/plugin.md), each
+    declared once (:func:`~ovos_a2a_solver.setting_specs.setting`): its kind, bounds and
+    default. The client's policies are groups: their settings are keys of the block too, read
+    by the policy's own declarations, and the client is given each policy whole."""
 
     agent_url: str = setting(kind=_agent_url, means="the agent's http(s) URL")
     auth_header: str | None = setting(None)
@@ -61,31 +61,17 @@ class EngineSettings:
     max_conversations: int = setting(DEFAULT_MAX_CONVERSATIONS, kind=int, positive=True)
     conversation_ttl: float = setting(DEFAULT_CONVERSATION_TTL, kind=float, positive=True,
                                       help="seconds a conversation may sit idle before a new one starts")
-    max_retries: int = setting(DEFAULT_MAX_RETRIES, kind=int, bounds=(0, 10),
-                               help="resends of a message after a transient failure")
-    retry_base_delay: float = setting(DEFAULT_RETRY_BASE_DELAY, kind=float, positive=True,
-                                      help="seconds; the backoff doubles from here")
-    breaker_threshold: int = setting(DEFAULT_BREAKER_THRESHOLD, kind=int, positive=True,
-                                     help="failed turns in a row that open the circuit")
-    breaker_cooldown: float = setting(DEFAULT_BREAKER_COOLDOWN, kind=float, positive=True,
-                                      help="seconds the circuit stays open before a probe")
+    retries: RetryPolicy = group(RetryPolicy)           # max_retries, retry_base_delay
+    breaker: BreakerPolicy = group(BreakerPolicy, "breaker_")  # breaker_threshold, breaker_cooldown
     still_working: str = setting(DEFAULT_STILL_WORKING,
                                  help="said when the deadline passes and the agent works on")
     still_working_announced: str = setting(DEFAULT_STILL_WORKING_ANNOUNCED,
                                            help="the same, when the answer will be announced")
-    max_answer_chars: int = setting(DEFAULT_MAX_ANSWER_CHARS, kind=int, positive=True,
-                                    help="characters of an answer read and said; a longer one is cut")
-    max_reply_bytes: int = setting(DEFAULT_MAX_REPLY_BYTES, kind=int, positive=True,
-                                   help="bytes of one reply body (a stream: one line) read")
-    answer_cut: str = setting(DEFAULT_ANSWER_CUT, help="said after an answer cut at max_answer_chars")
+    limits: AnswerLimits = group(AnswerLimits)         # max_answer_chars, answer_cut, max_reply_bytes
     announce: bool = setting(True, kind=bool, help="say that answer over the OVOS messagebus once it is ready")
     messagebus: tuple[tuple[str, Any], ...] = setting((), kind=_bus_address,
                                                       help="host/port/route/ssl of the bus; () = the device's own")
-    require_signed_card: bool = setting(False, kind=bool,
-                                        help="refuse a card without a valid signature (A2A 1.0 §8.4)")
-    card_public_key: str | None = setting(None, help="PEM / JWK / JWK Set file of the card's signing keys "
-                                                     "(implies the above)")
-    card_jwks_url: str | None = setting(None, help="URL of the JWK Set of the card's signing keys (implies it too)")
+    card_trust: CardTrust = group(CardTrust)            # require_signed_card, card_public_key, card_jwks_url
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> "EngineSettings":
@@ -105,8 +91,7 @@ class EngineSettings:
         # a key file that cannot be used stops the persona now, not at its first card
         from ovos_a2a_solver.agent.signatures import signature_check
         try:
-            signature_check(settings.agent_url, required=settings.require_signed_card,
-                            public_key_file=settings.card_public_key, jwks_url=settings.card_jwks_url)
+            signature_check(settings.agent_url, settings.card_trust)
         except ValueError as exc:
             raise ValueError(f"{PLUGIN_ID}: {exc}") from None
         return settings

@@ -30,16 +30,13 @@ import uuid
 from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from a2a.client import A2AClientError, A2AClientTimeoutError
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Message, Part, Role,
                        SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task, TaskState)
 from a2a.utils.errors import A2AError, TaskNotFoundError
 
-from ovos_a2a_solver._defaults import (DEFAULT_ANSWER_CUT, DEFAULT_BREAKER_COOLDOWN, DEFAULT_BREAKER_THRESHOLD,
-                                      DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_REPLY_BYTES, DEFAULT_MAX_RETRIES,
-                                      DEFAULT_RETRY_BASE_DELAY, DEFAULT_TIMEOUT)
+from ovos_a2a_solver._defaults import DEFAULT_TIMEOUT, AnswerLimits, BreakerPolicy, CardTrust, RetryPolicy
 from ovos_a2a_solver._loop import BACKGROUND
 from ovos_a2a_solver.agent.cards import AgentCard, AgentInterface, AgentSkill
 from ovos_a2a_solver.agent.connection import AgentConnection
@@ -61,8 +58,9 @@ from ovos_a2a_solver.states import SETTLED, TERMINAL, WAITING_FOR_USER, state_na
 LOG = logging.getLogger("ovos_a2a_solver")
 
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
-           "CardSignatureError", "CircuitOpenError", "Credentials", "IncompleteAnswerError", "MissingCredentialError",
-           "NoAnswerError", "ReplyTooLargeError", "StillWorkingError", "TaskUpdate"]
+           "AnswerLimits", "BreakerPolicy", "CardSignatureError", "CardTrust", "CircuitOpenError", "Credentials",
+           "IncompleteAnswerError", "MissingCredentialError", "NoAnswerError", "ReplyTooLargeError", "RetryPolicy",
+           "StillWorkingError", "TaskUpdate"]
 
 
 @dataclass(frozen=True)
@@ -142,30 +140,14 @@ class _BaseClient:
             nothing is sent there.
         conversations: where session -> contextId is kept; in memory by default.
         namespace: keeps this client's sessions apart from another client's on the same agent.
-        require_signed_card: refuse a card without a valid signature (A2A 1.0 §8.4) by a key from
-            ``card_public_key``, ``card_jwks_url`` or, without those, the card's ``jku`` on the
-            agent's own origin: :class:`CardSignatureError`, and nothing is sent.
-        card_public_key: a PEM, JWK or JWK Set file of the keys that may sign the card
-            (implies ``require_signed_card``).
-        card_jwks_url: the URL of the JWK Set that may sign the card (implies ``require_signed_card``).
-        signature_verifier: instead of those three, your own check: called with each fetched card
-            (a2a-sdk protobuf); raise to reject it.
-        max_retries: resends of a message after a transient failure (connection, HTTP 502,
-            503, 504), with the same messageId and before any answer arrived; GetTask too. An
-            agent that says it is busy (HTTP 429, gRPC RESOURCE_EXHAUSTED) is asked again until
-            the deadline.
-        retry_base_delay: the first backoff in seconds (full jitter, doubling, within the deadline;
-            a ``Retry-After`` is honoured).
-        breaker_threshold, breaker_cooldown: after so many failed turns in a row, turns fail at
-            once (``CircuitOpenError``) for so many seconds; then one turn tries again.
-        max_answer_chars: the most characters of an answer read and handed on
-            (``DEFAULT_MAX_ANSWER_CHARS``), counting what a rewritten part gives again: a longer
-            one is cut after its last sentence within them, ``answer_cut`` is added as its last
-            line, and the rest is not read (the stream is closed).
-        answer_cut: the line that says an answer was cut.
-        max_reply_bytes: the most bytes read of one reply (a JSON body, one line of an event
-            stream, one gRPC message; ``DEFAULT_MAX_REPLY_BYTES``, 4 Mi): past it the call raises
-            :class:`ReplyTooLargeError` and the connection is closed, nothing more read.
+        retries: :class:`RetryPolicy`: how a request is tried again after a transient failure
+            (``max_retries``, ``retry_base_delay``).
+        breaker: :class:`BreakerPolicy`: after how many failed turns in a row turns fail at
+            once (``CircuitOpenError``), for how long (``threshold``, ``cooldown``).
+        card_trust: :class:`CardTrust`: which cards are believed (``require_signed_card``,
+            ``card_public_key``, ``card_jwks_url``, or your own ``signature_verifier``).
+        limits: :class:`AnswerLimits`: how much of an answer is read (``max_answer_chars``,
+            ``answer_cut``, ``max_reply_bytes``).
         clock: the monotonic seconds the breaker's cool-down and the card's freshness are
             measured in (``time.monotonic`` unless given).
     """
@@ -174,28 +156,18 @@ class _BaseClient:
                  streaming: bool = False, *, credentials: Credentials | None = None,
                  trusted_origins: Iterable[str] = (), oauth2_token_origins: Iterable[str] = (),
                  conversations: ConversationStore | None = None, namespace: str = "",
-                 require_signed_card: bool = False, card_public_key: str | None = None,
-                 card_jwks_url: str | None = None, signature_verifier: Callable[[Any], None] | None = None,
-                 max_retries: int = DEFAULT_MAX_RETRIES, retry_base_delay: float = DEFAULT_RETRY_BASE_DELAY,
-                 breaker_threshold: int = DEFAULT_BREAKER_THRESHOLD,
-                 breaker_cooldown: float = DEFAULT_BREAKER_COOLDOWN,
-                 max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS, answer_cut: str = DEFAULT_ANSWER_CUT,
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+                 retries: RetryPolicy = RetryPolicy(), breaker: BreakerPolicy = BreakerPolicy(),
+                 card_trust: CardTrust = CardTrust(), limits: AnswerLimits = AnswerLimits(),
                  clock: Callable[[], float] | None = None) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
-        if isinstance(max_answer_chars, bool) or not isinstance(max_answer_chars, int) or max_answer_chars <= 0:
-            raise ValueError(f"max_answer_chars must be a positive whole number of characters, "
-                             f"got {max_answer_chars!r}")
-        if not isinstance(answer_cut, str):
-            raise ValueError("answer_cut must be a string")
-        if isinstance(max_reply_bytes, bool) or not isinstance(max_reply_bytes, int) or max_reply_bytes <= 0:
-            raise ValueError(f"max_reply_bytes must be a positive whole number of bytes, got {max_reply_bytes!r}")
-        self.max_reply_bytes = max_reply_bytes
-        self.max_answer_chars = max_answer_chars
-        self.answer_cut = answer_cut
+        for name, policy, kind in (("retries", retries, RetryPolicy), ("breaker", breaker, BreakerPolicy),
+                                   ("card_trust", card_trust, CardTrust), ("limits", limits, AnswerLimits)):
+            if not isinstance(policy, kind):
+                raise ValueError(f"{name} must be an ovos_a2a_solver.{kind.__name__}, not {type(policy).__name__}")
+        self.retries, self.limits = retries, limits
         self.base_url = base_url
         self.timeout = float(timeout)
         self.streaming = bool(streaming)
@@ -208,18 +180,14 @@ class _BaseClient:
         token_origins_of(token_origins)  # a bad one is an error now, with or without credentials
         self._credentials = (OriginCredentials(auth_header, base_url, trusted_origins, credentials, token_origins)
                              if auth_header or credentials else None)
-        self._signature_check = signature_check(base_url, required=require_signed_card,
-                                                public_key_file=card_public_key, jwks_url=card_jwks_url,
-                                                verifier=signature_verifier)
+        self._signature_check = signature_check(base_url, card_trust)
         self._connection: AgentConnection | None = None
         self._failed_continuations = FailedContinuations()
         self._lock = threading.Lock()
         self._closed = False
         self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
-        self.max_retries = int(max_retries)
-        self.retry_base_delay = float(retry_base_delay)
         self._clock = clock
-        self._breaker = CircuitBreaker(base_url, int(breaker_threshold), float(breaker_cooldown), clock=clock)
+        self._breaker = CircuitBreaker(base_url, breaker, clock=clock)
         self._outliving = OutlivingTasks(_OutlivingSide(self))
         # task id -> its artifacts' texts when it asked the user: its next reply repeats them (see _ending)
         self._given: dict[str, dict[str, str]] = {}
@@ -251,7 +219,7 @@ class _BaseClient:
                 self._connection = AgentConnection(self.base_url, timeout=self.timeout,
                                                    credentials=self._credentials,
                                                    signature_check=self._signature_check, clock=self._clock,
-                                                   max_reply_bytes=self.max_reply_bytes)
+                                                   max_reply_bytes=self.limits.max_reply_bytes)
             return self._connection
 
     def _turn_deadline(self) -> float:
@@ -297,8 +265,7 @@ class _BaseClient:
 
     def _attempts(self, connection: AgentConnection) -> Attempts:
         """The tries of one request, within one timeout from now."""
-        return Attempts(connection, asyncio.get_running_loop().time() + self.timeout, self.max_retries,
-                        self.retry_base_delay, self.base_url)
+        return Attempts(connection, asyncio.get_running_loop().time() + self.timeout, self.retries, self.base_url)
 
     async def _call(self, method: str, request):
         connection = self._get_connection()
@@ -481,7 +448,7 @@ class _BaseClient:
         if answer.cut and _task_goes_on(answer):
             # not canceled: the reply to CancelTask would carry the whole task, all it wrote
             LOG.warning("the answer from %s passed %d characters: cut there, and the rest of task %s not read",
-                        self.base_url, self.max_answer_chars, answer.task_id)
+                        self.base_url, self.limits.max_answer_chars, answer.task_id)
             self._record(session_id, Outcome.CUT, answer.context_id or (conv.context_id if conv else ""))
             return
         yield from answer.finish()
@@ -568,8 +535,8 @@ class _BaseClient:
             on_update(TaskUpdate(a.task_id, a.context_id, a.state or TaskState.TASK_STATE_UNSPECIFIED, a.progress,
                                  a.note))
 
-        return AnswerAssembler(on_update=report if on_update is not None else None, max_chars=self.max_answer_chars,
-                               cut_line=self.answer_cut)
+        return AnswerAssembler(on_update=report if on_update is not None else None,
+                               max_chars=self.limits.max_answer_chars, cut_line=self.limits.answer_cut)
 
     async def _answer(self, text: str, session_id: str | None, lang: str | None = None) -> str:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is now

@@ -90,14 +90,8 @@ class A2AChatEngine(ChatEngine):
                                          streaming=s.streaming, credentials=s.credentials,
                                          trusted_origins=s.trusted_origins,
                                          oauth2_token_origins=s.oauth2_token_origins,
-                                         conversations=store, namespace=s.namespace,
-                                         require_signed_card=s.require_signed_card,
-                                         card_public_key=s.card_public_key, card_jwks_url=s.card_jwks_url,
-                                         max_retries=s.max_retries, retry_base_delay=s.retry_base_delay,
-                                         breaker_threshold=s.breaker_threshold,
-                                         breaker_cooldown=s.breaker_cooldown,
-                                         max_answer_chars=s.max_answer_chars, answer_cut=s.answer_cut,
-                                         max_reply_bytes=s.max_reply_bytes)
+                                         conversations=store, namespace=s.namespace, retries=s.retries,
+                                         breaker=s.breaker, card_trust=s.card_trust, limits=s.limits)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",

@@ -13,7 +13,7 @@ and tables say of it. A field made by :func:`group` holds a dataclass of setting
 :func:`read_settings` reads a config block by those specs: each value converted to its kind
 and checked, or a ``ValueError`` naming the block, the key and what was given
 (``ovos-a2a-solver: 'timeout' must be positive, got 0``); :func:`check_settings` holds a
-dataclass of settings built in code to the same rules. A yes or no is read by
+dataclass of settings built in code to the same rules (a :class:`CheckedSettings` does so itself). A yes or no is read by
 :func:`yes_or_no` everywhere. The bridge reads its settings from flags, the environment and a
 file by the same specs, with its own rules for a value that does not fit (``bridge.config``).
 """
@@ -87,6 +87,19 @@ def spec_of(f: Field) -> Spec:
 def declared(cls: Any) -> list[Field]:
     """The fields of the dataclass ``cls`` (or of an instance) that are settings."""
     return [f for f in fields(cls) if "spec" in f.metadata]
+
+
+def keys_of(cls: Any, prefix: str = "") -> list[str]:
+    """The keys of a block that the settings of the dataclass ``cls`` are read from, a group's
+    included (``breaker_threshold``)."""
+    keys = []
+    for f in declared(cls):
+        spec = spec_of(f)
+        if dataclasses.is_dataclass(spec.kind):
+            keys += keys_of(spec.kind, prefix + spec.prefix)
+        else:
+            keys.append(prefix + f.name)
+    return keys
 
 
 def yes_or_no(value: Any) -> bool | None:
@@ -206,7 +219,7 @@ def _problem(owner: str, key: str, spec: Spec, value: Any, unfit: Unfit) -> Valu
 def read_settings(cls: type, block: Mapping[str, Any] | None, owner: str, prefix: str = "") -> dict[str, Any]:
     """The values the config ``block`` gives for the settings of the dataclass ``cls``, by
     field name, each read by its spec (:func:`read_value`); a group's from its keys, as one
-    value of its class. Keys ``cls`` does not declare are ignored; a value that leaves a
+    value of its class (which may refuse what its settings cannot be together). Keys ``cls`` does not declare are ignored; a value that leaves a
     setting at its default is left out (a required setting is read even when missing, so that
     its own error says what it must be). ``ValueError`` naming ``owner`` and the key of a value
     that does not fit."""
@@ -215,7 +228,11 @@ def read_settings(cls: type, block: Mapping[str, Any] | None, owner: str, prefix
     for f in declared(cls):
         spec, key = spec_of(f), prefix + f.name
         if dataclasses.is_dataclass(spec.kind):
-            values[f.name] = spec.kind(**read_settings(spec.kind, block, owner, prefix + spec.prefix))
+            given = read_settings(spec.kind, block, owner, prefix + spec.prefix)
+            try:
+                values[f.name] = spec.kind(**given)
+            except ValueError as exc:  # what its settings cannot be together
+                raise ValueError(f"{owner}: {exc}") from None
             continue
         required = f.default is MISSING and f.default_factory is MISSING
         if key not in block and not required:
@@ -255,3 +272,11 @@ def check_settings(settings: Any) -> None:
                 raise _problem(owner, f.name, spec, value, Unfit(f"must be {spec.means or 'given'}"))
             read = f.default if f.default_factory is MISSING else f.default_factory()
         object.__setattr__(settings, f.name, read)
+
+
+class CheckedSettings:
+    """A dataclass of settings that holds itself to its specs when it is built
+    (:func:`check_settings`); a subclass that checks more calls ``super().__post_init__()``."""
+
+    def __post_init__(self) -> None:
+        check_settings(self)

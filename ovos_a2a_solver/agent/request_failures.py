@@ -19,6 +19,7 @@ from a2a.client.errors import AgentCardResolutionError
 from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AError, MethodNotFoundError,
                               TaskNotFoundError, VersionNotSupportedError)
 
+from ovos_a2a_solver._defaults import BreakerPolicy, RetryPolicy
 from ovos_a2a_solver.agent.exceptions import CardSignatureError, CircuitOpenError, MissingCredentialError
 from ovos_a2a_solver.resilience import Breaker, full_jitter
 
@@ -226,18 +227,18 @@ def agent_answered(exc: BaseException) -> bool:
 
 
 class CircuitBreaker:
-    """Per agent: after ``threshold`` failed turns in a row, the next turns fail at once; after
-    ``cooldown`` seconds one turn is let through as a probe, and its outcome closes or reopens it.
+    """Per agent, as its :class:`~ovos_a2a_solver._defaults.BreakerPolicy` says: after
+    ``threshold`` failed turns in a row, the next turns fail at once; after ``cooldown`` seconds
+    one turn is let through as a probe, and its outcome closes or reopens it.
 
     A failed turn is one the agent could not be asked or did not answer (connection, HTTP,
     timeout, card errors); an agent that answers, even with an error of the protocol or a
     failed task, is healthy. The counting is a :class:`~ovos_a2a_solver.resilience.Breaker`.
     """
 
-    def __init__(self, name: str, threshold: int, cooldown: float,
-                 clock: Callable[[], float] | None = None) -> None:
-        self.name, self.threshold, self.cooldown = name, threshold, cooldown
-        self.circuit = Breaker(threshold, cooldown, clock)
+    def __init__(self, name: str, policy: BreakerPolicy, clock: Callable[[], float] | None = None) -> None:
+        self.name, self.threshold, self.cooldown = name, policy.threshold, policy.cooldown
+        self.circuit = Breaker(policy.threshold, policy.cooldown, clock)
 
     def before_turn(self) -> None:
         """Raise :class:`CircuitOpenError` when the turn must fail at once."""
@@ -274,12 +275,12 @@ class Attempts:
     up: at once, and once, when the agent's interface is gone (it moved or was upgraded in
     place; the card is resolved again first); with backoff on a transient failure (a refused
     connection, HTTP 429, 502, 503, 504, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED; at least its
-    ``Retry-After``), up to ``max_retries`` times, or, when the agent is
+    ``Retry-After``), up to the policy's ``max_retries`` times, or, when the agent is
     :func:`busy`, as often as it takes; never past ``deadline`` (the loop's time)."""
 
-    def __init__(self, connection, deadline: float, max_retries: int, base_delay: float, agent: str) -> None:
+    def __init__(self, connection, deadline: float, policy: RetryPolicy, agent: str) -> None:
         self.connection, self.deadline, self.agent = connection, deadline, agent
-        self.max_retries, self.base_delay = max_retries, base_delay
+        self.max_retries, self.base_delay = policy.max_retries, policy.retry_base_delay
         self.retries = 0
         self.resent_for_interface = False
 

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ovos_a2a_solver._defaults import CardTrust
 from ovos_a2a_solver.agent.credentials import origin_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,27 +47,19 @@ if TYPE_CHECKING:  # pragma: no cover
 KeySetReader = Callable[[str], Awaitable[tuple[int, str, bytes]]]
 
 
-def signature_check(agent_url: str, *, required: bool = False, public_key_file: str | None = None,
-                    jwks_url: str | None = None,
-                    verifier: Callable[[Any], None] | None = None) -> "SignatureCheck | CustomCheck | None":
-    """The check every fetched card of ``agent_url`` must pass, or ``None`` for none.
+def signature_check(agent_url: str, trust: CardTrust) -> "SignatureCheck | CustomCheck | None":
+    """The check every fetched card of ``agent_url`` must pass as ``trust`` says, or ``None``
+    for none.
 
-    ``public_key_file`` or ``jwks_url`` require a signature as ``required`` does; ``verifier``
-    is a caller's own (the a2a-sdk's ``signature_verifier`` shape: raise to refuse). Raises
-    ``ValueError`` naming the setting for a key file that cannot be used or settings that
-    contradict each other. Reads the key file, but imports neither httpx nor the a2a-sdk
+    Raises ``ValueError`` naming the setting for a key file that cannot be used, or a key set
+    URL that is not http(s). Reads the key file, but imports neither httpx nor the a2a-sdk
     (the plugin's settings use it to check a persona's config when it loads).
     """
-    if public_key_file and jwks_url:
-        raise ValueError("give card_public_key or card_jwks_url, not both: they are two sources of the same keys")
-    wanted = required or bool(public_key_file or jwks_url)
-    if verifier is not None:
-        if wanted:
-            raise ValueError("give signature_verifier or the card signature settings (require_signed_card, "
-                             "card_public_key, card_jwks_url), not both")
-        return CustomCheck(verifier)
-    if not wanted:
+    if trust.signature_verifier is not None:
+        return CustomCheck(trust.signature_verifier)
+    if not trust.signed:
         return None
+    public_key_file, jwks_url = trust.card_public_key, trust.card_jwks_url
     if jwks_url and (urlsplit(jwks_url).scheme not in ("http", "https") or origin_of(jwks_url) is None):
         raise ValueError(f"card_jwks_url must be an http(s) URL, got {jwks_url!r}")
     from ovos_a2a_solver.jwk import KeyFileError, read_public_keys

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from a2a.utils.errors import A2AError
 
-from ovos_a2a_solver import A2AClient
+from ovos_a2a_solver import A2AClient, RetryPolicy
 
 from support.chat import context_of
 from support.interop import LegacyAgentProcess, PersonaServerProcess
@@ -49,7 +49,7 @@ def test_a_genuine_0_3_agent_that_forgot_the_task_is_let_go_of(legacy, agent_nam
     fails the reply (its HTTP+JSON stream is cut mid-body), the session does not stay stuck on
     the task: at the latest the second failed reply lets go of it, and the next utterance
     starts a new task in the same context."""
-    with A2AClient(legacy.agent(agent_name), streaming=streaming, max_retries=0) as client:
+    with A2AClient(legacy.agent(agent_name), streaming=streaming, retries=RetryPolicy(max_retries=0)) as client:
         assert client.send_task("book a trip", session_id="s") == "which city?"
         ctx = client.conversation("s").context_id
         httpx.post(legacy.url + "/_admin/forget", timeout=10).raise_for_status()

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from ovos_a2a_solver.setting_specs import (BLANK_KEPT, BLANK_REFUSED, check_settings, group, read_settings, setting,
-                                           yes_or_no)
+from ovos_a2a_solver.setting_specs import (BLANK_KEPT, BLANK_REFUSED, CheckedSettings, check_settings, group,
+                                           read_settings, setting, yes_or_no)
 
 
 def bus_address(value):
@@ -16,12 +16,9 @@ def bus_address(value):
 
 
 @dataclass(frozen=True)
-class Backoff:
+class Backoff(CheckedSettings):
     tries: int = setting(2, kind=int, bounds=(0, 10))
     delay: float = setting(0.5, kind=float, positive=True)
-
-    def __post_init__(self) -> None:
-        check_settings(self)
 
 
 @dataclass(frozen=True)

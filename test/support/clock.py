@@ -4,7 +4,7 @@
 the card cache, the conversation store): time passes when the test says, not while it waits.
 
     clock = ManualClock()
-    client = A2AClient(url, breaker_cooldown=30, clock=clock)
+    client = A2AClient(url, breaker=BreakerPolicy(cooldown=30), clock=clock)
     clock.advance(31)   # the cool-down is over
 """
 from __future__ import annotations

@@ -14,7 +14,7 @@ import time
 import httpx
 import pytest
 
-from ovos_a2a_solver import A2AClient
+from ovos_a2a_solver import A2AClient, RetryPolicy
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import (HEADERS, grpc_refusal, grpc_retry_info, health, jsonrpc_request, message,
                                 send, task_of, v03_message)
@@ -100,7 +100,7 @@ def test_a_busy_bridge_is_asked_again_until_the_deadline_not_max_retries_times(o
     """Busy for longer than ``max_retries`` tries take (4 s, a try a second): the client
     still waits for the slot, within its deadline."""
     take_the_slot(one_slot_bridge, "sleep:4")
-    with A2AClient(one_slot_bridge.url, timeout=20, max_retries=1) as client:
+    with A2AClient(one_slot_bridge.url, timeout=20, retries=RetryPolicy(max_retries=1)) as client:
         assert client.send_task("patient") == "echo: patient"
 
 

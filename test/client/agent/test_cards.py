@@ -7,7 +7,7 @@ import httpx
 import pytest
 from a2a.client import AgentCardResolutionError
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard
+from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard, CardTrust
 
 from support.agent_process import AgentProcess
 from support.clock import ManualClock
@@ -114,7 +114,7 @@ def test_a_card_the_signature_verifier_rejects_is_not_used(agent):
         seen.append(card.name)
         raise ValueError("no valid signature")
 
-    with A2AClient(agent.agent("echo"), signature_verifier=verifier) as client:
+    with A2AClient(agent.agent("echo"), card_trust=CardTrust(signature_verifier=verifier)) as client:
         with pytest.raises(AgentCardResolutionError) as info:
             client.send_task("hello")
     assert seen == ["echo"] and "signature" in str(info.value)

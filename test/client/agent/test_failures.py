@@ -4,7 +4,7 @@ import time
 import pytest
 from a2a.client import A2AClientError, A2AClientTimeoutError, AgentCardResolutionError
 
-from ovos_a2a_solver import A2AClient, AgentTaskError, CircuitOpenError
+from ovos_a2a_solver import A2AClient, AgentTaskError, BreakerPolicy, CircuitOpenError, RetryPolicy
 
 from support.network import free_port
 from support.clock import ManualClock
@@ -99,7 +99,7 @@ def processed(agent):
 
 @pytest.mark.parametrize("status", [503, 429, 502, 504])
 def test_a_transient_failure_is_retried_with_the_same_message(agent, status):
-    with A2AClient(agent.agent("flaky"), retry_base_delay=0.05) as client:
+    with A2AClient(agent.agent("flaky"), retries=RetryPolicy(retry_base_delay=0.05)) as client:
         client.send_task("warm up")
         before = processed(agent)
         agent.flaky(2, status)
@@ -110,7 +110,7 @@ def test_a_transient_failure_is_retried_with_the_same_message(agent, status):
 
 
 def test_retry_after_is_honoured(agent):
-    with A2AClient(agent.agent("flaky"), retry_base_delay=0.01) as client:
+    with A2AClient(agent.agent("flaky"), retries=RetryPolicy(retry_base_delay=0.01)) as client:
         client.send_task("warm up")
         agent.flaky(1, 503, retry_after="1")
         started = time.monotonic()
@@ -119,7 +119,7 @@ def test_retry_after_is_honoured(agent):
 
 
 def test_a_failure_that_is_not_transient_is_not_retried(agent):
-    with A2AClient(agent.agent("flaky"), retry_base_delay=0.01) as client:
+    with A2AClient(agent.agent("flaky"), retries=RetryPolicy(retry_base_delay=0.01)) as client:
         client.send_task("warm up")
         before = len(processed(agent))
         agent.flaky(1, 500)
@@ -144,7 +144,8 @@ def test_retries_never_pass_the_turns_deadline(agent):
 
 def test_after_three_failed_turns_the_next_fails_at_once_then_one_probe_goes_through(agent, caplog):
     clock = ManualClock()
-    with A2AClient(agent.agent("flaky"), max_retries=0, breaker_cooldown=30, clock=clock) as client:
+    with A2AClient(agent.agent("flaky"), retries=RetryPolicy(max_retries=0), breaker=BreakerPolicy(cooldown=30),
+                   clock=clock) as client:
         client.send_task("warm up")
         before = len(processed(agent))
         agent.flaky(3, 503)
@@ -187,7 +188,7 @@ def test_numbers_written_as_text_are_read_as_numbers():
 
     settings = EngineSettings.from_config({"agent_url": "http://127.0.0.1:9/x", "max_retries": "1",
                                            "breaker_threshold": 4.0, "timeout": "2.5"})
-    assert (settings.max_retries, settings.breaker_threshold, settings.timeout) == (1, 4, 2.5)
+    assert (settings.retries.max_retries, settings.breaker.threshold, settings.timeout) == (1, 4, 2.5)
 
 
 def test_the_engine_takes_its_retry_settings_from_the_persona(agent, tmp_path):

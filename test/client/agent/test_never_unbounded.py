@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
-from ovos_a2a_solver import A2AClient
+from ovos_a2a_solver import A2AClient, AnswerLimits, RetryPolicy
 from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT
 from support.network import serving
 
@@ -135,10 +135,10 @@ def hostile_agent():
 #: One turn in a process of its own: its outcome and the process's peak resident size.
 TURN = """
 import json, sys
-from ovos_a2a_solver import A2AClient
+from ovos_a2a_solver import A2AClient, RetryPolicy
 outcome = {}
 try:
-    with A2AClient(sys.argv[1], timeout=25, streaming=sys.argv[2] == "1", max_retries=0) as client:
+    with A2AClient(sys.argv[1], timeout=25, streaming=sys.argv[2] == "1", retries=RetryPolicy(max_retries=0)) as client:
         answer = client.send_task("hello")
     outcome = {"answer_chars": len(answer), "answer_end": answer[-100:]}
 except Exception as exc:
@@ -172,7 +172,7 @@ def test_a_200_mib_reply_is_refused_once_it_passes_the_byte_limit_and_is_never_h
 def test_an_artifact_rewritten_again_and_again_is_said_up_to_the_answer_limit_then_cut():
     cap = 50_000
     with hostile_agent() as agent, A2AClient(f"{agent.base}/rewriting", timeout=20, streaming=True,
-                                             max_answer_chars=cap) as client:
+                                             limits=AnswerLimits(max_answer_chars=cap)) as client:
         started = time.monotonic()
         said = list(client.stream_sentences("hello", session_id="s1"))
         took = time.monotonic() - started
@@ -184,7 +184,8 @@ def test_an_artifact_rewritten_again_and_again_is_said_up_to_the_answer_limit_th
 
 
 def test_the_look_ups_of_a_turn_share_its_one_deadline():
-    with hostile_agent() as agent, A2AClient(f"{agent.base}/slow", timeout=TURN_TIMEOUT, max_retries=0) as client:
+    with hostile_agent() as agent, A2AClient(f"{agent.base}/slow", timeout=TURN_TIMEOUT,
+                                             retries=RetryPolicy(max_retries=0)) as client:
         with pytest.raises(A2AClientTimeoutError):  # the agent has the message, and never answers
             client.send_task("hi", session_id="s1")
         assert client.conversation("s1").pending_message_id

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt import PyJWK
 from jwt.algorithms import ECAlgorithm
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient, CardSignatureError
+from ovos_a2a_solver import A2AChatEngine, A2AClient, CardSignatureError, CardTrust
 
 from support.network import free_port
 from support.bridge_process import BridgeProcess, BridgeStartError, echo_log
@@ -289,7 +289,7 @@ def test_the_client_requires_the_signature_and_talks_to_the_signed_bridge(signed
                 "jwk": {"card_public_key": str(keys["jwk"])},
                 "jwks_url": {"card_jwks_url": signed_bridge.url + JWKS_PATH}}[source]
     before = signed_bridge.calls()
-    with A2AClient(signed_bridge.url, **settings) as client:
+    with A2AClient(signed_bridge.url, card_trust=CardTrust(**settings)) as client:
         assert "hello" in client.send_task("hello", session_id="s")
     assert signed_bridge.calls() == before + 1
 
@@ -318,7 +318,7 @@ def test_the_signature_is_checked_once_per_card_not_per_turn(agent):
         return sum(1 for r in agent.headers() if r["path"] == "/signed" + JWKS_PATH)
 
     before_cards, before_keys = agent.stats()["card_fetches"]["signed"], key_set_reads()
-    with A2AClient(agent.agent("signed"), require_signed_card=True) as client:
+    with A2AClient(agent.agent("signed"), card_trust=CardTrust(require_signed_card=True)) as client:
         for n in range(3):
             assert f"turn {n}" in client.send_task(f"turn {n}", session_id="s")
     assert agent.stats()["card_fetches"]["signed"] - before_cards == 1
@@ -327,7 +327,8 @@ def test_the_signature_is_checked_once_per_card_not_per_turn(agent):
 
 def test_a_configured_key_set_url_may_be_on_another_origin(agent):
     """A jku elsewhere is refused unless keys are configured: then they come from there."""
-    with A2AClient(agent.agent("signed-foreign-jku"), card_jwks_url=agent.agent("signed") + JWKS_PATH) as client:
+    with A2AClient(agent.agent("signed-foreign-jku"),
+                   card_trust=CardTrust(card_jwks_url=agent.agent("signed") + JWKS_PATH)) as client:
         assert "hello" in client.send_task("hello")
 
 
@@ -347,7 +348,7 @@ REFUSALS = [  # (test agent, settings, reason, words of the message)
 def test_a_card_without_a_valid_signature_is_refused_and_nothing_is_sent(agent, name, settings, reason, words):
     before = agent.stats()["messages"][name]
     agent.clear_headers()
-    with A2AClient(agent.agent(name), **settings) as client:
+    with A2AClient(agent.agent(name), card_trust=CardTrust(**settings)) as client:
         for _ in range(4):  # every turn: the same clear error, never the circuit breaker's
             with pytest.raises(CardSignatureError) as refused:
                 client.send_task("hello", session_id="s")
@@ -362,7 +363,7 @@ def test_a_card_without_a_valid_signature_is_refused_and_nothing_is_sent(agent, 
 
 def test_a_card_signed_by_another_key_than_the_configured_one_is_refused(signed_bridge, keys):
     before = signed_bridge.calls()
-    with A2AClient(signed_bridge.url, card_public_key=str(keys["stranger"])) as client:
+    with A2AClient(signed_bridge.url, card_trust=CardTrust(card_public_key=str(keys["stranger"]))) as client:
         with pytest.raises(CardSignatureError) as refused:
             client.send_task("hello")
     assert refused.value.reason == CardSignatureError.UNKNOWN_KEY
@@ -371,7 +372,7 @@ def test_a_card_signed_by_another_key_than_the_configured_one_is_refused(signed_
 
 
 def test_an_unreadable_key_set_refuses_the_card(agent):
-    with A2AClient(agent.agent("signed"), card_jwks_url=agent.agent("echo") + JWKS_PATH) as client:
+    with A2AClient(agent.agent("signed"), card_trust=CardTrust(card_jwks_url=agent.agent("echo") + JWKS_PATH)) as client:
         with pytest.raises(CardSignatureError) as refused:
             client.send_task("hello")
     assert refused.value.reason == CardSignatureError.NO_KEY_SET and "HTTP 404" in str(refused.value)
@@ -379,8 +380,8 @@ def test_an_unreadable_key_set_refuses_the_card(agent):
 
 def test_a_key_set_larger_than_the_cap_is_refused_as_it_streams_in(agent):
     """The huge-card agent streams 50 MB: read as a key set, reading stops at 64 KiB."""
-    with A2AClient(agent.agent("signed"), card_jwks_url=agent.agent("huge-card") + "/.well-known/agent-card.json",
-                   timeout=10) as client:
+    with A2AClient(agent.agent("signed"), timeout=10, card_trust=CardTrust(
+            card_jwks_url=agent.agent("huge-card") + "/.well-known/agent-card.json")) as client:
         with pytest.raises(CardSignatureError) as refused:
             client.send_task("hello")
     assert refused.value.reason == CardSignatureError.NO_KEY_SET and "larger than 64 KiB" in str(refused.value)

@@ -19,7 +19,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from support import REPO_ROOT
 from support.agent_process import AgentProcess
-from ovos_a2a_solver import A2AClient
+from ovos_a2a_solver import A2AClient, AnswerLimits
 from ovos_a2a_solver.answers.assembler import AnswerAssembler
 from ovos_a2a_solver._defaults import DEFAULT_ANSWER_CUT, DEFAULT_MAX_ANSWER_CHARS
 from ovos_a2a_solver._settings import EngineSettings
@@ -148,12 +148,12 @@ def test_a_bad_limit_is_refused_by_name(value):
     with pytest.raises(ValueError, match="max_answer_chars"):
         EngineSettings.from_config({"agent_url": "http://127.0.0.1:1/a", "max_answer_chars": value})
     with pytest.raises(ValueError, match="max_answer_chars"):
-        A2AClient("http://127.0.0.1:1/a", max_answer_chars=value)
+        AnswerLimits(max_answer_chars=value)
 
 
 def test_the_limit_and_the_line_are_read_from_the_persona_config():
     settings = EngineSettings.from_config({"agent_url": "http://127.0.0.1:1/a", "max_answer_chars": 1000,
                                            "answer_cut": "Enough."})
-    assert (settings.max_answer_chars, settings.answer_cut) == (1000, "Enough.")
+    assert settings.limits == AnswerLimits(max_answer_chars=1000, answer_cut="Enough.")
     default = EngineSettings.from_config({"agent_url": "http://127.0.0.1:1/a", "answer_cut": " "})
-    assert (default.max_answer_chars, default.answer_cut) == (CAP, DEFAULT_ANSWER_CUT)
+    assert (default.limits.max_answer_chars, default.limits.answer_cut) == (CAP, DEFAULT_ANSWER_CUT)

@@ -7,7 +7,7 @@ import pytest
 from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
-from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore
+from ovos_a2a_solver import A2AChatEngine, A2AClient, ConversationStore, RetryPolicy
 
 from support.chat import context_of, user, from_user
 
@@ -159,7 +159,7 @@ def test_a_404_that_says_task_not_found_is_not_taken_for_an_interface_that_moved
 def test_a_continuation_that_failed_for_now_keeps_the_task(agent):
     """A transient refusal (503, after the client's own retries) keeps the open task: the
     agent may still hold it, and the next utterance continues it."""
-    with A2AClient(agent.agent("memory"), max_retries=0) as client:
+    with A2AClient(agent.agent("memory"), retries=RetryPolicy(max_retries=0)) as client:
         assert client.send_task("login", session_id="s") == "password?"
         task_id = client.conversation("s").task_id
         agent.flaky(1, status=503, agent="memory")
@@ -173,7 +173,7 @@ def test_a_continuation_that_failed_twice_lets_go_of_the_task(agent, status):
     """A peer that fails every continuation of a task it cannot say it forgot (503, or 500,
     each time): the second failure in a row lets go of the task at the latest, and the next
     utterance starts a new task in the same context."""
-    with A2AClient(agent.agent("memory"), max_retries=0) as client:
+    with A2AClient(agent.agent("memory"), retries=RetryPolicy(max_retries=0)) as client:
         assert client.send_task("remember zinc", session_id="s") == "ok, I will remember zinc"
         assert client.send_task("login", session_id="s") == "password?"
         ctx, task_id = client.conversation("s").context_id, client.conversation("s").task_id

@@ -742,10 +742,10 @@ async def keepalive_post(url: str, n: int) -> dict:
 
 # ---- wrk as the load ----------------------------------------------------------------------
 
-WRK_SCRIPT = r"""
--- SendMessage with a fresh messageId per request; counts COMPLETED answers per thread.
--- The ids carry RUN, unique per wrk run: Lua's math.random repeats its sequence in every
--- run, and a messageId sent again is a replay for the bridge (no persona turn), not work.
+#: wrk's Lua around a script's ``request()``: each thread numbered (``tid``) and counting its
+#: answers, one done when its HTTP status is 200 and its body holds DONE_WHEN; ``done`` prints the
+#: line :func:`wrk_round` reads
+WRK_COUNTS = r"""
 local threads, counter = {}, 0
 function setup(thread)
   counter = counter + 1
@@ -753,15 +753,8 @@ function setup(thread)
   table.insert(threads, thread)
 end
 function init(args) n, ok, bad, busy = 0, 0, 0, 0 end
-function request()
-  n = n + 1
-  local body = '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":' ..
-    '{"messageId":"wrk-RUN-' .. tid .. '-' .. n ..
-    '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}, body)
-end
 function response(status, headers, body)
-  if status == 200 and body:find("TASK_STATE_COMPLETED", 1, true) then ok = ok + 1
+  if status == 200 and body:find("DONE_WHEN", 1, true) then ok = ok + 1
   else
     bad = bad + 1
     if status == 429 then busy = busy + 1 end
@@ -779,16 +772,38 @@ end
 """
 
 
+def wrk_script(requests: str, done_when: str) -> str:
+    """A wrk script: ``requests`` (Lua defining ``request()``, which may read ``tid`` and count
+    ``n``) inside :data:`WRK_COUNTS`, an answer done when it holds ``done_when``."""
+    return WRK_COUNTS.replace("DONE_WHEN", done_when) + requests
+
+
+#: SendMessage with a fresh messageId per request; counts COMPLETED answers per thread.
+#: The ids carry RUN, unique per wrk run: Lua's math.random repeats its sequence in every
+#: run, and a messageId sent again is a replay for the bridge (no persona turn), not work.
+WRK_SCRIPT = wrk_script(r"""
+function request()
+  n = n + 1
+  local body = '{"jsonrpc":"2.0","id":' .. n .. ',"method":"SendMessage","params":{"message":' ..
+    '{"messageId":"wrk-RUN-' .. tid .. '-' .. n ..
+    '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+  return wrk.format("POST", nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"}, body)
+end
+""", COMPLETED)
+
+
 def wrk_round(url: str, pid: int, connections: int, seconds: float, workdir: Path, pin: bool,
-              postgres: bool = False) -> dict:
+              postgres: bool = False, lua: str = WRK_SCRIPT) -> dict:
     """One round of wrk (C, two threads) against ``url``: completed SendMessages per second, and
     the CPU per completed request of the server (``pid``) and, with ``postgres``, of the
     PostgreSQL processes working for it (:class:`CpuAccount`), in ms: ``cpu_ms_per_ok``.
 
     With ``pin``, wrk runs on CPU 0 and the server was pinned to CPU 1, so the load generator
-    does not compete with the server for its core."""
+    does not compete with the server for its core. ``lua``: the requests and what counts as done
+    (:data:`WRK_SCRIPT` by default: its ``RUN`` is made unique to the round, and its ``done``
+    prints the line read here)."""
     script = workdir / "send.lua"
-    script.write_text(WRK_SCRIPT.replace("RUN", uuid.uuid4().hex))
+    script.write_text(lua.replace("RUN", uuid.uuid4().hex))
     command = ["wrk", "-t2", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url]
     if pin:
         command = ["taskset", "-c", "0", *command]
@@ -830,9 +845,10 @@ def within_rounds(a: list, b: list) -> dict | None:
 
 
 def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, rounds: int, pin: bool,
-               ratios: list[tuple[str, str]], before_stop=None) -> dict:
+               ratios: list[tuple[str, str]], before_stop=None, lua_for=None) -> dict:
     """Start those of ``servers`` not yet running (side by side), then ``rounds`` rounds of
-    :func:`wrk_round` against each, the order alternating; ``before_stop(result)`` if given;
+    :func:`wrk_round` against each, the order alternating (``lua_for(server)``, if given, is the
+    script of each server's rounds, made once all are started); ``before_stop(result)`` if given;
     stop them all. Their rounds, medians and, for each pair ``(a, b)`` of ``ratios``, the ratio of
     the median req/s and the median of the ratios within a round (the machine's drift between
     rounds falls out of the latter)."""
@@ -845,10 +861,11 @@ def wrk_rounds(servers: list, workdir: Path, connections: int, seconds: float, r
         if pin:
             for s in servers:
                 subprocess.run(["taskset", "-a", "-p", "-c", "1", str(s.pid)], capture_output=True, check=True)
+        scripts = {s.name: lua_for(s) if lua_for is not None else WRK_SCRIPT for s in servers}
         for r in range(rounds):
             for s in (servers if r % 2 == 0 else servers[::-1]):
                 wait_quiet(s.pid)
-                res = wrk_round(s.rpc_url, s.pid, connections, seconds, workdir, pin, s.postgres)
+                res = wrk_round(s.rpc_url, s.pid, connections, seconds, workdir, pin, s.postgres, scripts[s.name])
                 result["servers"].setdefault(s.name, {"rounds": []})["rounds"].append(res)
                 cpu = res["cpu_ms_per_ok"]
                 print(f"  round {r} {s.name:17s} {res['rps']:8.1f} req/s  p50 {res['p50_ms']:7.2f}  "

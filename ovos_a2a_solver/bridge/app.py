@@ -61,6 +61,7 @@ from ovos_a2a_solver.bridge.observe.tracing import TraceRequests
 from ovos_a2a_solver.bridge.push.delivery import WebhookSender
 from ovos_a2a_solver.bridge.push.guard import WebhookGuard
 from ovos_a2a_solver.bridge.storage.availability import PROBE_SCHEMA, PROBE_WRITE, StoreAvailability, store_unavailable
+from ovos_a2a_solver.bridge.storage.call_reads import CallReads
 from ovos_a2a_solver.bridge.storage.claim import StoreTaken
 from ovos_a2a_solver.bridge.storage.database import SqliteDatabase, StoreUnusable, in_words, open_stores
 from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
@@ -130,13 +131,14 @@ class Bridge:
         self.operations = OperationLog(self.db, settings.replica, single_process=not shared and worker is None)
         self.push_configs = PushConfigStore(self.db, settings, among_workers=worker is not None)
         self.new_tasks = NewTasks(made=self.push_configs.none_yet)
+        self.call_reads = CallReads()  # a message's call reads the task it continues once
         ends = StoredEnds()
         if shared:  # every save versioned and logged at once, for the other replicas
             from ovos_a2a_solver.bridge.storage.postgres import PostgresEventStream
 
             self.buffered_store = None
             sdk_store = self.task_store = NewTasksUnread(self.database_store, self.new_tasks, ends,
-                                                          forget=self.push_configs.delete_info)
+                                                          forget=self.push_configs.delete_info, reads=self.call_reads)
             self.event_stream = PostgresEventStream(self.db)
             self.peers = ReplicaGroup(self.db, self.operations, settings.replica_lease, settings.persona_name,
                                       notices={PUSH_CONFIGS_CHANNEL: self.push_configs.without_webhooks.heard},
@@ -144,7 +146,8 @@ class Bridge:
             self.peers.metrics = self.metrics
         else:  # one process: progress is written behind (see store.BufferedTaskStore)
             sdk_store = self.buffered_store = BufferedTaskStore(self.database_store, self.new_tasks, ends,
-                                                                forget=self.push_configs.delete_info)
+                                                                forget=self.push_configs.delete_info,
+                                                                reads=self.call_reads)
             self.task_store = LegacyTaskStoreAdapter(self.buffered_store)
             self.event_stream = None
             self.peers = Siblings(self.operations) if worker is not None else None
@@ -171,7 +174,7 @@ class Bridge:
         self.store_availability = StoreAvailability()
         self.handler = BridgeRequestHandler(self.sdk_handler, self.tracker, self.turns, self.task_store, settings,
                                             self.new_tasks, self.peers, on_busy=_say_busy,
-                                            availability=self.store_availability)
+                                            availability=self.store_availability, call_reads=self.call_reads)
         self.draining: asyncio.Future | None = None
         served = Starlette(routes=self._routes(), lifespan=self._lifespan)
         redirect_nowhere(served.router)

@@ -14,7 +14,8 @@ With PostgreSQL (several replicas) every save goes to the SDK's
 ``VersionedDatabaseTaskStore`` at once: each one bumps the task's version and appends the
 event to the shared event log that other replicas' subscribers read (see ``app.open_stores``).
 Either way, a task that a message is about to create is not looked up before its first
-save (``new_tasks.NewTasks``), each settled save is reported to the turn that waits for it
+save (``new_tasks.NewTasks``), a task a message continues is read once by the message's call
+until it is saved (``call_reads.CallReads``), each settled save is reported to the turn that waits for it
 (``stored_ends.StoredEnds``), and the bridge reads and writes through the SDK's
 ``VersionedTaskStore`` interface (a plain store under the SDK's ``LegacyTaskStoreAdapter``),
 so ``stored_task.settle_stored_task`` is one compare-and-swap for both.
@@ -31,6 +32,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import Task
 
+from ovos_a2a_solver.bridge.storage.call_reads import CallReads
 from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
@@ -48,44 +50,57 @@ async def _nothing_else(_task_id: str, _context: ServerCallContext) -> None:
 
 class NewTasksUnread(VersionedTaskStore):
     """A versioned store (``inner``) whose reads of the :class:`NewTasks` are answered
-    "not found" without asking it; each save is reported to ``ends``; deleting a task also
-    ``forget``s what belongs to it."""
+    "not found" without asking it, and a call's reads of a task it read already from
+    :class:`CallReads`; each save is reported to ``ends``; deleting a task also ``forget``s
+    what belongs to it."""
 
     def __init__(self, inner: VersionedTaskStore, new_tasks: NewTasks, ends: StoredEnds | None = None,
-                 forget: Forget = _nothing_else) -> None:
+                 forget: Forget = _nothing_else, reads: CallReads | None = None) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
         self.ends = ends or StoredEnds()
         self.forget = forget
+        self.reads = reads or CallReads()
 
     async def save(self, task: Task, *, event, prev, prev_version, context: ServerCallContext):
         self.new_tasks.discard(task.id)
+        self.reads.discard(task.id)
         version = await self.inner.save(task, event=event, prev=prev, prev_version=prev_version, context=context)
         self.ends.saved(task, context)
         return version
 
     async def get(self, task_id: str, context: ServerCallContext):
-        return None if task_id in self.new_tasks else await self.inner.get(task_id, context)
+        if task_id in self.new_tasks:
+            return None
+        stored = self.reads.recall(task_id, context)
+        if stored is None:
+            stored = await self.inner.get(task_id, context)
+            if stored is not None:
+                self.reads.keep(context, stored.task, stored.version)
+        return stored
 
     async def list(self, params, context: ServerCallContext):
         return await self.inner.list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        self.reads.discard(task_id)
         await self.inner.delete(task_id, context)
         await self.forget(task_id, context)
 
 
 class BufferedTaskStore(TaskStore):
-    """Write-through for what matters after a crash, write-behind for progress (and no read
-    of the :class:`NewTasks`); each settled save is reported to ``ends``; deleting a task
-    also ``forget``s what belongs to it."""
+    """Write-through for what matters after a crash, write-behind for progress (no read of
+    the :class:`NewTasks`, and a call's reads of a task it read already answered from
+    :class:`CallReads`); each settled save is reported to ``ends``; deleting a task also
+    ``forget``s what belongs to it."""
 
     def __init__(self, inner: TaskStore, new_tasks: NewTasks, ends: StoredEnds | None = None,
-                 flush_interval: float = 10.0, forget: Forget = _nothing_else) -> None:
+                 flush_interval: float = 10.0, forget: Forget = _nothing_else, reads: CallReads | None = None) -> None:
         self.inner = inner
         self.new_tasks = new_tasks
         self.ends = ends or StoredEnds()
         self.forget = forget
+        self.reads = reads or CallReads()
         self.flush_interval = flush_interval
         self._pending: dict[tuple[str, str], tuple[Task, ServerCallContext]] = {}
         self._stored: set[tuple[str, str]] = set()   # tasks this process has written at least once
@@ -97,6 +112,7 @@ class BufferedTaskStore(TaskStore):
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         self.new_tasks.discard(task.id)
+        self.reads.discard(task.id)
         key = (owner_scope(context), task.id)
         async with self._lock(key):
             if task.status.state in SETTLED or key not in self._stored:
@@ -122,13 +138,19 @@ class BufferedTaskStore(TaskStore):
             task = Task()
             task.CopyFrom(pending[0])
             return task
-        return await self.inner.get(task_id, context)
+        recalled = self.reads.recall(task_id, context)
+        if recalled is not None:
+            return recalled.task
+        task = await self.inner.get(task_id, context)
+        self.reads.keep(context, task)
+        return task
 
     async def list(self, params, context: ServerCallContext):
         await self.flush()
         return await self.inner.list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        self.reads.discard(task_id)
         key = (owner_scope(context), task_id)
         async with self._lock(key):
             self._pending.pop(key, None)

@@ -43,7 +43,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from typing import NoReturn
 
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
@@ -59,6 +59,7 @@ from a2a.utils.errors import (A2AError, InvalidParamsError, TaskNotCancelableErr
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.config import BridgeSettings
 from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, store_unavailable
+from ovos_a2a_solver.bridge.storage.call_reads import CallReads
 from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds, time_ordered_id
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
                                                       INTERRUPTED_BY_SHUTDOWN, INTERRUPTED_UNATTENDED,
@@ -176,7 +177,7 @@ class BridgeRequestHandler(RequestHandler):
                  task_store: VersionedTaskStore, settings: BridgeSettings, new_tasks: NewTasks,
                  peers: Peers | None = None,
                  on_busy: Callable[[ServerCallContext, BusyError], Awaitable[None]] | None = None,
-                 availability: StoreAvailability | None = None) -> None:
+                 availability: StoreAvailability | None = None, call_reads: CallReads | None = None) -> None:
         self.inner = inner
         self.tracker = tracker
         self.turns = turns
@@ -184,6 +185,7 @@ class BridgeRequestHandler(RequestHandler):
         self.settings = settings
         self.persona = settings.persona_name  # the only persona that continues the tasks it began
         self.new_tasks = new_tasks  # the stores answer reads of these without the database
+        self.call_reads = call_reads or CallReads()  # and a message's call's reads of its task, after the first
         # the other processes on the same store (replicas on PostgreSQL, workers on one SQLite
         # file); None when alone
         self.peers = peers
@@ -207,7 +209,7 @@ class BridgeRequestHandler(RequestHandler):
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
         check_send(params, self.settings.max_parts)
-        with self.new_tasks.reserved(needed=not params.message.task_id) as new_task:
+        with self._at_work(params, context) as new_task:
             admitted = await self._admit(params, context, mode, new_task)
             if not isinstance(admitted, Operation):
                 try:
@@ -227,7 +229,7 @@ class BridgeRequestHandler(RequestHandler):
 
     async def _message_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator:
         check_send(params, self.settings.max_parts)
-        with self.new_tasks.reserved(needed=not params.message.task_id) as new_task:
+        with self._at_work(params, context) as new_task:
             admitted = await self._admit(params, context, CallMode.STREAM, new_task)
             if not isinstance(admitted, Operation):
                 try:
@@ -239,6 +241,15 @@ class BridgeRequestHandler(RequestHandler):
         await self._adopt_push_config(admitted, params, context)  # delivered before
         async for event in self._replay_delivery_stream(admitted, context):
             yield event
+
+    @contextlib.contextmanager
+    def _at_work(self, params: SendMessageRequest, context: ServerCallContext) -> Iterator[str | None]:
+        """The block of a message's admission and work (a replay comes after it): the id reserved
+        for the task it creates, ``None`` when it names its task (``NewTasks.reserved``), and the
+        task it continues read from the database once by its call (``CallReads.remembered``)."""
+        with self.new_tasks.reserved(needed=not params.message.task_id) as new_task, \
+                self.call_reads.remembered(context):
+            yield new_task
 
     async def _admit(self, params: SendMessageRequest, context: ServerCallContext, mode: CallMode,
                      new_task: str | None) -> Admission | Operation:

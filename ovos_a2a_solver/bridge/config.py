@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from ovos_a2a_solver.bridge.backends.persona_file import persona_file_name
 from ovos_a2a_solver.local_state import package_state_dir
 from ovos_a2a_solver.setting_specs import number_text, setting, spec_of, yes_or_no
 
@@ -75,33 +76,10 @@ def has_password(url: str) -> bool:
     return redact_url(url) != url
 
 
-#: the persona a bridge serves when no file is given: the embedded offline persona
-DEFAULT_PERSONA_FILE = Path(__file__).resolve().parent.parent / "personas" / "default.json"
-
-
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/ovos_a2a_solver/bridge``: each bridge's own store is a directory in it
     (see :attr:`BridgeSettings.own_state_dir`)."""
     return package_state_dir() / "bridge"
-
-
-def read_persona_file(path: str | os.PathLike | None) -> dict | None:
-    """The persona file's JSON object (the embedded persona's when ``path`` is None), or None
-    when it cannot be read or is no object: loading the persona says why."""
-    import json
-
-    try:
-        config = json.loads(Path(path or DEFAULT_PERSONA_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return config if isinstance(config, dict) else None
-
-
-def persona_file_name(path: str | os.PathLike | None) -> str:
-    """The ``name`` a persona file gives its persona (the file's name without ``.json`` when it
-    gives none, or cannot be read)."""
-    name = (read_persona_file(path) or {}).get("name")
-    return name if isinstance(name, str) and name.strip() else Path(path or DEFAULT_PERSONA_FILE).stem
 
 
 def directory_name(text: str) -> str:

@@ -41,7 +41,7 @@ def test_every_remote_example_is_valid_json_with_the_plugin_configured():
 
 
 def test_the_bridges_embedded_persona_is_the_offline_example():
-    from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+    from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
     assert json.loads(DEFAULT_PERSONA_FILE.read_text()) == json.loads((EXAMPLES / "offline-rivescript.json").read_text())
 
 

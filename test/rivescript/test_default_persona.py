@@ -13,7 +13,7 @@ from ovos_persona import Persona
 from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AClient, ConversationStore
-from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 from support.network import free_port

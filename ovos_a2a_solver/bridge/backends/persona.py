@@ -4,7 +4,6 @@
 (by default the embedded offline persona), whose session is the A2A contextId."""
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -12,7 +11,7 @@ from pathlib import Path
 
 from ovos_a2a_solver.bridge.backends.protocols import (Capability, FollowsProgress, NoAnswerError, Question,
                                                        RelayingHandler, StoppableRelay)
-from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE, read_persona_file
 
 #: the plugin id of the embedded RiveScript engine (named, not imported: the bridge imports no engine)
 RIVESCRIPT_PLUGIN_ID = "ovos-a2a-rivescript"
@@ -34,14 +33,8 @@ class PersonaBackend:
     @classmethod
     def from_file(cls, path: str | os.PathLike | None) -> "PersonaBackend":
         """Load a persona JSON file (the embedded default persona when ``path`` is None)."""
-        path = Path(path) if path else DEFAULT_PERSONA_FILE
-        try:
-            config = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read persona file {path}: {exc}") from exc
-        if not isinstance(config, dict):
-            raise ValueError(f"persona file {path} is not a JSON object")
-        config.setdefault("name", path.stem)
+        config = read_persona_file(path)
+        config.setdefault("name", Path(path or DEFAULT_PERSONA_FILE).stem)
         return cls(config)
 
     def capabilities(self) -> list[Capability]:

@@ -19,9 +19,9 @@ import sys
 import traceback
 from urllib.parse import urlsplit
 
+from ovos_a2a_solver.bridge.backends.persona_file import read_persona_file
 from ovos_a2a_solver.bridge.config import (ACCESS_LOGGER, ENV_PREFIX, RESERVED_FILES, STORE_FILE_NAME, BridgeSettings,
-                                           default_state_dir, names_of, open_file_limit, read_persona_file,
-                                           redact_url, sqlite_path)
+                                           default_state_dir, names_of, open_file_limit, redact_url, sqlite_path)
 from ovos_a2a_solver.persona_config import PLUGIN_ID, agent_url_of
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -311,7 +311,10 @@ def relay_agent_url(settings: BridgeSettings) -> str | None:
     """The agent a persona relays every message to (through the A2A plugin), or None."""
     if settings.backend != "persona":
         return None
-    config = read_persona_file(settings.persona) or {}
+    try:
+        config = read_persona_file(settings.persona)
+    except ValueError:
+        return None  # loading the persona says why
     if PLUGIN_ID not in (config.get("handlers") or config.get("solvers") or []):
         return None
     url = agent_url_of(config.get(PLUGIN_ID))

@@ -12,7 +12,7 @@ import json
 import httpx
 
 from support.bridge_process import BridgeProcess
-from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 
 EVIL = "evil.example"
 PATHS = ("/a2a/rest/t1/tasks/", "/a2a/rest/tasks/", "/a2a/rest/v1/tasks/", "/health/", "/a2a/rest/message:send/",

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from ovos_a2a_solver import A2AClient
-from ovos_a2a_solver.bridge.config import DEFAULT_PERSONA_FILE
+from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import answer, get_task, message, send, task_of

@@ -11,6 +11,7 @@ import httpx
 from a2a.types import Message, Part, Role, SendMessageRequest
 from prometheus_client.parser import text_string_to_metric_families
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import HEADERS, grpc_client, health, message, rpc, send, task_of, v03_message
 from support.waiting import wait_until
@@ -19,7 +20,7 @@ from support.webhooks import Webhook, quick
 TOKEN = "metrics-reader-token-5Jr"
 
 
-def samples(bridge: BridgeProcess, headers: dict | None = None) -> dict:
+def samples(bridge: InProcessBridge | BridgeProcess, headers: dict | None = None) -> dict:
     """(sample name, frozenset of its labels) -> value, from ``GET /metrics``."""
     response = httpx.get(bridge.root + "/metrics", headers=headers or {}, timeout=10)
     assert response.status_code == 200, response.text
@@ -33,13 +34,13 @@ def requests_of(found: dict, **labels: str) -> float:
 
 
 def test_metrics_are_off_by_default():
-    with BridgeProcess() as bridge:
+    with InProcessBridge() as bridge:
         assert task_of(send(bridge.url, message("hello")))
         assert httpx.get(bridge.root + "/metrics", timeout=10).status_code == 404
 
 
 def test_requests_on_every_binding_are_counted_by_version_method_and_outcome():
-    with BridgeProcess("--metrics", "--grpc-port", "0") as bridge:
+    with InProcessBridge("--metrics", "--grpc-port", "0") as bridge:
         assert task_of(send(bridge.url, message("one")))
         assert httpx.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "message/send",
                                                   "params": {"message": v03_message("two")}},
@@ -76,7 +77,7 @@ def test_requests_on_every_binding_are_counted_by_version_method_and_outcome():
 
 
 def test_a_message_in_flight_and_one_refused_as_busy():
-    with BridgeProcess("--metrics", "--max-concurrent", "1") as bridge:
+    with InProcessBridge("--metrics", "--max-concurrent", "1") as bridge:
         task_of(send(bridge.url, message("sleep:1"), blocking=False))
         wait_until(lambda: health(bridge)["running"] == 1, "the slow turn to take the slot")
         during = samples(bridge)
@@ -94,7 +95,7 @@ def test_a_message_in_flight_and_one_refused_as_busy():
 
 
 def test_a_failing_backend_opens_the_circuit():
-    with BridgeProcess("--metrics", env={"OVOS_A2A_BACKEND_RETRIES": "0"}) as bridge:
+    with InProcessBridge("--metrics", env={"OVOS_A2A_BACKEND_RETRIES": "0"}) as bridge:
         for _ in range(3):
             assert task_of(send(bridge.url, message("fail")))["status"]["state"] == "TASK_STATE_FAILED"
         found = samples(bridge)
@@ -108,7 +109,7 @@ def test_webhook_deliveries_are_counted():
                                                         b"Connection: close\r\n\r\n"))
     good = Webhook(quick)
     try:
-        with BridgeProcess("--metrics", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1"}) as bridge:
+        with InProcessBridge("--metrics", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1"}) as bridge:
             for hook in (good, answered_400):
                 params = {"message": message("hello"), "configuration": {"taskPushNotificationConfig": {
                     "url": hook.url, "id": "c1"}}}
@@ -125,7 +126,7 @@ def test_webhook_deliveries_are_counted():
 
 
 def test_metrics_need_the_endpoints_credentials():
-    with BridgeProcess("--metrics", env={"OVOS_A2A_TOKENS": TOKEN}) as bridge:
+    with InProcessBridge("--metrics", env={"OVOS_A2A_TOKENS": TOKEN}) as bridge:
         refused = httpx.get(bridge.root + "/metrics", timeout=10)
         assert refused.status_code == 401, refused.text
         assert "ovos_a2a" not in refused.text

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Mapping, Optional
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 
 
@@ -20,10 +21,13 @@ def relay_persona(directory: Path, agent_url: str, timeout: float = 20) -> Path:
     return persona
 
 
-def relay_bridge(directory: Path, agent_url: str, *args: str,
-                 env: Optional[Mapping[str, str]] = None) -> BridgeProcess:
+def relay_bridge(directory: Path, agent_url: str, *args: str, env: Optional[Mapping[str, str]] = None,
+                 serve: type[InProcessBridge] | type[BridgeProcess] = InProcessBridge) -> InProcessBridge | BridgeProcess:
     """The bridge (not yet started: use it in a ``with``) serving :func:`relay_persona` pointed
-    at ``agent_url``, with ``args`` on its command line; its persona's state in ``directory``,
-    ``env`` added to its environment."""
-    return BridgeProcess("--persona", str(relay_persona(directory, agent_url)), *args, backend="persona",
-                         env={"XDG_STATE_HOME": str(Path(directory) / "bridge-xdg"), **(env or {})})
+    at ``agent_url``, with ``args`` on its command line and ``env`` (``OVOS_A2A_*``) in its
+    settings: in this process, or with ``serve=BridgeProcess`` (its log, its process) a process
+    whose persona keeps its state in ``directory`` (an in-process one keeps it in the test's)."""
+    persona = str(relay_persona(directory, agent_url))
+    if serve is BridgeProcess:
+        env = {"XDG_STATE_HOME": str(Path(directory) / "bridge-xdg"), **(env or {})}
+    return serve("--persona", persona, *args, backend="persona", env=env)

@@ -11,6 +11,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 
 from ovos_a2a_solver import A2AClient, AgentTaskError
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import get_task, message, send, state, status_text, task_of
 from support.network import free_port
@@ -24,7 +25,7 @@ FALLBACK_STARTS = ("I can not look that up", "I see. I only know a little small 
 def test_the_embedded_persona_answers_every_example_its_card_gives(private_state):
     """The card says what this persona does: its own skills, and each example is answered by the
     persona itself, not by its fallback ("I can not look that up") or the failure plugin."""
-    with BridgeProcess(backend="persona") as bridge:
+    with InProcessBridge(backend="persona") as bridge:
         with A2AClient(bridge.url, streaming=True) as client:
             card = client.fetch_agent_card()
             assert card.name == "OVOS"
@@ -42,7 +43,7 @@ def test_a_persona_without_skills_claims_no_example_it_may_not_answer(private_st
     persona = tmp_path / "plain.json"
     persona.write_text(json.dumps({"name": "plain", "description": "Answers about the garden.",
                                    "handlers": ["ovos-a2a-rivescript"]}))
-    with BridgeProcess("--persona", str(persona), backend="persona") as bridge:
+    with InProcessBridge("--persona", str(persona), backend="persona") as bridge:
         with A2AClient(bridge.url) as client:
             card = client.fetch_agent_card()
     assert [s.id for s in card.skills] == ["conversation", "ovos-a2a-rivescript"]
@@ -98,7 +99,7 @@ def test_a_failed_relay_tells_the_caller_no_internal_address_and_the_log_keeps_i
     """The remote agent of a relay persona is down: the failed task's text names no URL or
     host of the bridge's side; the bridge's log names the URL."""
     agent_url = f"http://127.0.0.1:{free_port()}/a2a"  # nothing listens there
-    with relay_bridge(tmp_path, agent_url) as bridge:
+    with relay_bridge(tmp_path, agent_url, serve=BridgeProcess) as bridge:
         task = task_of(send(bridge.url, message("hello")))
         said = json.dumps(task)
         log = bridge.stdout_text() + bridge.stderr_text()
@@ -109,7 +110,7 @@ def test_a_failed_relay_tells_the_caller_no_internal_address_and_the_log_keeps_i
 
 
 def test_the_bridge_serves_grpc_too_when_asked():
-    with BridgeProcess("--grpc-port", "0") as bridge:
+    with InProcessBridge("--grpc-port", "0") as bridge:
         with A2AClient(bridge.url) as client:
             card = client.fetch_agent_card()
         grpc_interface = [i for i in card.interfaces if i.binding == "GRPC"]
@@ -137,7 +138,7 @@ def test_grpc_unlisted_is_served_but_left_out_of_the_card():
     """--grpc-unlisted: every interface of the card is on the card's own origin (what Google
     ADK asks); gRPC still answers at HOST:PORT, for a client told of it another way."""
     port = free_port()
-    with BridgeProcess("--grpc-port", str(port), "--grpc-unlisted") as bridge:
+    with InProcessBridge("--grpc-port", str(port), "--grpc-unlisted") as bridge:
         card = httpx.get(bridge.card_url, headers={"A2A-Version": "1.0"}, timeout=10).json()
         assert [i["url"].split("/")[2] for i in card["supportedInterfaces"]] == [bridge.root.split("/")[2]] * 4, card
         assert "GRPC" not in [i["protocolBinding"] for i in card["supportedInterfaces"]], card

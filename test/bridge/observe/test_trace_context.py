@@ -13,9 +13,10 @@ import httpx
 from a2a.client import ClientCallContext
 from a2a.types import Message, Part, Role, SendMessageRequest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import HEADERS, grpc_client, message, state, task_of
-from support.personas import relay_bridge, relay_persona
+from support.personas import relay_bridge
 from support.waiting import wait_until
 
 
@@ -25,7 +26,7 @@ def traceparent() -> tuple[str, str]:
     return f"00-{trace_id}-{secrets.token_hex(8)}-01", trace_id
 
 
-def ask_through_the_relay(bridge: BridgeProcess, parent: str) -> dict:
+def ask_through_the_relay(bridge: InProcessBridge | BridgeProcess, parent: str) -> dict:
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message("hello there")}}
     response = httpx.post(bridge.url + "/", json=body, timeout=60,
                           headers={**HEADERS, "traceparent": parent, "tracestate": "vendor=abc"})
@@ -58,8 +59,7 @@ def test_the_callers_traceparent_reaches_the_remote_agent_as_it_came(agent, priv
 def test_over_grpc_in_and_out_the_trace_goes_on(agent, private_state, tmp_path):
     """The caller asks the bridge over gRPC; the relay asks an agent that speaks only gRPC."""
     parent, trace_id = traceparent()
-    with BridgeProcess("--persona", str(relay_persona(tmp_path, agent.agent("grpc-only"))), "--grpc-port", "0",
-                       backend="persona", env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+    with relay_bridge(tmp_path, agent.agent("grpc-only"), "--grpc-port", "0") as bridge:
         async def call() -> None:
             async with grpc_client(bridge.url) as client:
                 request = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=secrets.token_hex(8),
@@ -85,7 +85,7 @@ def test_with_tracing_the_turn_is_a_span_of_the_callers_trace(agent, private_sta
     parent, trace_id = traceparent()
     env = {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "bridge-under-test",
            "OTEL_BSP_SCHEDULE_DELAY": "50"}  # exported every 50 ms (printed on stdout)
-    with relay_bridge(tmp_path, agent.agent("echo"), "--tracing", env=env) as bridge:
+    with relay_bridge(tmp_path, agent.agent("echo"), "--tracing", env=env, serve=BridgeProcess) as bridge:
         assert state(ask_through_the_relay(bridge, parent)) == "TASK_STATE_COMPLETED"
         ours = wait_until(lambda: [span for span in spans_of(bridge) if span["context"]["trace_id"] == "0x" + trace_id],
                           "the spans of the trace to be exported",

@@ -19,7 +19,7 @@ import pytest
 from support.agent_process import AgentProcess
 from support.alone import one_at_a_time
 from support.authorization_server import AuthorizationServer
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.postgres import POSTGRES_VAR, create_database, drop_database
 from support.state_home import PRIVATE_STATE_HOME_VAR, isolate_user_state
 
@@ -99,6 +99,7 @@ def authorization_server():
 
 @pytest.fixture(scope='session')
 def echo_bridge():
-    """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir."""
-    with BridgeProcess('--heartbeat', '1') as process:
-        yield process
+    """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir, in
+    this process."""
+    with InProcessBridge('--heartbeat', '1') as bridge:
+        yield bridge

@@ -20,7 +20,7 @@ from jwt.algorithms import ECAlgorithm
 
 from ovos_a2a_solver import A2AChatEngine, A2AClient, CardSignatureError, CardTrust
 
-from support.network import free_port
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, BridgeStartError, echo_log
 
 JWKS_PATH = "/.well-known/jwks.json"
@@ -64,8 +64,8 @@ def keys(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def signed_bridge(keys, tmp_path_factory):
-    with BridgeProcess("--card-signing-key", str(keys["private"]),
-                       call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
+    with InProcessBridge("--card-signing-key", str(keys["private"]),
+                         call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
         yield bridge
 
 
@@ -160,8 +160,8 @@ def test_a_plain_a2a_sdk_verifier_accepts_the_bridges_card(signed_bridge, keys, 
 @pytest.fixture(scope="module")
 def signed_bridge_with_tokens(keys, tmp_path_factory):
     """A signed bridge whose card has a security requirement without scopes (an empty value)."""
-    with BridgeProcess("--card-signing-key", str(keys["private"]), env={"OVOS_A2A_TOKENS": "signed-card-token-5Rk"},
-                       call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
+    with InProcessBridge("--card-signing-key", str(keys["private"]), env={"OVOS_A2A_TOKENS": "signed-card-token-5Rk"},
+                         call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
         yield bridge
 
 
@@ -216,9 +216,9 @@ def test_replicas_with_one_key_share_the_etag_though_each_signed_on_its_own(keys
     """Behind a load balancer a client revalidates at any replica: a 304 keeps its copy, whose
     signature (another replica's) is as valid."""
     base = "https://agents.example.com:8443/a2a"  # the public URL of both
-    ports = [free_port(), free_port()]
-    with BridgeProcess("--card-signing-key", str(keys["private"]), "--base-url", base, port=ports[0]), \
-            BridgeProcess("--card-signing-key", str(keys["private"]), "--base-url", base, port=ports[1]):
+    with InProcessBridge("--card-signing-key", str(keys["private"]), "--base-url", base) as first, \
+            InProcessBridge("--card-signing-key", str(keys["private"]), "--base-url", base) as second:
+        ports = [first.port, second.port]
         one, two = (card(f"http://127.0.0.1:{port}/a2a", **V1) for port in ports)
         assert one.json()["signatures"] != two.json()["signatures"]  # ECDSA: each signing differs
         assert one.headers["etag"] == two.headers["etag"]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from ovos_a2a_solver import A2AClient, RetryPolicy
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import (HEADERS, grpc_refusal, grpc_retry_info, health, jsonrpc_request, message,
                                 send, task_of, v03_message)
 from support.waiting import wait_until
@@ -26,11 +26,11 @@ SLOW = "sleep:2"
 @pytest.fixture(scope="module")
 def one_slot_bridge():
     """One slot, gRPC too."""
-    with BridgeProcess("--max-concurrent", "1", "--grpc-port", "0") as process:
+    with InProcessBridge("--max-concurrent", "1", "--grpc-port", "0") as process:
         yield process
 
 
-def take_the_slot(bridge: BridgeProcess, text: str = SLOW) -> str:
+def take_the_slot(bridge: InProcessBridge, text: str = SLOW) -> str:
     """Start a slow turn (it holds the one slot for a while); its task id, once it runs."""
     wait_until(lambda: health(bridge)["running"] == 0, "the slot to be free")
     task = task_of(send(bridge.url, message(text), blocking=False))

@@ -11,7 +11,7 @@ import json
 
 import httpx
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 
 EVIL = "evil.example"
@@ -29,7 +29,7 @@ def assert_no_redirect(root: str, paths) -> None:
 
 
 def test_a_path_with_a_trailing_slash_is_not_redirected_to_the_host_the_caller_named():
-    with BridgeProcess() as bridge:
+    with InProcessBridge() as bridge:
         assert_no_redirect(bridge.root, PATHS)
 
 
@@ -39,5 +39,5 @@ def test_a_directory_of_personas_redirects_nowhere_either(tmp_path):
     kitchen = json.loads(DEFAULT_PERSONA_FILE.read_text())
     kitchen["name"] = "kitchen"
     (personas / "kitchen.json").write_text(json.dumps(kitchen))
-    with BridgeProcess("--personas-dir", str(personas), backend="persona") as bridge:
+    with InProcessBridge("--personas-dir", str(personas), backend="persona") as bridge:
         assert_no_redirect(bridge.root, ("/health/", "/a2a/kitchen/rest/tasks/", "/metrics/"))

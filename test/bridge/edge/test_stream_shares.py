@@ -14,7 +14,8 @@ import json
 import httpx
 import pytest
 
-from support.bridge_process import BridgeProcess, echo_log
+from support.bridge_in_process import InProcessBridge
+from support.bridge_process import echo_log
 from support.bridge_rpc import HEADERS, grpc_client, grpc_retry_info, jsonrpc_request, message, state, task_of
 from support.waiting import wait_until
 
@@ -25,7 +26,7 @@ SHARE = 2         # its quarter: the default share of each caller
 class Caller:
     """One caller of ``bridge``: its own client, from ``address``, with ``token`` when given."""
 
-    def __init__(self, bridge: BridgeProcess, address: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(self, bridge: InProcessBridge, address: str = "127.0.0.1", token: str | None = None) -> None:
         self.bridge = bridge
         self.headers = {**HEADERS, **({"Authorization": f"Bearer {token}"} if token else {})}
         self.client = httpx.Client(transport=httpx.HTTPTransport(local_address=address), timeout=30)
@@ -67,7 +68,7 @@ def ended_completed(events: list[dict]) -> bool:
             or state(last.get("task", {})) == "TASK_STATE_COMPLETED")
 
 
-def hold_and_subscribe(bridge: BridgeProcess, first: Caller, stack: contextlib.ExitStack, rest: bool) -> list:
+def hold_and_subscribe(bridge: InProcessBridge, first: Caller, stack: contextlib.ExitStack, rest: bool) -> list:
     """``first`` starts a long task (held until its release file exists) and opens as many
     subscriptions to it as the bridge allows connections; their responses."""
     task_id = task_of(first.send("hold:long", blocking=False).json())["id"]
@@ -86,7 +87,7 @@ def assert_refused_past_the_share(responses: list[httpx.Response]) -> None:
     assert "too many streams" in refused.read().decode(), refused.text
 
 
-def release(bridge: BridgeProcess) -> None:
+def release(bridge: InProcessBridge) -> None:
     (bridge.call_log.parent / "long").touch()
 
 
@@ -95,7 +96,7 @@ def test_on_an_open_bridge_one_address_cannot_take_the_connections_of_another(tm
     """A caller (127.0.0.1) opening as many subscriptions as there are connections gets its
     share and 429s past it; another address streams and sends meanwhile, and health checks
     are answered. Once the task ended, the first caller's share is its own again."""
-    with BridgeProcess(env={"OVOS_A2A_MAX_CONNECTIONS": str(CONNECTIONS)}, call_log=echo_log(tmp_path)) as bridge:
+    with InProcessBridge(env={"OVOS_A2A_MAX_CONNECTIONS": str(CONNECTIONS)}, call_log=echo_log(tmp_path)) as bridge:
         first, other = Caller(bridge), Caller(bridge, address="127.0.0.2")
         try:
             with contextlib.ExitStack() as stack:
@@ -120,7 +121,7 @@ def test_with_credentials_a_caller_is_its_token(tmp_path):
     """On a bridge with tokens, the share is per token: another token streams and sends
     from the same address while the first is past its share."""
     env = {"OVOS_A2A_MAX_CONNECTIONS": str(CONNECTIONS), "OVOS_A2A_TOKENS": "token-of-one,token-of-another"}
-    with BridgeProcess(env=env, call_log=echo_log(tmp_path)) as bridge:
+    with InProcessBridge(env=env, call_log=echo_log(tmp_path)) as bridge:
         first, other = Caller(bridge, token="token-of-one"), Caller(bridge, token="token-of-another")
         try:
             with contextlib.ExitStack() as stack:
@@ -146,8 +147,8 @@ def test_over_grpc_a_caller_past_its_share_is_told_resource_exhausted_with_retry
     import grpc
     from a2a.types import SubscribeToTaskRequest
 
-    with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_MAX_CONNECTIONS": str(CONNECTIONS)},
-                       call_log=echo_log(tmp_path)) as bridge:
+    with InProcessBridge("--grpc-port", "0", env={"OVOS_A2A_MAX_CONNECTIONS": str(CONNECTIONS)},
+                         call_log=echo_log(tmp_path)) as bridge:
         first = Caller(bridge)
         try:
             task_id = task_of(first.send("hold:long", blocking=False).json())["id"]

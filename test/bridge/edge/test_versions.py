@@ -12,7 +12,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import post_jsonrpc
 from support.waiting import WAIT
 
@@ -24,7 +24,7 @@ SERVED, REFUSED = "served", "refused"
 @pytest.fixture(scope="module")
 def grpc_bridge():
     """An echo bridge with gRPC beside JSON-RPC and HTTP+JSON, and what its card offers."""
-    with BridgeProcess("--grpc-port", "0") as process:
+    with InProcessBridge("--grpc-port", "0") as process:
         card = httpx.get(process.root + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"},
                          timeout=10).json()
         process.interfaces = [(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]]

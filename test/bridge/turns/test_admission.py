@@ -19,7 +19,8 @@ import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import InvalidParamsError
 
-from support.bridge_process import BridgeProcess, echo_log
+from support.bridge_in_process import InProcessBridge
+from support.bridge_process import echo_log
 from support.bridge_rpc import answer, cancel, get_task, grpc_client, message, post_jsonrpc, send, state, task_of
 from support.waiting import wait_until
 
@@ -43,17 +44,17 @@ BAD_V03_MESSAGES = {
 @pytest.fixture(scope="module")
 def one_slot_heartbeat_bridge():
     """One slot, gRPC too, 1 s heartbeats."""
-    with BridgeProcess("--max-concurrent", "1", "--grpc-port", "0", "--heartbeat", "1") as process:
+    with InProcessBridge("--max-concurrent", "1", "--grpc-port", "0", "--heartbeat", "1") as process:
         yield process
 
 
-def running(bridge: BridgeProcess) -> int:
+def running(bridge: InProcessBridge) -> int:
     response = httpx.get(bridge.root + "/health", timeout=10)
     assert response.status_code == 200, response.text
     return response.json()["running"]
 
 
-def assert_slot_free_and_bridge_answers(bridge: BridgeProcess) -> None:
+def assert_slot_free_and_bridge_answers(bridge: InProcessBridge) -> None:
     wait_until(lambda: running(bridge) == 0, "the bridge to report 0 messages running")
     done = task_of(send(bridge.url, message("still here?")))
     assert state(done) == "TASK_STATE_COMPLETED" and answer(done) == "echo: still here?"
@@ -165,7 +166,7 @@ def test_a_turn_past_its_deadline_keeps_its_slot_until_it_ends(tmp_path):
     """The late turn is held (``hold:``) until the test releases it: it is still running
     when the slot is looked at, however slowly this machine goes."""
     calls = echo_log(tmp_path)
-    with BridgeProcess("--max-concurrent", "1", "--deadline", "1", "--heartbeat", "5", call_log=calls) as bridge:
+    with InProcessBridge("--max-concurrent", "1", "--deadline", "1", "--heartbeat", "5", call_log=calls) as bridge:
         late = task_of(send(bridge.url, message("hold:late")))
         assert state(late) == "TASK_STATE_WORKING"  # the deadline passed, the turn goes on
         assert running(bridge) == 1
@@ -195,7 +196,7 @@ ROUNDS = 100
 
 @pytest.fixture(scope="module")
 def sixteen_slots():
-    with BridgeProcess("--max-concurrent", str(CALLERS)) as process:
+    with InProcessBridge("--max-concurrent", str(CALLERS)) as process:
         yield process
 
 

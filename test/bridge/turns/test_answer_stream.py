@@ -13,7 +13,7 @@ import pytest
 
 from ovos_a2a_solver import A2AClient
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import HEADERS, artifact_text, message, rpc
 from support.personas import relay_persona
 
@@ -40,7 +40,7 @@ def text_of(parts: list[dict]) -> str:
 @pytest.fixture(scope="module")
 def heartbeat_bridge():
     """A bridge (echo backend) that sends a heartbeat each second."""
-    with BridgeProcess("--heartbeat", "1") as process:
+    with InProcessBridge("--heartbeat", "1") as process:
         yield process
 
 
@@ -103,7 +103,7 @@ def test_a_persona_whose_second_sentence_waits_is_heard_before_it(agent, private
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": "SendStreamingMessage",
             "params": {"message": message("tell me")}}
     persona = relay_persona(tmp_path, agent.agent("stream-gated"))
-    with BridgeProcess("--persona", str(persona), backend="persona") as relay:
+    with InProcessBridge("--persona", str(persona), backend="persona") as relay:
         updates, started = [], time.monotonic()
         with httpx.stream("POST", relay.url + "/", json=body, headers=HEADERS, timeout=60) as response:
             for line in response.iter_lines():

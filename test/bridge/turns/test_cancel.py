@@ -5,7 +5,7 @@ import pytest
 
 from ovos_a2a_solver.bridge.turns.turn import Turn, TurnRegistry
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import (answer, cancel, get_task, health, message, send, state, status_text, task_of, wait_for_state,
                         wait_for_task)
 from support.waiting import wait_until
@@ -17,7 +17,7 @@ WHOLE_SLOW_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5.
 @pytest.fixture(scope="module")
 def fresh_echo_bridge():
     """An echo bridge (1 s heartbeat) of this module's own: no other module's turns run on it."""
-    with BridgeProcess("--heartbeat", "1") as process:
+    with InProcessBridge("--heartbeat", "1") as process:
         yield process
 
 

@@ -18,7 +18,7 @@ from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.errors import ContentTypeNotSupportedError
 from google.protobuf.struct_pb2 import Value
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import HEADERS, answer, health, rpc, task_of
 from support.waiting import wait_until
 
@@ -30,7 +30,7 @@ NOT_IN_WORDS = {"only data": ONLY_DATA, "only a file": ONLY_FILE}
 @pytest.fixture(scope="module")
 def bridge_with_grpc():
     """A bridge (echo backend) with its gRPC binding too."""
-    with BridgeProcess("--grpc-port", "0") as process:
+    with InProcessBridge("--grpc-port", "0") as process:
         yield process
 
 

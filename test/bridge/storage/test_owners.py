@@ -14,9 +14,9 @@ import json
 import httpx
 import pytest
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import OwnerCalls, answer, message, state
-from support.personas import relay_persona
+from support.personas import relay_bridge
 from support.waiting import wait_until
 
 
@@ -53,7 +53,7 @@ TASK_NOT_FOUND = -32001
 @pytest.fixture(scope="module")
 def two_token_heartbeat_bridge():
     """An echo bridge (1 s heartbeat) that takes two Bearer tokens: two owners."""
-    with BridgeProcess("--heartbeat", "1", env=TOKENS) as process:
+    with InProcessBridge("--heartbeat", "1", env=TOKENS) as process:
         yield process
 
 
@@ -101,8 +101,7 @@ def test_replaying_another_owners_message_id_starts_work_of_ones_own(two_token_h
 
 
 def test_the_default_persona_keeps_one_memory_per_owner_and_conversation(private_state, tmp_path):
-    env = {**TOKENS, "XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}
-    with BridgeProcess(backend="persona", env=env) as bridge:
+    with InProcessBridge(backend="persona", env=TOKENS) as bridge:  # its memory in private_state
         a, b = Caller(bridge, TOKEN_A), Caller(bridge, TOKEN_B)
         zed = a.say("my name is Zed")
         context = zed["contextId"]
@@ -119,9 +118,7 @@ def test_the_default_persona_keeps_one_memory_per_owner_and_conversation(private
 
 
 def test_a_relay_persona_never_continues_another_owners_remote_task(agent, private_state, tmp_path):
-    persona = relay_persona(tmp_path, agent.agent("ask"))
-    env = {**TOKENS, "XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}
-    with BridgeProcess("--persona", str(persona), backend="persona", env=env) as bridge:
+    with relay_bridge(tmp_path, agent.agent("ask"), env=TOKENS) as bridge:
         a, b = Caller(bridge, TOKEN_A), Caller(bridge, TOKEN_B)
         asking = a.say("book a trip")
         assert state(asking) == "TASK_STATE_INPUT_REQUIRED" and "which city?" in json.dumps(asking["status"])

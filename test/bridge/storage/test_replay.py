@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, stream, task_of, wait_for_state
 
 
@@ -12,7 +12,7 @@ from support.bridge_rpc import answer, cancel, get_task, message, send, state, s
 def bridge_with_call_log(tmp_path_factory):
     """An echo bridge (1 s heartbeat) that logs every backend call (``calls(text)``)."""
     log = tmp_path_factory.mktemp("calls") / "calls.jsonl"
-    with BridgeProcess("--heartbeat", "1", call_log=str(log)) as process:
+    with InProcessBridge("--heartbeat", "1", call_log=str(log)) as process:
         yield process
 
 

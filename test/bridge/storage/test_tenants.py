@@ -19,7 +19,7 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTasksRequest, Mess
                        TaskState)
 from a2a.utils.errors import TaskNotFoundError
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import grpc_client, message
 
 
@@ -31,7 +31,7 @@ TASK_NOT_FOUND = -32001
 class Owner:
     """One (token, tenant) over JSON-RPC or HTTP+JSON."""
 
-    def __init__(self, bridge: BridgeProcess, token: str, tenant: str, binding: str) -> None:
+    def __init__(self, bridge: InProcessBridge, token: str, tenant: str, binding: str) -> None:
         self.base, self.tenant, self.binding = bridge.url, tenant, binding
         self.headers = {"A2A-Version": "1.0", "Authorization": f"Bearer {token}"}
 
@@ -90,7 +90,7 @@ NOT_FOUND = {"jsonrpc": TASK_NOT_FOUND, "rest": 404}
 @pytest.fixture(scope="module")
 def two_token_bridge():
     """An echo bridge that takes two Bearer tokens: with two tenants, four owners."""
-    with BridgeProcess(env={"OVOS_A2A_TOKENS": ",".join(TOKENS)}) as process:
+    with InProcessBridge(env={"OVOS_A2A_TOKENS": ",".join(TOKENS)}) as process:
         yield process
 
 
@@ -134,7 +134,7 @@ def test_a_message_id_replayed_under_another_tenant_is_work_of_its_own(two_token
 
 
 def test_over_grpc_one_caller_with_two_tenants_keeps_them_apart():
-    with BridgeProcess("--grpc-port", "0") as bridge:
+    with InProcessBridge("--grpc-port", "0") as bridge:
         async def go():
             async with grpc_client(bridge.url) as client:
                 msg = Message(role=Role.ROLE_USER, message_id=uuid.uuid4().hex, parts=[Part(text="hello north")])

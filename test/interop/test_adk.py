@@ -20,7 +20,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, MessageRole
 
 from ovos_a2a_solver import A2AClient
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.interop import ADK_MIN_PYTHON, AdkAgentProcess, run_adk_client
 
 pytestmark = [
@@ -144,7 +144,7 @@ BRIDGE_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
 @pytest.fixture(scope="module")
 def default_bridge():
     """A bridge (echo backend) with every default."""
-    with BridgeProcess() as process:
+    with InProcessBridge() as process:
         yield process
 
 
@@ -165,11 +165,11 @@ def test_adk_accepts_a_bridge_that_serves_grpc_unlisted_as_the_readme_says():
     """ADK refuses a card with an interface off the card's origin, which gRPC on its own port
     is (A2A's HOST:PORT); with --grpc-unlisted the card names only the HTTP interfaces, ADK
     asks the bridge, and gRPC is still served."""
-    with BridgeProcess("--grpc-port", "0") as listed:
+    with InProcessBridge("--grpc-port", "0") as listed:
         refused = run_adk_client(listed.card_url, "hello", streaming=False)
     assert [t["final"] for t in refused] == [""]
     assert "Agent card RPC URL must" in " ".join(refused[0]["errors"]), refused
-    with BridgeProcess("--grpc-port", "0", "--grpc-unlisted") as bridge:
+    with InProcessBridge("--grpc-port", "0", "--grpc-unlisted") as bridge:
         turns = run_adk_client(bridge.card_url, "hello", streaming=False)
     assert [t["errors"] for t in turns] == [[]]
     assert [t["final"] for t in turns] == ["echo: hello"]

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import artifact_text, get_task, message, state, status_text, task_of, v03_message
 from support.waiting import WAIT, wait_until
 
@@ -27,7 +27,7 @@ BINDINGS = ["jsonrpc", "rest", "grpc"]
 @pytest.fixture(scope="module")
 def scenarios_bridge():
     """A bridge on the conformance kit's scripted scenarios, with gRPC on (``grpc_target``)."""
-    with BridgeProcess("--grpc-port", "0", backend="scenarios") as process:
+    with InProcessBridge("--grpc-port", "0", backend="scenarios") as process:
         card = httpx.get(process.root + "/.well-known/agent-card.json", headers=V1, timeout=10).json()
         process.grpc_target = next(i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC")
         yield process

@@ -19,6 +19,7 @@ import pytest
 from a2a.types import (DeleteTaskPushNotificationConfigRequest, GetTaskPushNotificationConfigRequest,
                        ListTaskPushNotificationConfigsRequest, TaskPushNotificationConfig)
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import artifact_text, grpc_client, message, rpc
 from support.waiting import wait_until
@@ -80,8 +81,8 @@ def push_config(url: str, **extra) -> dict:
 
 @pytest.fixture(scope="module")
 def allowing_bridge():
-    with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1,hooks.internal.invalid"}) as process:
-        yield process
+    with InProcessBridge("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1,hooks.internal.invalid"}) as bridge:
+        yield bridge
 
 
 @pytest.fixture()
@@ -157,8 +158,8 @@ FORBIDDEN = ["http://127.0.0.1:9/hook", "http://localhost/hook", "http://10.1.2.
 @pytest.fixture(scope="module")
 def plain_bridge():
     """No allow-list: the guard's defaults."""
-    with BridgeProcess() as process:
-        yield process
+    with InProcessBridge() as bridge:
+        yield bridge
 
 
 @pytest.mark.parametrize("url", FORBIDDEN)
@@ -216,11 +217,11 @@ def test_push_config_crud_over_grpc(allowing_bridge, receiver):
 def test_configs_survive_a_restart_and_the_next_event_is_delivered(tmp_path, receiver):
     state_dir = tmp_path / "state"
     env = {"OVOS_A2A_PUSH_ALLOW": "127.0.0.1"}
-    with BridgeProcess(state_dir=state_dir, env=env) as first:
+    with InProcessBridge(state_dir=state_dir, env=env) as first:
         waiting = rpc(first.url, "SendMessage", {"message": message("ask:which city?"), "configuration": {
             "taskPushNotificationConfig": push_config(receiver.url)}})["result"]["task"]
         wait_until(lambda: "TASK_STATE_INPUT_REQUIRED" in receiver.states(), "the input-required event")
-    with BridgeProcess(state_dir=state_dir, env=env) as second:
+    with InProcessBridge(state_dir=state_dir, env=env) as second:
         follow_up = message("Lisbon", task_id=waiting["id"], context_id=waiting["contextId"])
         assert rpc(second.url, "SendMessage", {"message": follow_up})["result"]["task"]["status"]["state"] == \
             "TASK_STATE_COMPLETED"
@@ -256,7 +257,7 @@ def test_ipv6_forms_that_carry_a_public_ipv4_address_are_registered(plain_bridge
 
 # ---- a config's secrets are write-only --------------------------------------------------------
 
-def rpc03(bridge: BridgeProcess, method: str, params: dict) -> dict:
+def rpc03(bridge: InProcessBridge, method: str, params: dict) -> dict:
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
     return httpx.post(bridge.url + "/", json=body, headers={"A2A-Version": "0.3"}, timeout=30).json()
 
@@ -313,8 +314,9 @@ def test_no_answer_shows_a_configs_secrets_over_grpc(allowing_bridge, receiver):
         assert config.token == "" and config.authentication.credentials == ""
 
 
-def test_an_open_bridge_says_so_once_it_serves(allowing_bridge):
-    assert OPEN_WARNING in allowing_bridge.stdout_text().splitlines()
+def test_an_open_bridge_says_so_once_it_serves():
+    with BridgeProcess() as opened:
+        assert OPEN_WARNING in opened.stdout_text().splitlines()
     with BridgeProcess(env={"OVOS_A2A_TOKENS": "a-token"}) as closed:
         lines = closed.stdout_text().splitlines()
     assert "Ctrl-C to stop" in lines[-1] and not any("open:" in line for line in lines), lines

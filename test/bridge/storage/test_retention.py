@@ -15,7 +15,7 @@ import uuid
 
 from a2a.types import Task, TaskState, TaskStatus
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import get_task, message, send, state, task_of
 from support.waiting import wait_until
 
@@ -43,7 +43,7 @@ def old_task(db: sqlite3.Connection, task_state: int, age: float, webhook: bool 
 
 
 def a_store_of_days(state_dir) -> dict[str, str]:
-    with BridgeProcess(state_dir=state_dir) as bridge:  # makes the store
+    with InProcessBridge(state_dir=state_dir) as bridge:  # makes the store
         assert state(task_of(send(bridge.url, message("hello")))) == "TASK_STATE_COMPLETED"
     with sqlite3.connect(state_dir / "bridge.sqlite3") as db:
         return {
@@ -61,7 +61,7 @@ def rows(state_dir, table: str, task_id: str) -> int:
 
 def test_a_retention_deletes_the_tasks_that_ended_before_it_with_their_webhooks_and_claims(tmp_path):
     tasks = a_store_of_days(tmp_path)
-    with BridgeProcess(state_dir=tmp_path, env={"OVOS_A2A_RETENTION_DAYS": "1"}) as bridge:
+    with InProcessBridge(state_dir=tmp_path, env={"OVOS_A2A_RETENTION_DAYS": "1"}) as bridge:
         for name in ("completed long ago", "failed long ago"):
             gone = wait_until(lambda: get_task(bridge.url, tasks[name]), f"the task {name} to be deleted",
                               timeout=15, until=lambda answer: "error" in answer)
@@ -74,7 +74,7 @@ def test_a_retention_deletes_the_tasks_that_ended_before_it_with_their_webhooks_
 
 def test_without_a_retention_nothing_is_deleted(tmp_path):
     tasks = a_store_of_days(tmp_path)
-    with BridgeProcess(state_dir=tmp_path) as bridge:
+    with InProcessBridge(state_dir=tmp_path) as bridge:
         time.sleep(2)  # the first round would have run by now (one second after the start)
         for name, task_id in tasks.items():
             assert "result" in get_task(bridge.url, task_id), f"the task {name} was deleted without a retention"

@@ -18,7 +18,7 @@ import uuid
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 from ovos_a2a_solver.bridge.storage.operations import content_digest, operation_key
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import get_task, message, send, state, status_text, task_of
 from support.waiting import wait_until
 
@@ -52,7 +52,7 @@ def strand_a_task(store: str, text: str, age: float, operation: str | None = "do
 
 def a_stopped_store(tmp_path) -> str:
     """A state directory whose bridge made its store, answered once and stopped; the store's path."""
-    with BridgeProcess(state_dir=tmp_path) as bridge:
+    with InProcessBridge(state_dir=tmp_path) as bridge:
         assert state(task_of(send(bridge.url, message("hello")))) == "TASK_STATE_COMPLETED"
     return str(tmp_path / STORE_FILE)
 
@@ -65,7 +65,7 @@ def test_a_task_whose_work_ended_without_its_end_is_failed_within_a_lease(tmp_pa
     _, ended = strand_a_task(store, "the end was lost", age=5)
     _, unclaimed = strand_a_task(store, "no operation", age=5, operation=None)
     lease = 1.0
-    with BridgeProcess(state_dir=tmp_path, env={"OVOS_A2A_REPLICA_LEASE": str(lease)}) as bridge:
+    with InProcessBridge(state_dir=tmp_path, env={"OVOS_A2A_REPLICA_LEASE": str(lease)}) as bridge:
         started = time.monotonic()
         for task_id in (ended, unclaimed):
             task = wait_until(lambda: get_task(bridge.url, task_id)["result"],
@@ -82,7 +82,7 @@ def test_a_resend_of_a_message_whose_end_was_lost_is_answered_with_an_end(tmp_pa
     (The lease is long: the sweep does not reach the task first.)"""
     store = a_stopped_store(tmp_path)
     msg, task_id = strand_a_task(store, "the end was lost", age=1)
-    with BridgeProcess(state_dir=tmp_path, env={"OVOS_A2A_REPLICA_LEASE": "600"}) as bridge:
+    with InProcessBridge(state_dir=tmp_path, env={"OVOS_A2A_REPLICA_LEASE": "600"}) as bridge:
         task = task_of(send(bridge.url, msg, timeout=30))
         assert task["id"] == task_id, "the resend was not replayed from its first delivery"
         assert state(task) == "TASK_STATE_FAILED", task
@@ -105,7 +105,7 @@ def test_a_resend_of_a_message_whose_task_was_never_stored_is_answered_with_its_
                                              msg["messageId"], content_digest(sent), claimed,
                                              time.time() - 5, time.time() - 5))
     calls = tmp_path / "calls.jsonl"
-    with BridgeProcess(state_dir=tmp_path, call_log=calls) as bridge:
+    with InProcessBridge(state_dir=tmp_path, call_log=calls) as bridge:
         task = task_of(send(bridge.url, msg, timeout=30))
         assert task["id"] == claimed, task
         assert state(task) == "TASK_STATE_FAILED" and "store was unavailable" in status_text(task), task

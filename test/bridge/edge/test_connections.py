@@ -15,6 +15,7 @@ import time
 import httpx
 import pytest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, echo_log
 from support.bridge_rpc import HEADERS, health, message, send, state, stream, task_of
 from support.waiting import wait_until
@@ -172,8 +173,8 @@ def test_a_request_that_does_not_arrive_in_time_is_answered_408_and_closed():
 def test_a_body_sent_slowly_within_its_time_is_answered():
     """The body timeout counts from the head, and the head's timer starts again after each
     response: a keep-alive connection is not closed for having lived long."""
-    with BridgeProcess(env={"OVOS_A2A_HEADER_TIMEOUT": "2", "OVOS_A2A_BODY_TIMEOUT": "2",
-                            "OVOS_A2A_IDLE_TIMEOUT": "5"}) as bridge:
+    with InProcessBridge(env={"OVOS_A2A_HEADER_TIMEOUT": "2", "OVOS_A2A_BODY_TIMEOUT": "2",
+                              "OVOS_A2A_IDLE_TIMEOUT": "5"}) as bridge:
         body = (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
                 b'{"role": "ROLE_USER", "messageId": "m-%d", "parts": [{"text": "hi"}]}}}')
         with socket.create_connection(("127.0.0.1", bridge.port), timeout=10) as sock:
@@ -228,7 +229,7 @@ def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_lo
 
 def test_a_stream_outlives_the_request_timeouts():
     """A response is not timed: a stream of 2.5 s, beyond the 1 s timeouts, ends completed."""
-    with BridgeProcess(env=SHORT) as bridge:
+    with InProcessBridge(env=SHORT) as bridge:
         events = stream(bridge.url, message("slow:0.5"), timeout=20)
         assert events[-1].get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED" \
             or state(events[-1].get("task", {})) == "TASK_STATE_COMPLETED", events[-1]
@@ -237,7 +238,7 @@ def test_a_stream_outlives_the_request_timeouts():
 def test_keep_alive_responses_are_not_delayed_by_nagle():
     """TCP_NODELAY on the accepted sockets: without it every response on a keep-alive
     connection waits ~40 ms for the client's delayed ACK."""
-    with BridgeProcess() as bridge, httpx.Client(headers=HEADERS) as client:
+    with InProcessBridge() as bridge, httpx.Client(headers=HEADERS) as client:
         client.get(bridge.root + "/health").raise_for_status()
         seconds = []
         for _ in range(20):

@@ -15,7 +15,7 @@ import uuid
 import httpx
 import pytest
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.bridge_rpc import health, message, send, task_of
 from support.interop import HERE, legacy_python
 from support.waiting import wait_until
@@ -26,7 +26,7 @@ V03_REST_CLIENT = HERE / "legacy" / "v03_rest_client.py"
 @pytest.fixture(scope="module")
 def one_slot_bridge_without_grpc():
     """A bridge (echo backend) that runs one message at a time."""
-    with BridgeProcess("--max-concurrent", "1") as process:
+    with InProcessBridge("--max-concurrent", "1") as process:
         yield process
 
 
@@ -105,7 +105,7 @@ def test_busy_on_the_0_3_paths_is_429_with_retry_after(one_slot_bridge_without_g
 
 
 def test_credentials_are_asked_on_the_0_3_paths():
-    with BridgeProcess(env={"OVOS_A2A_TOKENS": "secret-token"}) as guarded:
+    with InProcessBridge(env={"OVOS_A2A_TOKENS": "secret-token"}) as guarded:
         refused = httpx.post(f"{guarded.url}/rest/v1/message:send", json=v03_send_body(), timeout=30)
         assert refused.status_code == 401 and refused.json()["error"]["status"] == "UNAUTHENTICATED", refused.text
         allowed = httpx.post(f"{guarded.url}/rest/v1/message:send", json=v03_send_body(text="let in"), timeout=30,

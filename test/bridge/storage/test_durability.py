@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, get_task, message, send, state, status_text, task_of, wait_for_state
 
@@ -47,7 +48,7 @@ def test_a_resend_after_restart_returns_the_stored_task_without_a_new_turn(tmp_p
 
 
 def test_past_the_deadline_the_task_stays_working_then_takes_the_late_answer(tmp_path):
-    with BridgeProcess("--deadline", "1", "--heartbeat", "5") as bridge:
+    with InProcessBridge("--deadline", "1", "--heartbeat", "5") as bridge:
         task = task_of(send(bridge.url, message("sleep:3")))
         assert state(task) == "TASK_STATE_WORKING"
         assert "outcome is unknown" in status_text(task)

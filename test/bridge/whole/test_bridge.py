@@ -30,6 +30,7 @@ from a2a.utils.errors import TaskNotFoundError
 from ovos_a2a_solver.bridge.edge.card import card_version
 from ovos_a2a_solver.version import __version__
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import health, proto_answer
 from support.interop import LEGACY_CLIENT_SCRIPT, legacy_python
@@ -624,7 +625,7 @@ async def _ask_async(url: str, text: str) -> Task:
 
 
 def test_busy_bridge_refuses_at_once_and_finishes_the_first():
-    with BridgeProcess("--max-concurrent", "1") as narrow:
+    with InProcessBridge("--max-concurrent", "1") as narrow:
         first = Background(lambda: _ask_async(narrow.url, "sleep:3"))
         wait_until(lambda: health(narrow), "the first message to be running", until=lambda h: h["running"] >= 1)
         with pytest.raises(A2AClientError, match="HTTP Error 429") as refused:  # the a2a-sdk client surfaces it

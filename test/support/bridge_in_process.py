@@ -6,11 +6,12 @@
         bridge.calls()    # backend calls so far (only with call_log=...)
 
 The arguments are those of ``python -m ovos_a2a_solver.bridge`` (see
-:class:`~support.bridge_process.BridgeProcess`, whose ``state_dir``, ``env``, ``backend`` and
-``call_log`` it takes too): they are read by the command's own parser and settings, and the
-bridge's app (``Bridge``), behind the connection guard and uvicorn's options of a real start, is
-served on a loopback port by uvicorn in a thread (:func:`support.network.serving`), lifespan
-included. Callers reach it over HTTP (and gRPC) as they reach a bridge process; what is not there
+:class:`~support.bridge_process.BridgeProcess`, whose ``state_dir``, ``default_state_dir``,
+``env``, ``backend`` and ``call_log`` it takes too): they are read by the command's own parser
+and settings, and what the command would serve (a ``Bridge``, or with ``--personas-dir`` one for
+each persona, ``url`` then the first one's), behind the connection guard and uvicorn's options of
+a real start, is served on a loopback port by uvicorn in a thread (:func:`support.network.serving`),
+lifespan included. Callers reach it over HTTP (and gRPC) as they reach a bridge process; what is not there
 is the process: no start-up of an interpreter (about a second of CPU each), no signals, no exit
 status, no log of its own (its log goes to the test's), no start-up checks of the store's lock
 or the relay target. A test of those starts a :class:`~support.bridge_process.BridgeProcess`.
@@ -36,15 +37,20 @@ class InProcessBridge:
 
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo",
-                 call_log: Optional[os.PathLike | str] = None) -> None:
-        from ovos_a2a_solver.bridge.app import Bridge
+                 call_log: Optional[os.PathLike | str] = None, default_state_dir: bool = False) -> None:
         from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
+        from ovos_a2a_solver.bridge.edge.card import read_card_signing_key
         from ovos_a2a_solver.bridge.process.command import add_arguments
         from ovos_a2a_solver.bridge.process.one_process import connection_guard, server_options
-        from ovos_a2a_solver.bridge.process.startup import grpc_port, listen, load_backend
+        from ovos_a2a_solver.bridge.process.serve import bridge_of, personas_of
+        from ovos_a2a_solver.bridge.process.startup import grpc_port, listen, with_own_store
 
-        self._own_state = state_dir is None
-        self.state_dir = Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None else Path(state_dir)
+        if default_state_dir and state_dir is not None:
+            raise ValueError("give state_dir or default_state_dir=True, not both")
+        self._own_state = state_dir is None and not default_state_dir
+        self.state_dir: Optional[Path] = (None if default_state_dir else
+                                          Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None
+                                          else Path(state_dir))
         self.call_log = Path(call_log) if call_log is not None else None
         db_env, args = db_in_environment(args)
         environment = {**os.environ, **(env or {}), **db_env}
@@ -52,15 +58,18 @@ class InProcessBridge:
             environment["OVOS_A2A_ECHO_LOG"] = str(self.call_log)
         parser = argparse.ArgumentParser()
         add_arguments(parser)
-        flags = parser.parse_args(["--port", "0", "--backend", backend, "--state-dir", str(self.state_dir), *args])
+        state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
+        flags = parser.parse_args(["--port", "0", "--backend", backend, *state_args, *args])
         settings = BridgeSettings.load(vars(flags), env=environment)
         settings.check_exposure()
+        files = settings.persona_files() if settings.personas_dir else []
+        if not files:
+            settings = with_own_store(settings)
         listener = listen(settings.host, settings.port, names_of("port"))
         self._serving = contextlib.ExitStack()
         try:
-            self.settings = settings = dataclasses.replace(settings, port=listener.getsockname()[1],
-                                                           grpc_port=grpc_port(settings))
-            bridge = Bridge(settings, load_backend(settings))
+            settings = dataclasses.replace(settings, port=listener.getsockname()[1], grpc_port=grpc_port(settings))
+            bridge = bridge_of(settings, personas_of(settings, files, 0), read_card_signing_key(settings))
             guard = connection_guard(settings)
             self.port = self._serving.enter_context(serving(
                 guard.app(bridge.app), listener=listener, start_within=READY_TIMEOUT,
@@ -69,9 +78,11 @@ class InProcessBridge:
             listener.close()
             self.stop()
             raise
-        self.name: str = bridge.card.name
-        self.url: str = settings.public_url
-        self.card_url: str = settings.card_url
+        self.settings = settings
+        # the first persona served, as the first line of a bridge process's banner names it
+        self.name, first = bridge.served[0]
+        self.url: str = first.public_url
+        self.card_url: str = first.card_url
         scheme, rest = self.url.split("://", 1)
         self.root: str = f"{scheme}://{rest.split('/', 1)[0]}"
         self.grpc_port: Optional[int] = settings.grpc_port
@@ -81,7 +92,7 @@ class InProcessBridge:
         try:
             self._serving.close()
         finally:
-            if self._own_state:
+            if self._own_state and self.state_dir is not None:
                 shutil.rmtree(self.state_dir, ignore_errors=True)
 
     def __enter__(self) -> "InProcessBridge":

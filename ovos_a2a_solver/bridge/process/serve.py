@@ -33,7 +33,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         import uvicorn  # noqa: F401
 
         from ovos_a2a_solver.bridge.edge.card import read_card_signing_key
-        from ovos_a2a_solver.bridge.app import Bridge, PersonaBridges
+        from ovos_a2a_solver.bridge.app import Bridge  # noqa: F401  (what needs the server extra)
     except ModuleNotFoundError as exc:
         raise StartError(f"the bridge needs the server extra (missing: {exc.name}): {SERVER_EXTRA}", 2) from None
 
@@ -49,7 +49,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         sock = listen(settings.host, settings.port, names_of("port"))
         try:
             settings = dataclasses.replace(settings, port=sock.getsockname()[1], grpc_port=grpc_port(settings))
-            personas = [with_own_store(settings.for_persona(file), configured_port) for file in files] or [settings]
+            personas = personas_of(settings, files, configured_port)
             for each in personas:
                 check_relay_target(each, whole_port=not files)
             check_database(settings.database_url)
@@ -65,16 +65,7 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
                 return
             from ovos_a2a_solver.bridge.process.one_process import run_bridge
 
-            if files:
-                from ovos_a2a_solver.bridge.edge.stream_shares import stream_counts
-                from ovos_a2a_solver.bridge.observe.metrics import metrics_for
-
-                metrics = metrics_for(settings.metrics)  # one /metrics for all of them
-                streams = stream_counts(settings)  # a caller's share, whatever persona it streams from
-                bridge = PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key, metrics=metrics,
-                                                          streams=streams) for each in personas])
-            else:
-                bridge = Bridge(settings, load_backend(settings), signing_key)
+            bridge = bridge_of(settings, personas, signing_key)
         except BaseException:
             sock.close()
             raise
@@ -83,6 +74,30 @@ def serve(settings: BridgeSettings, ready: Callable | None = None, verbose: bool
         for lock in store_locks:
             if lock is not None:
                 lock.release()
+
+
+def personas_of(settings: BridgeSettings, files: list, configured_port: int) -> list[BridgeSettings]:
+    """The settings of each persona file of ``--personas-dir`` (``files``), each with a store of its
+    own (named for ``configured_port``, the port asked, also when it is 0); ``[settings]`` without."""
+    return [with_own_store(settings.for_persona(file), configured_port) for file in files] or [settings]
+
+
+def bridge_of(settings: BridgeSettings, personas: list[BridgeSettings], signing_key):
+    """What one process serves: the ``Bridge`` of ``settings``; with ``--personas-dir``,
+    ``PersonaBridges`` of a ``Bridge`` for each of its ``personas`` (their settings), which count in
+    one set of metrics (one ``/metrics`` for all of them) and one share of streams a caller
+    (whatever persona it streams from). ``signing_key`` signs each card."""
+    from ovos_a2a_solver.bridge.app import Bridge, PersonaBridges
+
+    if not settings.personas_dir:
+        return Bridge(settings, load_backend(settings), signing_key)
+    from ovos_a2a_solver.bridge.edge.stream_shares import stream_counts
+    from ovos_a2a_solver.bridge.observe.metrics import metrics_for
+
+    metrics = metrics_for(settings.metrics)
+    streams = stream_counts(settings)
+    return PersonaBridges(settings, [Bridge(each, load_backend(each), signing_key, metrics=metrics, streams=streams)
+                                     for each in personas])
 
 
 def checking_agents_once_ready(ready: Callable | None, personas: list[BridgeSettings]) -> Callable:

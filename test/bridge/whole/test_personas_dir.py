@@ -8,6 +8,7 @@ import pytest
 from ovos_a2a_solver import A2AClient
 from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.bridge_rpc import answer, get_task, message, send, task_of
 from support.cli_run import Cli
@@ -58,7 +59,7 @@ def test_each_persona_of_a_directory_remembers_on_its_own_in_one_context(tmp_pat
         persona = json.loads(DEFAULT_PERSONA_FILE.read_text())
         persona["name"] = name
         (directory / f"{name}.json").write_text(json.dumps(persona))
-    with BridgeProcess("--personas-dir", str(directory), backend="persona", default_state_dir=True) as bridge:
+    with InProcessBridge("--personas-dir", str(directory), backend="persona", default_state_dir=True) as bridge:
         kitchen, office = f"{bridge.root}/a2a/kitchen", f"{bridge.root}/a2a/office"
         told = task_of(send(kitchen, message("my name is Ada", context_id="ctx-shared")))
         assert "ada" in answer(told).lower(), told
@@ -71,7 +72,7 @@ def test_each_persona_of_a_directory_remembers_on_its_own_in_one_context(tmp_pat
 def test_each_persona_card_is_also_at_the_well_known_path_named_by_its_id(personas, tmp_path):
     """BASE/.well-known/NAME/agent-card.json: NAME's own card, as each A2A version asks for it,
     and no card for a name the directory does not hold."""
-    with BridgeProcess("--personas-dir", str(personas), backend="persona", state_dir=tmp_path / "state") as bridge:
+    with InProcessBridge("--personas-dir", str(personas), backend="persona", state_dir=tmp_path / "state") as bridge:
         base = f"{bridge.root}/a2a"
         for name in ("alice", "bob"):
             for version in ({"A2A-Version": "1.0"}, {}):

@@ -52,7 +52,8 @@ def command_line(module: str) -> bool:
 #: itself, the bridge's settings (``config``) and the shared leaf modules.
 BRIDGE_ROOMS = {
     "__main__": {"process"},
-    "config": {"backends.persona_file"},  # a persona's name names the bridge's own state directory
+    # a persona's name names the bridge's own state directory; the database URL is checked as it is set
+    "config": {"backends.persona_file", "storage.database_url"},
     "observe": set(),
     "backends": set(),
     "storage": {"observe"},  # a store's failures are logged through observe's throttle

@@ -36,9 +36,11 @@ import sys
 from dataclasses import Field, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ovos_a2a_solver.bridge.backends.persona_file import persona_file_name
+from ovos_a2a_solver.bridge.storage.database_url import (POSTGRES_HINT, check_database_url, has_password, redact_url,
+                                                         sqlite_path)
 from ovos_a2a_solver.local_state import package_state_dir
 from ovos_a2a_solver.setting_specs import number_text, setting, spec_of, yes_or_no
 
@@ -47,13 +49,10 @@ LOG = logging.getLogger("ovos_a2a_solver.bridge")
 ENV_PREFIX = "OVOS_A2A_"
 #: failed turns in a row after which the backend gets a rest of ``backend_cool_down`` seconds
 BACKEND_FAILURES_BEFORE_REST = 3
-#: SQLAlchemy drivers that name SQLite; the bridge runs every one of them on the stdlib ``sqlite3``
-SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite", "sqlite+aiosqlite")
 #: the logger of the access log (``edge.access_log``), turned on by ``access_log``
 ACCESS_LOGGER = "ovos_a2a_solver.bridge.access"
 #: the SQLite task store's file in its ``state_dir``
 STORE_FILE_NAME = "bridge.sqlite3"
-POSTGRES_HINT = "postgresql+asyncpg://USER:PASSWORD@HOST/DB"
 #: the card's paths, at the root and under the endpoint's path; public, like the key set
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 #: the public keys of the card's signature (a JWK Set), next to the card
@@ -69,11 +68,6 @@ MOST_CONNECTIONS = 1_000_000
 
 class SettingsError(ValueError):
     """A setting that cannot be used or repaired. ``str()`` is one line naming the setting."""
-
-
-def has_password(url: str) -> bool:
-    """Whether the database URL ``url`` holds a password."""
-    return redact_url(url) != url
 
 
 def default_state_dir() -> Path:
@@ -247,7 +241,10 @@ class BridgeSettings:
         if self.base_url is not None:
             check_base_url(self.base_url)
         if self.db is not None:
-            check_database_url(self.db)
+            try:
+                check_database_url(self.db)
+            except ValueError as exc:
+                raise SettingsError(f"{names_of('db')}: {exc}") from None
         if self.personas_dir is not None:
             self._check_personas_dir()
         if self.workers > 1 and not self.db and not sys.platform.startswith("linux"):
@@ -659,75 +656,6 @@ def check_base_url(url: str) -> None:
             or parts.fragment:
         raise SettingsError(f"{names_of('base_url')} must be an http(s) URL with a host, such as "
                             f"https://ovos.example.com/a2a; got {url!r}")
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file of a SQLite URL (``sqlite:////abs/file``, ``sqlite:///relative``, any
-    :data:`SQLITE_DRIVERS`); ``None`` for another database. An in-memory database
-    (``sqlite://``, ``:memory:``, ``mode=memory``) raises :class:`SettingsError`: each of
-    the bridge's connections would see its own empty database, and nothing would survive
-    a restart."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.split("+", 1)[0].lower() != "sqlite":
-        return None
-    if scheme.lower() not in SQLITE_DRIVERS:
-        raise SettingsError(f"{names_of('db')}: unknown SQLite driver in {scheme!r}; the bridge runs SQLite "
-                            f"on the stdlib sqlite3: sqlite:////PATH/TO/FILE")
-    path, _, query = rest.partition("?")
-    path = path[1:] if path.startswith("/") else path
-    if path in ("", ":memory:") or "mode=memory" in query or path.startswith("file::memory:"):
-        raise SettingsError(f"{names_of('db')}: an in-memory SQLite database ({url}) cannot keep the "
-                            f"bridge's tasks; name a file (sqlite:////PATH/TO/FILE) or leave the setting unset")
-    return Path(path).expanduser()
-
-
-def check_database_url(url: str) -> None:
-    """Raise :class:`SettingsError` unless ``url`` names a SQLite file or a PostgreSQL
-    database through the installed asyncpg driver (nothing is connected here)."""
-    if sqlite_path(url) is not None:
-        return
-    try:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-    except ImportError:
-        raise SettingsError(f"{names_of('db')} needs SQLAlchemy: "
-                            f"pip install 'ovos-a2a-solver-plugin[server,postgresql]'") from None
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise SettingsError(f"{names_of('db')}: not a database URL: {redact_url(url)!r}; "
-                            f"e.g. {POSTGRES_HINT}") from None
-    try:
-        dialect = parsed.get_dialect()
-    except NoSuchModuleError:
-        raise SettingsError(f"{names_of('db')}: unknown database {parsed.drivername!r}; "
-                            f"use {POSTGRES_HINT} or leave the setting unset for SQLite") from None
-    if not getattr(dialect, "is_async", False):
-        raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not an asyncio driver; "
-                            f"for PostgreSQL use {POSTGRES_HINT}")
-    if parsed.drivername != "postgresql+asyncpg":  # replicas listen for each other with asyncpg
-        raise SettingsError(f"{names_of('db')}: {parsed.drivername!r} is not supported; the bridge keeps its tasks "
-                            f"in SQLite (leave the setting unset) or PostgreSQL: {POSTGRES_HINT}")
-    try:
-        dialect.import_dbapi()
-    except ImportError as exc:
-        raise SettingsError(f"{names_of('db')}: the driver of {parsed.drivername!r} is not installed "
-                            f"({exc}); for PostgreSQL: pip install "
-                            f"'ovos-a2a-solver-plugin[server,postgresql]'") from None
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    userinfo, _, hostinfo = parts.netloc.rpartition("@")
-    user = userinfo.split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
 
 
 def is_loopback(host: str) -> bool:

@@ -60,7 +60,7 @@ def cmd_store_check(args, out: Output) -> int:
 
 async def _check(settings, move: bool) -> dict:
     """What one store holds that cannot be read, and what was moved aside."""
-    from ovos_a2a_solver.bridge.config import sqlite_path
+    from ovos_a2a_solver.bridge.storage.database_url import sqlite_path
     from ovos_a2a_solver.bridge.storage.database import StoreUnusable, in_words, open_stores
     from ovos_a2a_solver.bridge.storage.unreadable import SIDE_TABLE, find_unreadable, has_task_table, move_aside
 

@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 from ovos_a2a_solver.bridge.backends.persona_file import read_persona_file
 from ovos_a2a_solver.bridge.config import (ACCESS_LOGGER, ENV_PREFIX, RESERVED_FILES, STORE_FILE_NAME, BridgeSettings,
-                                           default_state_dir, names_of, open_file_limit, redact_url, sqlite_path)
+                                           default_state_dir, names_of, open_file_limit)
+from ovos_a2a_solver.bridge.storage.database_url import redact_url, sqlite_path
 from ovos_a2a_solver.persona_config import PLUGIN_ID, agent_url_of
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")

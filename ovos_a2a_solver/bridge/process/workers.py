@@ -42,7 +42,8 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from ovos_a2a_solver.bridge.config import BridgeSettings, names_of, sqlite_path
+from ovos_a2a_solver.bridge.config import BridgeSettings, names_of
+from ovos_a2a_solver.bridge.storage.database_url import sqlite_path
 from ovos_a2a_solver.bridge.observe.metrics import share_between_workers, worker_ended
 from ovos_a2a_solver.bridge.process.one_process import run_bridge
 from ovos_a2a_solver.bridge.process.service_manager import forget_service_manager, notify

@@ -1,6 +1,7 @@
 # Copyright 2026 OpenVoiceOS contributors
 # SPDX-License-Identifier: Apache-2.0
-"""What survives a crash: the database (:mod:`.database`; PostgreSQL for replicas in
+"""What survives a crash: the database (:mod:`.database`, its URL :mod:`.database_url`, which the
+settings check; PostgreSQL for replicas in
 :mod:`.postgres`, with what both share in :mod:`.rows`), the task stores (:mod:`.tasks`),
 whose a task is (:mod:`.owners`), the ids of tasks not saved yet (:mod:`.new_tasks`), the
 settled ends that finished turns wait for (:mod:`.stored_ends`), one task read or settled

@@ -28,7 +28,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksResponse, Task
 
-from ovos_a2a_solver.bridge.config import sqlite_path
+from ovos_a2a_solver.bridge.storage.database_url import sqlite_path
 from ovos_a2a_solver.bridge.storage.rows import (ENDED_TASKS_INDEX, list_response, list_statements, read_task_row,
                                                   updated_position)
 from ovos_a2a_solver.bridge.storage.owners import owner_scope

@@ -14,16 +14,28 @@ and it imports nothing of any of them.
   another user owns or may write to refused (:class:`NotPrivate`), no link followed to a file
   the package writes.
 * :func:`use_wal`: switch a SQLite file to WAL while other processes may be opening it too.
+* :class:`SharedJsonFile`: one JSON object of the user's, in a file that several processes share
+  (the plugin's conversation store and its sign-in tokens).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import logging
 import os
 import stat
+import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+try:  # POSIX advisory locks; elsewhere the thread lock alone guards the file
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 if TYPE_CHECKING:  # pragma: no cover
     import sqlite3
@@ -165,3 +177,128 @@ def use_wal(connection: "sqlite3.Connection", timeout: float) -> str:
             time.sleep(WAL_RETRY_SECONDS)
             continue
         return str(mode[0]).lower() if mode else ""
+
+
+class SharedJsonFile:
+    """One JSON object of the user's, ``{"version": V, FIELD: data}``, kept in a file that several
+    processes share (the plugin inside ovos-core and the ``ovos-a2a`` command line), or in memory
+    only when there is no path.
+
+    Read again only when another process replaced it; changed in a :meth:`transaction`, under an
+    advisory lock (``<name>.lock``), and written whole and atomically (temp file, fsync, rename),
+    mode 0600 in a private directory. A file that cannot be read (not JSON, another version, what
+    ``validated`` refuses) is moved aside to ``<name>.corrupt-<time>`` and logged, never fatal; one
+    that cannot be written (a read-only or missing directory) is logged once, and the data lives on
+    in memory. ``what`` names the file in those lines ("conversation file").
+    """
+
+    def __init__(self, path: str | os.PathLike | None, what: str, field: str, version: int,
+                 validated: Callable[[Any], dict]) -> None:
+        """``validated``: the data of a file's ``field``, checked (raise ``ValueError`` or
+        ``TypeError`` for a file to set aside)."""
+        self.path = Path(path) if path is not None else None
+        self.what, self.field, self.version, self._validated = what, field, version, validated
+        self.lock = threading.RLock()  # the threads of this process; hold it around every use of ``data``
+        self.data: dict = {}
+        self._stamp: tuple[int, int, int] | None = None
+        self._unwritable: str | None = None  # why the file cannot be written, once logged
+
+    def current(self) -> dict:
+        """The data as the file has it now (read again if another process replaced it); hold :attr:`lock`."""
+        if self.path is None:
+            return self.data
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return self.data
+        self._stamp = stamp
+        if stamp is None:
+            self.data = {}
+            return self.data
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict) or raw.get("version") != self.version \
+                    or not isinstance(raw.get(self.field), dict):
+                raise ValueError("unexpected layout")
+            self.data = self._validated(raw[self.field])
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            self._set_aside(exc)  # RecursionError: JSON nested too deep to read
+        return self.data
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[dict]:
+        """The current data to change; written back when the block ends (unless it raised)."""
+        with self.lock, self._file_lock():
+            yield self.current()
+            try:
+                self._write()
+            except OSError as exc:
+                self._cannot_write(exc)
+            else:
+                if self._unwritable is not None:
+                    LOG.warning("%s %s is written again", self.what, self.path)
+                    self._unwritable = None
+
+    def _cannot_write(self, exc: OSError) -> None:
+        """Keep the data in memory; say so once (not on every change)."""
+        reason = f"{type(exc).__name__}: {exc}"
+        if self._unwritable is None:
+            LOG.warning("cannot write %s %s (%s); it is kept in memory only until it can be written",
+                        self.what, self.path, reason)
+        self._unwritable = reason
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        if self.path is None or fcntl is None:
+            yield
+            return
+        try:
+            private_dir(self.path.parent)
+            lock_file = os.fdopen(open_private_file(self.path.with_name(self.path.name + ".lock")), "a")
+        except OSError as exc:
+            self._cannot_write(exc)
+            yield  # the thread lock alone guards the data
+            return
+        with lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        """What identifies one version of the file: every write replaces it, so a new inode."""
+        try:
+            st = self.path.stat()
+        except OSError:  # missing, or in a directory that cannot be read
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def _set_aside(self, exc: Exception) -> None:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+        try:
+            os.replace(self.path, aside)
+            LOG.warning("%s %s was unreadable (%s); moved to %s and started afresh", self.what, self.path, exc, aside)
+        except OSError as move_error:
+            LOG.warning("%s %s was unreadable (%s) and could not be moved aside (%s)", self.what, self.path, exc,
+                        move_error)
+        self.data = {}
+        self._stamp = self._file_stamp()
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        private_dir(self.path.parent)
+        payload = json.dumps({"version": self.version, self.field: self.data}, separators=(",", ":"))
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, PRIVATE_FILE_MODE)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._stamp = self._file_stamp()

@@ -16,23 +16,15 @@ is logged once, and the map lives on in memory.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
-import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ovos_a2a_solver.local_state import open_private_file, package_state_dir, private_dir
+from ovos_a2a_solver.local_state import SharedJsonFile, package_state_dir
 from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS
-
-try:  # POSIX advisory locks; elsewhere the thread lock alone guards the file
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -77,11 +69,9 @@ class ConversationStore:
         self.max_conversations = int(max_conversations)
         self.idle_ttl = float(idle_ttl)
         self._clock = clock
-        self._lock = threading.RLock()
         # {agent_key: {"sessions": {session_id: {"context_id", "task_id", "used"}}, "refused": [ctx, ...]}}
-        self._data: dict[str, dict] = {}
-        self._file_stamp: tuple[int, int, int] | None = None
-        self._unwritable: str | None = None  # why the file cannot be written, once logged
+        self._file = SharedJsonFile(self.path, "conversation file", "agents", FORMAT_VERSION, _validated)
+        self._lock = self._file.lock
 
     @classmethod
     def default(cls, **kwargs) -> "ConversationStore":
@@ -174,86 +164,18 @@ class ConversationStore:
 
     # ---- persistence ------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _transaction(self):
-        with self._lock, self._file_lock():
-            self._reload_if_changed()
-            yield self._data
-            self._prune()
-            try:
-                self._write()
-            except OSError as exc:
-                self._cannot_write(exc)
-            else:
-                if self._unwritable is not None:
-                    LOG.warning("conversation file %s is written again", self.path)
-                    self._unwritable = None
-
-    def _cannot_write(self, exc: OSError) -> None:
-        """Keep the map in memory; say so once (not on every turn)."""
-        reason = f"{type(exc).__name__}: {exc}"
-        if self._unwritable is None:
-            LOG.warning("cannot write conversation file %s (%s); conversations are kept in memory only "
-                        "until it can be written", self.path, reason)
-        self._unwritable = reason
-
-    @contextlib.contextmanager
-    def _file_lock(self):
-        if self.path is None or fcntl is None:
-            yield
-            return
-        try:
-            private_dir(self.path.parent)
-            lock_file = os.fdopen(open_private_file(self.path.with_name(self.path.name + ".lock")), "a")
-        except OSError as exc:
-            self._cannot_write(exc)
-            yield  # the thread lock alone guards the map
-            return
-        with lock_file:
-            fcntl.flock(lock_file, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock_file, fcntl.LOCK_UN)
-
-    def _stamp(self) -> tuple[int, int, int] | None:
-        """What identifies one version of the file: every write replaces it, so a new inode."""
-        try:
-            st = self.path.stat()
-        except OSError:  # missing, or in a directory that cannot be read
-            return None
-        return st.st_ino, st.st_mtime_ns, st.st_size
+    @property
+    def _data(self) -> dict[str, dict]:
+        return self._file.data
 
     def _reload_if_changed(self) -> None:
-        if self.path is None:
-            return
-        stamp = self._stamp()
-        if stamp == self._file_stamp:
-            return
-        self._file_stamp = stamp
-        if stamp is None:
-            self._data = {}
-            return
-        try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict) or raw.get("version") != FORMAT_VERSION \
-                    or not isinstance(raw.get("agents"), dict):
-                raise ValueError("unexpected layout")
-            self._data = _validated(raw["agents"])
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-            self._quarantine(exc)  # RecursionError: JSON nested too deep to read
+        self._file.current()
 
-    def _quarantine(self, exc: Exception) -> None:
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-        try:
-            os.replace(self.path, aside)
-            LOG.warning("conversation file %s was unreadable (%s); moved to %s and started afresh",
-                        self.path, exc, aside)
-        except OSError as move_error:
-            LOG.warning("conversation file %s was unreadable (%s) and could not be moved aside (%s)",
-                        self.path, exc, move_error)
-        self._data = {}
-        self._file_stamp = self._stamp()
+    @contextlib.contextmanager
+    def _transaction(self):
+        with self._file.transaction() as data:
+            yield data
+            self._prune()
 
     def _prune(self) -> None:
         now = self._clock()
@@ -271,25 +193,6 @@ class ConversationStore:
             live.sort()
             for _, key, sid in live[: len(live) - self.max_conversations]:
                 del self._data[key]["sessions"][sid]
-
-    def _write(self) -> None:
-        if self.path is None:
-            return
-        private_dir(self.path.parent)
-        payload = json.dumps({"version": FORMAT_VERSION, "agents": self._data}, separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        self._file_stamp = self._stamp()
 
 
 def _conversation(entry: dict) -> Conversation:

@@ -29,6 +29,12 @@ _EXPORTS = {
     "StillWorkingError": "ovos_a2a_solver.agent.exceptions",
     "CardSignatureError": "ovos_a2a_solver.agent.exceptions",
     "MissingCredentialError": "ovos_a2a_solver.agent.exceptions",
+    "SignInRequiredError": "ovos_a2a_solver.agent.exceptions",
+    "SignInError": "ovos_a2a_solver.agent.exceptions",
+    "SignInPendingError": "ovos_a2a_solver.agent.exceptions",
+    "SignInEvent": "ovos_a2a_solver.agent.sign_in",
+    "SignInPrompt": "ovos_a2a_solver.agent.sign_in",
+    "TokenStore": "ovos_a2a_solver.agent.tokens",
     "Credentials": "ovos_a2a_solver.agent.credentials",
     "RetryPolicy": "ovos_a2a_solver._defaults",
     "BreakerPolicy": "ovos_a2a_solver._defaults",
@@ -49,7 +55,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.engine import A2AChatEngine
     from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                                   IncompleteAnswerError, MissingCredentialError, NoAnswerError,
-                                                  ReplyTooLargeError, StillWorkingError)
+                                                  ReplyTooLargeError, SignInError, SignInPendingError,
+                                                  SignInRequiredError, StillWorkingError)
+    from ovos_a2a_solver.agent.sign_in import SignInEvent, SignInPrompt
+    from ovos_a2a_solver.agent.tokens import TokenStore
 
 
 def __getattr__(name: str) -> Any:

@@ -19,6 +19,9 @@ answer, its continuation): they share the one deadline. A ``session_id`` names a
 first message goes without a contextId, and every later one carries the contextId the
 agent gave. While the agent waits for the user (input-required / auth-required), the
 next message of that session continues the same task.
+
+An agent that acts for a person signs them in first (``_sign_in_turns``): the turn says
+where to go and which code to enter, and the answer follows once they have.
 """
 from __future__ import annotations
 
@@ -43,10 +46,14 @@ from ovos_a2a_solver.agent.connection import AgentConnection
 from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_of, token_origins_of
 from ovos_a2a_solver.agent.exceptions import (AgentTaskError, CardSignatureError, CircuitOpenError,
                                               IncompleteAnswerError, MissingCredentialError, NoAnswerError,
-                                              ReplyTooLargeError, StillWorkingError)
+                                              ReplyTooLargeError, SignInError, SignInPendingError,
+                                              SignInRequiredError, StillWorkingError)
 from ovos_a2a_solver.agent.request_failures import (Attempts, CircuitBreaker, agent_answered, connection_lost,
                                                     peer_error, refused_for_good)
+from ovos_a2a_solver.agent.sign_in import SignInEvent, SignInPrompt
+from ovos_a2a_solver._sign_in_turns import SignInTurns
 from ovos_a2a_solver.agent.signatures import signature_check
+from ovos_a2a_solver.agent.tokens import TokenStore, for_person
 from ovos_a2a_solver.answers.assembler import ARTIFACT_SEPARATOR, AnswerAssembler, TextPieces
 from ovos_a2a_solver.answers.revisions import Revision
 from ovos_a2a_solver.conversations.conversation_store import Conversation, ConversationStore
@@ -60,7 +67,8 @@ LOG = logging.getLogger("ovos_a2a_solver")
 __all__ = ["A2AClient", "AsyncA2AClient", "AgentCard", "AgentInterface", "AgentSkill", "AgentTaskError",
            "AnswerLimits", "BreakerPolicy", "CardSignatureError", "CardTrust", "CircuitOpenError", "Credentials",
            "IncompleteAnswerError", "MissingCredentialError", "NoAnswerError", "ReplyTooLargeError", "RetryPolicy",
-           "StillWorkingError", "TaskUpdate"]
+           "SignInError", "SignInEvent", "SignInPendingError", "SignInPrompt", "SignInRequiredError",
+           "StillWorkingError", "TaskUpdate", "TokenStore"]
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,12 @@ class _BaseClient:
             ``answer_cut``, ``max_reply_bytes``).
         clock: the monotonic seconds the breaker's cool-down and the card's freshness are
             measured in (``time.monotonic`` unless given).
+        tokens: where the tokens people sign in for are kept (:class:`TokenStore`); in memory by
+            default. A card that requires (or declares) OAuth2 with a device-code flow, or OpenID
+            Connect offering one, signs the person a turn is for in, with ``credentials``'
+            ``oauth2_client_id``: see ``_sign_in_turns``.
+        on_sign_in: called with each :class:`SignInEvent` (a sign-in started, said again, ended),
+            on the client's event loop: e.g. to show ``verification_uri_complete`` on a screen.
     """
 
     def __init__(self, base_url: str, auth_header: str | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -158,7 +172,8 @@ class _BaseClient:
                  conversations: ConversationStore | None = None, namespace: str = "",
                  retries: RetryPolicy = RetryPolicy(), breaker: BreakerPolicy = BreakerPolicy(),
                  card_trust: CardTrust = CardTrust(), limits: AnswerLimits = AnswerLimits(),
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, tokens: TokenStore | None = None,
+                 on_sign_in: Callable[[SignInEvent], None] | None = None) -> None:
         if origin_of(base_url) is None or "://" not in base_url:
             raise ValueError(f"agent URL must be an http(s) URL: {base_url!r}")
         if not timeout or timeout <= 0:
@@ -189,6 +204,8 @@ class _BaseClient:
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, breaker, clock=clock)
         self._outliving = OutlivingTasks(_OutlivingSide(self))
+        self.tokens = tokens if tokens is not None else TokenStore()
+        self._sign_in_turns = SignInTurns(_SignInSide(self), self.tokens, self._outliving, on_sign_in)
         # task id -> its artifacts' texts when it asked the user: its next reply repeats them (see _ending)
         self._given: dict[str, dict[str, str]] = {}
 
@@ -219,7 +236,7 @@ class _BaseClient:
                 self._connection = AgentConnection(self.base_url, timeout=self.timeout,
                                                    credentials=self._credentials,
                                                    signature_check=self._signature_check, clock=self._clock,
-                                                   max_reply_bytes=self.limits.max_reply_bytes)
+                                                   max_reply_bytes=self.limits.max_reply_bytes, tokens=self.tokens)
             return self._connection
 
     def _turn_deadline(self) -> float:
@@ -260,8 +277,25 @@ class _BaseClient:
     async def _aclose(self) -> None:
         with self._lock:
             connection, self._connection, self._closed = self._connection, None, True
+        self._sign_in_turns.close()
         if connection is not None:
             await connection.aclose()
+
+    async def _when_ready(self, session_id: str, task_id: str, within: float) -> str | None:
+        with for_person(self._person(session_id)):
+            return await self._outliving.answer_when_ready(session_id, task_id, within)
+
+    def _person(self, session_id: str | None) -> str:
+        """Who a session's requests are for: its tokens are kept under it (``agent.tokens``)."""
+        return f"{self.conversation_key}|{session_id or ''}"
+
+    async def _sign_out(self, session_id: str | None) -> int:
+        sign_in = None
+        try:
+            sign_in = await self._deadline(self._get_connection().sign_in())
+        except A2AError as exc:  # the agent cannot be asked now: forget the tokens all the same
+            LOG.info("signing out of %s without revoking: its card could not be read (%s)", self.base_url, exc)
+        return await self._sign_in_turns.sign_out(session_id, sign_in)
 
     def _attempts(self, connection: AgentConnection) -> Attempts:
         """The tries of one request, within one timeout from now."""
@@ -542,20 +576,24 @@ class _BaseClient:
         """The whole answer, asked the way ``streaming`` says (after an earlier one that is now
         ready, see :meth:`~ovos_a2a_solver.conversations.outliving.OutlivingTasks.earlier_answer`)."""
         until = self._turn_deadline()  # one deadline for the turn: its look-ups and its answer
-        earlier = await self._outliving.earlier_answer(session_id, until)
-        if earlier is not None and earlier.waiting:
-            return earlier.text
-        answer = self._assembler(None)
-        try:
-            async with aclosing(self._revisions(answer, text, session_id, self.streaming, lang,
-                                                until)) as revisions:
-                async for _ in revisions:
-                    pass
-        except NoAnswerError:
-            if earlier is None or not earlier.text.strip():
+        with for_person(self._person(session_id)):
+            earlier = await self._outliving.earlier_answer(session_id, until)
+            if earlier is not None and earlier.waiting:
+                return earlier.text
+            said: list[str] = [earlier.text] if earlier is not None else []
+            try:
+                async with aclosing(self._sign_in_turns.revisions(
+                        self._assembler(None), text, session_id, self.streaming, lang, until, said,
+                        lambda: self._assembler(None))) as revisions:
+                    async for _ in revisions:
+                        pass
+            except NoAnswerError:
+                if not "".join(said).strip():
+                    raise
+            except SignInPendingError as pending:
+                pending.said = ARTIFACT_SEPARATOR.join(part for part in said if part.strip())
                 raise
-            return earlier.text  # the earlier task's answer is still said
-        return earlier.text + ARTIFACT_SEPARATOR + answer.final_text() if earlier else answer.final_text()
+        return ARTIFACT_SEPARATOR.join(part for part in said if part.strip())
 
     async def _answer_revisions(self, text: str, session_id: str | None,
                                 on_update: Callable[[TaskUpdate], None] | None,
@@ -565,16 +603,18 @@ class _BaseClient:
         answer, streamed whenever the card offers streaming (unless ``blocking``). When the
         earlier task asks a question, only that: the user answers it next."""
         until = self._turn_deadline()  # one deadline for the turn: its look-ups and its answer
-        earlier = await self._outliving.earlier_answer(session_id, until)
-        if earlier is not None:
-            for revision in earlier.revisions:
-                yield revision
-            if earlier.waiting:
-                return
-        async with aclosing(self._revisions(self._assembler(on_update), text, session_id, not blocking,
-                                            lang, until)) as revisions:
-            async for revision in revisions:
-                yield revision
+        with for_person(self._person(session_id)):
+            earlier = await self._outliving.earlier_answer(session_id, until)
+            if earlier is not None:
+                for revision in earlier.revisions:
+                    yield revision
+                if earlier.waiting:
+                    return
+            async with aclosing(self._sign_in_turns.revisions(
+                    self._assembler(on_update), text, session_id, not blocking, lang, until, [],
+                    lambda: self._assembler(on_update))) as revisions:
+                async for revision in revisions:
+                    yield revision
 
     async def _pieces(self, text: str, session_id: str | None, on_update: Callable[[TaskUpdate], None] | None,
                       lang: str | None = None, blocking: bool = False) -> AsyncIterator[str]:
@@ -686,6 +726,41 @@ class _OutlivingSide:
         self._client._record(session_id, outcome, context_id, task_id)
 
 
+class _SignInSide:
+    """A client as its :class:`SignInTurns` sees it (a ``SignInClient``)."""
+
+    def __init__(self, client: _BaseClient) -> None:
+        self._client = client
+
+    @property
+    def base_url(self) -> str:
+        return self._client.base_url
+
+    def assembler(self) -> AnswerAssembler:
+        return self._client._assembler(None)
+
+    def revisions(self, answer: AnswerAssembler, text: str, session_id: str | None, streaming: bool,
+                  lang: str | None, until: float) -> AsyncIterator[Revision]:
+        return self._client._revisions(answer, text, session_id, streaming, lang, until)
+
+    async def sign_in(self):
+        return await self._client._get_connection().sign_in()
+
+    @property
+    def sign_in_http(self):
+        return self._client._get_connection().sign_in_http
+
+    async def answer(self, text: str, session_id: str | None, lang: str | None) -> str:
+        return await self._client._answer(text, session_id, lang)
+
+    def waits_for_user(self, session_id: str | None) -> bool:
+        conversation = self._client.conversation(session_id) if session_id is not None else None
+        return bool(conversation and conversation.task_id)
+
+    def person(self, session_id: str | None) -> str:
+        return self._client._person(session_id)
+
+
 class AsyncA2AClient(_BaseClient):
     """An asyncio client for one A2A agent; use it from one event loop.
 
@@ -728,7 +803,13 @@ class AsyncA2AClient(_BaseClient):
         ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds."""
-        return await self._outliving.answer_when_ready(session_id, task_id, within)
+        return await self._when_ready(session_id, task_id, within)
+
+    async def sign_out(self, session_id: str | None = None) -> int:
+        """Forget what the person of ``session_id`` (every session's, when ``None``) signed in for
+        with this agent, revoke it at the provider where it says how, and stop their sign-ins
+        under way: the next turn that needs it asks them to sign in again. How many were forgotten."""
+        return await self._sign_out(session_id)
 
     async def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all) and cancel their tasks on the agent.
@@ -817,7 +898,13 @@ class A2AClient(_BaseClient):
         ``task_id`` if it named one), once the agent settles it; it is then no longer
         delivered with the session's next answer. ``None``: it ended without an answer,
         was delivered already, or took longer than ``within`` seconds. Blocks."""
-        return BACKGROUND.run(self._outliving.answer_when_ready(session_id, task_id, within))
+        return BACKGROUND.run(self._when_ready(session_id, task_id, within))
+
+    def sign_out(self, session_id: str | None = None) -> int:
+        """Forget what the person of ``session_id`` (every session's, when ``None``) signed in for
+        with this agent, revoke it at the provider where it says how, and stop their sign-ins
+        under way: the next turn that needs it asks them to sign in again. How many were forgotten."""
+        return BACKGROUND.run(self._sign_out(session_id))
 
     def stop(self, session_id: str | None = None) -> bool:
         """End the turns under way (of ``session_id``, or all): their streams end, and their

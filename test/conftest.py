@@ -98,6 +98,13 @@ def authorization_server():
 
 
 @pytest.fixture(scope='session')
+def sign_in_agent(authorization_server):
+    """The test agents with the sign-in agents (signin, signin-oidc, signin-later) of ``authorization_server``."""
+    with AgentProcess('--issuer', authorization_server.url) as process:
+        yield process
+
+
+@pytest.fixture(scope='session')
 def echo_bridge():
     """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir, in
     this process."""

@@ -19,8 +19,11 @@ from a2a.client import A2AClientError, Client, ClientConfig, ClientFactory
 from a2a.utils.constants import TransportProtocol
 
 from ovos_a2a_solver.agent.credentials import OriginCredentials, grpc_metadata_interceptors, httpx_auth
+from ovos_a2a_solver.agent.exceptions import MissingCredentialError
 from ovos_a2a_solver.agent.cards import CardResolver
 from ovos_a2a_solver.agent.schemes import ClientCredentialsToken, card_auth
+from ovos_a2a_solver.agent.sign_in import DeviceGrant, PersonToken
+from ovos_a2a_solver.agent.tokens import TokenStore
 from ovos_a2a_solver.agent.readable_transport import ReadableTransport
 from ovos_a2a_solver.agent.reply_limit import ReplyLimitTransport
 from ovos_a2a_solver._defaults import DEFAULT_MAX_REPLY_BYTES
@@ -80,7 +83,7 @@ class AgentConnection:
     def __init__(self, agent_url: str, *, timeout: float, credentials: OriginCredentials | None = None,
                  signature_check: "SignatureCheck | CustomCheck | None" = None,
                  clock: Callable[[], float] | None = None,
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, tokens: TokenStore | None = None) -> None:
         self.agent_url = agent_url
         self._max_reply_bytes = max_reply_bytes
         self._credentials = credentials
@@ -95,6 +98,10 @@ class AgentConnection:
                                                             max_reply_bytes)),
             event_hooks={"request": [_with_trace_context]},
         )
+        self._timeout = timeout
+        self._sign_in_http: httpx.AsyncClient | None = None
+        self._tokens_kept = tokens if tokens is not None else TokenStore()
+        self._people: dict[tuple[str, bool], PersonToken] = {}
         self.cards = CardResolver(agent_url, self.http, signature_check, clock=clock)
         self._clock = clock
         self._clients: dict[bool, tuple[int, Client]] = {}
@@ -153,7 +160,7 @@ class AgentConnection:
         before any request that needs it."""
         credentials = self._credentials
         if self._authorized != generation:
-            chosen = card_auth(card, credentials, self._token)
+            chosen = card_auth(card, credentials, self._token, self._person_token)
             self._authorized = generation
             if credentials is None:
                 return
@@ -174,6 +181,39 @@ class AgentConnection:
                                                        clock=self._clock)
         return self._tokens[key]
 
+    @property
+    def sign_in_http(self) -> httpx.AsyncClient:
+        """The HTTP client of the authorization servers of people's sign-ins: none of the agent's
+        credentials, no body logged; made on first use (most agents need none)."""
+        if self._sign_in_http is None:
+            self._sign_in_http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)), follow_redirects=False,
+                transport=ReplyLimitTransport(httpx.AsyncHTTPTransport(), self._max_reply_bytes))
+        return self._sign_in_http
+
+    def _person_token(self, grant: DeviceGrant, required: bool) -> PersonToken:
+        """One person's token per sign-in and need, kept while the card changes (it holds the
+        refreshes under way)."""
+        key = (grant.key, required)
+        if key not in self._people:
+            self._people[key] = PersonToken(grant, lambda: self.sign_in_http, self._tokens_kept, required)
+        return self._people[key]
+
+    async def sign_in(self) -> PersonToken | None:
+        """The sign-in the card's security asks for, or declares, if the credentials can answer it
+        with a person's token (``None`` else); the card is read first if need be."""
+        card = await self.cards.get()
+        credentials = self._credentials
+        if credentials is None:
+            return None
+        if self._authorized != self.cards.generation:
+            try:
+                await self._authorize(card, self.cards.generation)
+            except MissingCredentialError:  # the person's own sign-in is missing: it is what is asked for
+                pass
+        chosen = credentials.card_auth
+        return getattr(chosen, "sign_in", None)
+
     def invalidate(self) -> None:
         """Resolve the card again before the next call (the agent could not be reached)."""
         self.cards.invalidate()
@@ -189,8 +229,10 @@ class AgentConnection:
         return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
 
     async def aclose(self) -> None:
-        """Close transports and the HTTP client."""
+        """Close transports and the HTTP clients."""
         clients, self._clients = list(self._clients.values()), {}
         for _, client in clients:
             await client.close()
         await self.http.aclose()
+        if self._sign_in_http is not None:
+            await self._sign_in_http.aclose()

@@ -12,7 +12,7 @@ that the card names.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -64,6 +64,9 @@ class Credentials:
     * ``username`` and ``password``: an HTTP Basic scheme.
     * ``oauth2_client_id`` and ``oauth2_client_secret``: an OAuth2 scheme with a
       client-credentials flow; the token is fetched from the flow's ``tokenUrl``.
+    * ``oauth2_client_id`` alone (a public client), or with the secret (a confidential one):
+      an OAuth2 scheme with a device-code flow, or OpenID Connect offering it; the person
+      signs in on another device (``agent.sign_in``).
     """
 
     bearer_token: str | None = None
@@ -80,9 +83,10 @@ class Credentials:
                 raise ValueError(f"{f.name} must be a string")
             if value == "" and f.name != "password":  # an empty password is a password (a key as user name)
                 raise ValueError(f"{f.name} is empty")
-        for first, second in (("username", "password"), ("oauth2_client_id", "oauth2_client_secret")):
-            if (getattr(self, first) is None) != (getattr(self, second) is None):
-                raise ValueError(f"{first} and {second} go together: set both")
+        if (self.username is None) != (self.password is None):
+            raise ValueError("username and password go together: set both")
+        if self.oauth2_client_secret is not None and self.oauth2_client_id is None:
+            raise ValueError("oauth2_client_id and oauth2_client_secret go together: set the client id too")
         if self.username is not None and ":" in self.username:
             raise ValueError("username must not contain ':' (HTTP Basic cannot send it)")
 
@@ -186,6 +190,19 @@ def token_origins_of(urls: Iterable[str]) -> frozenset[tuple[str, str, int]]:
             raise ValueError(f"oauth2_token_origins: {url!r} is not an http(s) origin such as https://login.example")
         origins.add(origin)
     return frozenset(origins)
+
+
+def token_url_refusal(url: str, what: str, allowed: Callable[[str], bool], sent: str) -> str | None:
+    """Why ``url`` (a card's ``what``: "token URL") may not receive ``sent`` ("the client secret"),
+    or ``None`` if it may: it is no http(s) URL, or ``allowed`` refuses its origin."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"its {what} {url!r} is not an http(s) URL"
+    if not allowed(url):
+        return (f"its {what} {url} is on another origin, {origin_text(url)}: refused ({sent} goes only to the "
+                f"agent's origin, trusted_origins and oauth2_token_origins; list {origin_text(url)} in "
+                f"oauth2_token_origins to send it there)")
+    return None
 
 
 def origin_text(url: str) -> str:

@@ -10,8 +10,11 @@ an answer, :class:`NoAnswerError` for a turn the agent ended without a word,
 :class:`IncompleteAnswerError` for a reply that ended early,
 :class:`ReplyTooLargeError` for a reply larger than the client reads,
 :class:`CardSignatureError` for a card whose required signature is not valid,
-:class:`MissingCredentialError` for a card whose security no credential satisfies, and
-:class:`CircuitOpenError` while an agent that failed several turns in a row gets a rest.
+:class:`MissingCredentialError` for a card whose security no credential satisfies (and
+:class:`SignInRequiredError`, its kind for a person who has yet to sign in), :class:`SignInError`
+for a sign-in that ended without tokens, :class:`SignInPendingError` for a turn whose deadline
+passed while the person signs in, and :class:`CircuitOpenError` while an agent that failed
+several turns in a row gets a rest.
 
 It imports only the a2a-sdk's error classes, so any module may import it at the top.
 """
@@ -90,6 +93,41 @@ class MissingCredentialError(A2AClientError):
     def __init__(self, message: str, schemes: tuple[str, ...] = ()) -> None:
         self.schemes = schemes
         super().__init__(message)
+
+
+class SignInRequiredError(MissingCredentialError):
+    """The agent needs the person to sign in (the device authorization grant of its card),
+    and they have no token for it on this device, or theirs can no longer be refreshed;
+    nothing was sent. ``sign_in`` is the person's token to get (``agent.sign_in.PersonToken``)."""
+
+    def __init__(self, message: str, sign_in, schemes: tuple[str, ...] = ()) -> None:
+        super().__init__(message, schemes)
+        self.sign_in = sign_in
+
+
+class SignInError(A2AClientError):
+    """A sign-in ended without tokens: the person ``DENIED`` it, its code ``EXPIRED`` before
+    they approved it, or the authorization server ``REFUSED`` the device; ``said`` is the
+    sentence that tells the person."""
+
+    DENIED = "denied"
+    EXPIRED = "expired"
+    REFUSED = "refused"
+
+    def __init__(self, reason: str, message: str, said: str = "") -> None:
+        super().__init__(message)
+        self.reason, self.said = reason, said
+
+
+class SignInPendingError(StillWorkingError):
+    """The turn's deadline passed while the person signs in (the prompt was said): the message
+    is kept, and sent once they have signed in; its answer is delivered as a task's that
+    outlived its turn is. ``prompt`` is what the person was asked to do (``agent.sign_in.SignInPrompt``)."""
+
+    def __init__(self, message: str, prompt, said: str = "") -> None:
+        super().__init__(message, "", "")
+        self.prompt = prompt
+        self.said = said  # what the turn said before it ended (the prompt, an auth-required question)
 
 
 class CircuitOpenError(A2AClientError):

@@ -17,7 +17,14 @@ way it says:
   §4.4), reused until it expires, sent as Bearer; or a ``bearer_token`` got elsewhere.
   The client secret goes only to a ``tokenUrl`` on the agent's origin, a trusted one, or
   one of ``oauth2_token_origins``: a card naming another is refused before anything is sent
-* OpenID Connect: ``bearer_token``
+* OAuth2 with a device-code flow, with ``oauth2_client_id`` (and a secret, for a confidential
+  client): the token the person the request is for signed in for (``agent.sign_in``), by
+  the same origin rules; or a ``bearer_token`` got elsewhere
+* OpenID Connect: ``bearer_token``; or, with ``oauth2_client_id``, the person's sign-in at the
+  provider its discovery document names, when it offers the device authorization grant
+
+A card that declares such a sign-in scheme without requiring it still gets the token of a
+person who signed in (the agent may ask for it mid-task: auth-required).
 
 An ``auth_header`` satisfies every scheme that is sent in the header it names. A card
 without requirements asks for nothing: then only ``auth_header`` is sent, as before.
@@ -37,10 +44,11 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
-from a2a.client import A2AClientError
 
-from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, origin_text
+from ovos_a2a_solver.agent.credentials import Credentials, OriginCredentials, token_url_refusal
 from ovos_a2a_solver.agent.exceptions import MissingCredentialError
+from ovos_a2a_solver.agent.sign_in import DeviceGrant, PersonToken
+from ovos_a2a_solver.agent.tokens import expiry, token_request
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -53,10 +61,6 @@ TRANSPORT_HEADERS = frozenset({
     "content-encoding", "accept-encoding", "a2a-version", "a2a-extensions"})
 #: A header's name (RFC 9110 §5.1: a token) and a cookie's name (RFC 6265 §4.1.1: a token too).
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-#: Seconds before a token's ``expires_in`` ends that a new one is fetched (at most a tenth
-#: of its lifetime), so that no request carries a token that expires on the way.
-TOKEN_EXPIRY_MARGIN = 30.0
 
 
 class ClientCredentialsToken:
@@ -91,10 +95,9 @@ class ClientCredentialsToken:
             current = self._fresh()
             if current:
                 return current
-            token, lifetime = await self._fetch()
-            self._authorization = f"Bearer {token}"
-            self._expires = (None if lifetime is None
-                             else self._clock() + lifetime - min(TOKEN_EXPIRY_MARGIN, lifetime / 10))
+            got = await self._fetch()
+            self._authorization = f"Bearer {got.access_token}"
+            self._expires = expiry(got.lifetime, self._clock())
             return self._authorization
 
     def forget(self, refused: str | None) -> None:
@@ -107,40 +110,15 @@ class ClientCredentialsToken:
         self.forget(refused)
         return await self.authorization() != refused
 
-    async def _fetch(self) -> tuple[str, float | None]:
+    async def _fetch(self):
         form = {"grant_type": "client_credentials"}
         if self.scopes:
             form["scope"] = " ".join(self.scopes)
-        try:
-            response = await self._http.post(self.token_url, data=form, auth=self._client_auth,
-                                              headers={"Accept": "application/json"})
-        except httpx.HTTPError as exc:
-            raise A2AClientError(f"cannot reach the OAuth2 token endpoint {self.token_url}: {exc}") from exc
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        if response.status_code != 200:
-            said = ""
-            if isinstance(body, dict) and body.get("error"):
-                said = f": {body['error']}" + (f" ({body['error_description']})" if body.get("error_description") else "")
-            raise A2AClientError(f"the OAuth2 token endpoint {self.token_url} refused the client credentials "
-                                 f"(HTTP {response.status_code}{said})")
-        token = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token:
-            raise A2AClientError(f"the OAuth2 token endpoint {self.token_url} answered without an access_token")
-        token_type = body.get("token_type", "Bearer")
-        if not isinstance(token_type, str) or token_type.lower() != "bearer":
-            raise A2AClientError(f"the OAuth2 token endpoint {self.token_url} gave a {token_type!r} token; "
-                                 f"only Bearer tokens are supported")
-        lifetime = body.get("expires_in")
-        try:
-            lifetime = float(lifetime) if lifetime is not None and not isinstance(lifetime, bool) else None
-        except (TypeError, ValueError):
-            lifetime = None
+        got = await token_request(self._http, self.token_url, form, what="the client credentials",
+                                  auth=self._client_auth)
         LOG.info("got an OAuth2 token from %s%s", self.token_url,
-                 f" for {lifetime:g} s" if lifetime is not None else "")
-        return token, lifetime if lifetime is None or lifetime > 0 else 0.0
+                 f" for {got.lifetime:g} s" if got.lifetime is not None else "")
+        return got
 
 
 @dataclass(frozen=True)
@@ -149,14 +127,22 @@ class CardAuth:
 
     schemes: tuple[str, ...]
     fixed: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # (header, value) pairs
-    token: ClientCredentialsToken | None = None
+    token: ClientCredentialsToken | PersonToken | None = None  # fetched: in Authorization
 
     async def headers(self) -> dict[str, str]:
-        """The headers to send now (an OAuth2 token is fetched when needed)."""
+        """The headers to send now (an OAuth2 token is fetched, or a person's refreshed, when
+        needed; ``SignInRequiredError`` when the person must sign in first)."""
         headers = dict(self.fixed)
         if self.token is not None:
-            headers["Authorization"] = await self.token.authorization()
+            authorization = await self.token.authorization()
+            if authorization is not None:  # a sign-in the card only declares: nothing until the person has one
+                headers["Authorization"] = authorization
         return headers
+
+    @property
+    def sign_in(self) -> PersonToken | None:
+        """The person's sign-in this answer sends, if it sends one."""
+        return self.token if isinstance(self.token, PersonToken) else None
 
     async def renewed(self, sent: dict[str, str]) -> bool:
         """A request with ``sent`` was refused: True when a fresh token is worth one more try."""
@@ -178,10 +164,22 @@ class _Answer:
 
     header: str = ""
     value: str = field(default="", repr=False)
-    token: ClientCredentialsToken | None = None
+    token: ClientCredentialsToken | PersonToken | None = None
 
 
 TokenFactory = Callable[[str, str, str, tuple[str, ...]], ClientCredentialsToken]
+#: a person's token for a sign-in (a grant), required or not
+PersonTokenFactory = Callable[[DeviceGrant, bool], PersonToken]
+
+
+@dataclass(frozen=True)
+class _Makers:
+    """What answering a card's schemes needs besides the credentials."""
+
+    agent: str
+    token_allowed: Callable[[str], bool]
+    tokens: TokenFactory
+    person_tokens: PersonTokenFactory | None
 
 
 def describe(scheme: Any) -> str:
@@ -221,8 +219,36 @@ def _api_key_refusal(location: str, name: str) -> str | None:
     return None
 
 
-def _answer(scheme: Any, scopes: tuple[str, ...], creds: Credentials,
-            token_allowed: Callable[[str], bool], tokens: TokenFactory) -> _Answer | str:
+def _sign_in(scheme: Any, name: str, scopes: tuple[str, ...], creds: Credentials, makers: _Makers,
+             required: bool) -> PersonToken | str | None:
+    """The person's sign-in that answers a device-code or OpenID Connect scheme, or why it cannot
+    (what to set); ``None`` for a scheme that is no sign-in, or without ``oauth2_client_id``."""
+    kind = scheme.WhichOneof("scheme")
+    if creds.oauth2_client_id is None or makers.person_tokens is None:
+        return None
+    if kind == "oauth2_security_scheme" and scheme.oauth2_security_scheme.flows.HasField("device_code"):
+        flow = scheme.oauth2_security_scheme.flows.device_code
+        grant = DeviceGrant(makers.agent, name, creds.oauth2_client_id, creds.oauth2_client_secret,
+                            scopes or tuple(sorted(flow.scopes)), makers.token_allowed,
+                            device_authorization_url=flow.device_authorization_url, token_url=flow.token_url,
+                            refresh_url=flow.refresh_url, metadata_url=scheme.oauth2_security_scheme.oauth2_metadata_url)
+        for url, what in ((flow.device_authorization_url, "device authorization URL"), (flow.token_url, "token URL"),
+                          (flow.refresh_url, "refresh URL")):
+            refusal = grant.refusal(url, what) if url or what != "refresh URL" else None
+            if refusal:
+                return refusal
+    elif kind == "open_id_connect_security_scheme":
+        url = scheme.open_id_connect_security_scheme.open_id_connect_url
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            return f"its discovery URL {url!r} is not an http(s) URL"
+        grant = DeviceGrant(makers.agent, name, creds.oauth2_client_id, creds.oauth2_client_secret,
+                            scopes or ("openid",), makers.token_allowed, discovery_url=url)
+    else:
+        return None
+    return makers.person_tokens(grant, required)
+
+
+def _answer(scheme: Any, name: str, scopes: tuple[str, ...], creds: Credentials, makers: _Makers) -> _Answer | str:
     """How the typed credentials answer one scheme, or why they cannot (what to set)."""
     kind = scheme.WhichOneof("scheme")
     if kind == "http_auth_security_scheme":
@@ -251,38 +277,60 @@ def _answer(scheme: Any, scopes: tuple[str, ...], creds: Credentials,
     if kind == "oauth2_security_scheme":
         flow = scheme.oauth2_security_scheme.flows
         has_flow = flow.HasField("client_credentials") and bool(flow.client_credentials.token_url)
-        if creds.oauth2_client_id is not None and has_flow:
+        if creds.oauth2_client_id is not None and creds.oauth2_client_secret is not None and has_flow:
             url = flow.client_credentials.token_url
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                return f"its token URL {url!r} is not an http(s) URL"
-            if not token_allowed(url):
-                return (f"its token URL {url} is on another origin, {origin_text(url)}: refused (the client "
-                        f"secret goes only to the agent's origin, trusted_origins and oauth2_token_origins; "
-                        f"list {origin_text(url)} in oauth2_token_origins to send it there)")
-            return _Answer(token=tokens(url, creds.oauth2_client_id, creds.oauth2_client_secret, scopes))
+            refusal = token_url_refusal(url, "token URL", makers.token_allowed, "the client secret")
+            if refusal:
+                return refusal
+            return _Answer(token=makers.tokens(url, creds.oauth2_client_id, creds.oauth2_client_secret, scopes))
         if creds.bearer_token:
             return _Answer("Authorization", f"Bearer {creds.bearer_token}")
+        sign_in = _sign_in(scheme, name, scopes, creds, makers, required=True)
+        if sign_in is not None:
+            return sign_in if isinstance(sign_in, str) else _Answer(token=sign_in)
         if has_flow:
-            return "set oauth2_client_id and oauth2_client_secret (or bearer_token)"
-        return "it has no client-credentials flow: set bearer_token"
+            return ("set oauth2_client_secret too (a client-credentials flow needs it)" if creds.oauth2_client_id
+                    else "set oauth2_client_id and oauth2_client_secret (or bearer_token)")
+        if flow.HasField("device_code"):
+            return "set oauth2_client_id (the person signs in on another device; or set bearer_token)"
+        return "it has no client-credentials or device-code flow: set bearer_token"
     if kind == "open_id_connect_security_scheme":
-        return _Answer("Authorization", f"Bearer {creds.bearer_token}") if creds.bearer_token else "set bearer_token"
+        if creds.bearer_token:
+            return _Answer("Authorization", f"Bearer {creds.bearer_token}")
+        sign_in = _sign_in(scheme, name, scopes, creds, makers, required=True)
+        if sign_in is not None:
+            return sign_in if isinstance(sign_in, str) else _Answer(token=sign_in)
+        return "set bearer_token (or oauth2_client_id: the person signs in on another device)"
     return "not supported"
 
 
-def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFactory) -> CardAuth | None:
+def _declared_sign_in(card: Any, creds: Credentials, makers: _Makers) -> PersonToken | None:
+    """A sign-in scheme the card declares (required or not), answered without requiring it: a
+    person who signed in sends their token; one who has not sends nothing."""
+    for name, scheme in card.security_schemes.items():
+        sign_in = _sign_in(scheme, name, (), creds, makers, required=False)
+        if isinstance(sign_in, PersonToken):
+            return sign_in
+    return None
+
+
+def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFactory,
+              person_tokens: PersonTokenFactory | None = None) -> CardAuth | None:
     """The first of the card's requirements the credentials satisfy, as headers to send.
 
-    ``None`` when the card requires nothing. Raises :class:`MissingCredentialError` naming
-    the schemes (and what to set) when no requirement can be satisfied.
+    ``None`` when the card requires nothing (and declares no sign-in the person may have
+    made). Raises :class:`MissingCredentialError` naming the schemes (and what to set) when
+    no requirement can be satisfied. ``person_tokens`` makes the token of a person's sign-in
+    (without it, sign-in schemes are answered only by ``bearer_token``).
     """
-    requirements = list(card.security_requirements)
-    if not requirements:
-        return None
     creds = (credentials.credentials if credentials else None) or Credentials()
     auth_header = credentials.header if credentials else None
     token_allowed = credentials.allows_token_request if credentials else (lambda url: False)
+    makers = _Makers(card.name, token_allowed, tokens, person_tokens)
+    requirements = list(card.security_requirements)
+    if not requirements:
+        declared = _declared_sign_in(card, creds, makers)
+        return CardAuth((), token=declared) if declared is not None else None
     alternatives, named = [], []
     for requirement in requirements:
         answers, missing = [], []
@@ -292,7 +340,7 @@ def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFac
                 missing.append(f"'{name}': not declared on the card")
                 continue
             scheme = card.security_schemes[name]
-            answer = _answer(scheme, tuple(requirement.schemes[name].list), creds, token_allowed, tokens)
+            answer = _answer(scheme, name, tuple(requirement.schemes[name].list), creds, makers)
             header = _header_of(scheme)
             if isinstance(answer, str) and auth_header and header and auth_header.lower() == header.lower():
                 answer = _Answer()  # the auth_header is sent in the header this scheme uses
@@ -310,8 +358,10 @@ def card_auth(card: Any, credentials: OriginCredentials | None, tokens: TokenFac
             if chosen:
                 LOG.info("%s: sending credentials for %s", card.name, ", ".join(chosen))
             tokens_ = [a.token for a in answers if a.token]
-            return CardAuth(chosen, tuple((a.header, a.value) for a in answers if a.header),
-                            tokens_[0] if tokens_ else None)
+            fixed = tuple((a.header, a.value) for a in answers if a.header)
+            if not tokens_ and not any(header.lower() == "authorization" for header, _ in fixed):
+                tokens_ = [t for t in (_declared_sign_in(card, creds, makers),) if t is not None]
+            return CardAuth(chosen, fixed, tokens_[0] if tokens_ else None)
         alternatives.append(", together with ".join(missing))
     schemes = tuple(dict.fromkeys(named))
     raise MissingCredentialError(f"the agent {card.name!r} requires credentials this client was not given: "

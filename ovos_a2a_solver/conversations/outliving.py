@@ -6,6 +6,10 @@ conversation. Its answer is delivered before the session's next one once the tas
 (:meth:`OutlivingTasks.earlier_answer`), or announced when it is ready
 (:meth:`OutlivingTasks.answer_when_ready`); a task that ended without an answer, or that the
 agent no longer knows, is let go.
+
+A message can outlive its turn before it is sent: kept while the person signs in, it is sent
+once they have, and its answer is held (:meth:`OutlivingTasks.hold`) and delivered the same
+two ways.
 """
 from __future__ import annotations
 
@@ -33,7 +37,8 @@ TASKS_SEARCHED = 50
 
 
 class EarlierAnswer:
-    """The answer of a task that outlived its turn, read from the task once it settled."""
+    """The answer of a task that outlived its turn, read from the task once it settled (or an
+    answer held: see :meth:`said`)."""
 
     def __init__(self, task, assembler: AnswerAssembler) -> None:
         # its pieces keyed apart from the next answer's, which may reuse the same artifact ids
@@ -41,6 +46,13 @@ class EarlierAnswer:
                           for r in assembler.feed(StreamResponse(task=task)) + assembler.finish()]
         self.text = assembler.final_text()
         self.waiting = task.status.state in WAITING_FOR_USER
+
+    @classmethod
+    def said(cls, text: str, waiting: bool) -> "EarlierAnswer":
+        """An answer held as text; ``waiting``: it asks the user (their next words answer it)."""
+        earlier = cls.__new__(cls)
+        earlier.revisions, earlier.text, earlier.waiting = [Revision("earlier:held", text, False, True)], text, waiting
+        return earlier
 
 
 class OutlivingClient(Protocol):
@@ -76,6 +88,28 @@ class OutlivingTasks:
 
     def __init__(self, client: OutlivingClient) -> None:
         self.client = client
+        self._held: dict[str, list[tuple[str, bool]]] = {}  # session -> answers ready: (text, asks the user)
+        self._coming: dict[str, "asyncio.Future"] = {}  # session -> the work whose answers will be held
+
+    def hold(self, session_id: str | None, text: str, waiting: bool = False) -> None:
+        """Keep ``text`` to deliver as the answer of a message that outlived its turn (``waiting``:
+        it asks the user)."""
+        if session_id is not None and text.strip():
+            self._held.setdefault(session_id, []).append((text, waiting))
+
+    def expect(self, session_id: str | None, work: "asyncio.Future") -> None:
+        """``work`` holds answers of ``session_id`` when it ends: :meth:`answer_when_ready` waits for it."""
+        if session_id is not None:
+            self._coming[session_id] = work
+            work.add_done_callback(lambda done: self._coming.pop(session_id, None) if
+                                   self._coming.get(session_id) is done else None)
+
+    def take_held(self, session_id: str | None) -> "EarlierAnswer | None":
+        """The answers held for ``session_id`` (as one), taken: delivered once."""
+        held = self._held.pop(session_id, None) if session_id is not None else None
+        if not held:
+            return None
+        return EarlierAnswer.said("\n".join(text for text, _ in held), held[-1][1])
 
     async def earlier_answer(self, session_id: str | None, until: float | None = None) -> "EarlierAnswer | None":
         """The answer of the session's task that outlived its turn, once it has one.
@@ -86,6 +120,9 @@ class OutlivingTasks:
         A task still working stays bound (its answer comes with a later turn); one that
         ended without an answer, or that the agent no longer knows, is let go.
         """
+        held = self.take_held(session_id)
+        if held is not None:
+            return held
         client = self.client
         conv = client.conversation(session_id) if session_id is not None else None
         if conv is None or not (conv.pending_task_id or conv.pending_message_id):
@@ -141,6 +178,15 @@ class OutlivingTasks:
         client = self.client
         loop = asyncio.get_running_loop()
         end, delay = loop.time() + within, FIRST_POLL
+        coming = self._coming.get(session_id)
+        if coming is not None and not task_id:  # a message kept while the person signs in: sent once they have
+            try:
+                await asyncio.wait_for(asyncio.shield(coming), within)
+            except (asyncio.TimeoutError, Exception) as exc:  # its own failure is logged where it ran
+                LOG.debug("the answer awaited for session %s did not come: %r", session_id, exc)
+            held = self.take_held(session_id)
+            if held is not None:
+                return held.text
         while loop.time() < end and not client.closed:
             conv = client.conversation(session_id)
             if conv is None or not (conv.pending_task_id or conv.pending_message_id) \

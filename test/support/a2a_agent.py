@@ -3,7 +3,7 @@
 
 Usage::
 
-    python test/support/a2a_agent.py [PORT] [--grpc-port N] [--foreign-url URL] [--token-url URL]
+    python test/support/a2a_agent.py [PORT] [--grpc-port N] [--foreign-url URL] [--token-url URL] [--issuer URL]
 
 PORT 0 (the default) and N 0 pick free ports. Everything binds to 127.0.0.1.
 Once the HTTP and gRPC servers both accept connections, exactly one JSON line
@@ -140,6 +140,15 @@ satisfies none of them gets HTTP 401 before it reaches the agent; the cards stay
   grpc-oauth       the card of grpc-only (its gRPC server) requiring "oauth"; over gRPC
                    a revoked token is refused UNAUTHENTICATED (other calls pass)
   foreign-keyed    (with --foreign-url) a card requiring "key" whose interface is URL
+Sign-in (with --issuer URL: an OAuth 2.0 authorization server's issuer, support/authorization_server.py;
+the token of a request is checked at its introspection endpoint, and the account it is for is what the
+agent says):
+  signin           OAuth2 with a device-code flow "device" (the issuer's endpoints), scope "calendar";
+                   "calendar of ACCOUNT: TEXT"
+  signin-oidc      the same, by OpenID Connect "oidc" (the issuer's discovery URL)
+  signin-later     declares "device" but requires nothing: a message without a valid token is answered
+                   AUTH_REQUIRED "Please sign in to read your calendar."; one with -> "calendar of ACCOUNT: TEXT"
+                   (a continuation of that task too)
 
 Admin endpoints (plain JSON):
   GET    /_admin/stats    {"card_fetches": {agent: n}, "messages": {agent: n}, "cancels": {agent: n}}
@@ -217,9 +226,11 @@ from a2a.types import (
     Artifact,
     APIKeySecurityScheme,
     ClientCredentialsOAuthFlow,
+    DeviceCodeOAuthFlow,
     HTTPAuthSecurityScheme,
     OAuth2SecurityScheme,
     OAuthFlows,
+    OpenIdConnectSecurityScheme,
     ListTasksRequest,
     Message,
     Part,
@@ -248,6 +259,7 @@ API_KEY_HEADER, API_KEY = 'X-Agent-Key', 'k-123'
 BASIC_USER, BASIC_PASSWORD = 'ada', 'lovelace'
 OAUTH_CLIENTS = {'client-1': ('secret-1', 3600), 'short-lived': ('secret-2', 1)}  # id: (secret, token lifetime)
 OAUTH_SCOPE = 'chat'
+SIGN_IN_SCOPE = 'calendar'
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
     TaskState.TASK_STATE_FAILED,
@@ -751,6 +763,19 @@ async def forgetful(turn: Turn) -> None:
     await turn.answer(f'new task[{turn.context_id}]: {turn.text}')
 
 
+async def signed_in_calendar(turn: Turn) -> None:
+    """The signed-in person's calendar (the account the request's token is for); without one, a
+    sign-in asked for (AUTH_REQUIRED), which a continuation with a token answers."""
+    await turn.open()
+    account = turn.context.call_context.state.get('headers', {}).get(SIGNED_IN_AS.decode())
+    if not account:
+        await turn.updater.update_status(TaskState.TASK_STATE_AUTH_REQUIRED,
+                                         turn.msg('Please sign in to read your calendar.'))
+        return
+    asked = turn.task.history[0].parts[0].text if turn.is_followup and turn.task.history else turn.text
+    await turn.answer(f'calendar of {account}: {asked}' + (f' ({turn.text})' if turn.text != asked else ''))
+
+
 async def slow_echo(turn: Turn) -> None:
     """Echo after 0.2 s submitted and 0.2 s working."""
     await turn.open()
@@ -912,9 +937,12 @@ class AgentSpec:
     push: bool = False  # push notifications, with the a2a-sdk's own config store and sender
     streaming: bool = True  # the card's capabilities.streaming
     token_url: str | None = None  # the token URL of the oauth-elsewhere scheme
+    declares: tuple[str, ...] = ()  # schemes the card declares without requiring them
+    issuer: dict | None = None  # the authorization server's discovery document (the sign-in schemes)
 
 
-def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str | None = None) -> list[AgentSpec]:
+def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str | None = None,
+                    issuer: dict | None = None) -> list[AgentSpec]:
     specs = [
         AgentSpec('echo', 'Echoes the text back; "sleep:N" waits N seconds first.', echo, ('hello', 'sleep:0.5')),
         AgentSpec('memory', 'Remembers things per conversation.', MemoryScript(),
@@ -1033,6 +1061,15 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
     if token_url:
         specs.append(AgentSpec('oauth-elsewhere', 'Echo whose OAuth2 token URL is given.', echo,
                                security=(('oauth-elsewhere',),), token_url=token_url))
+    if issuer:
+        specs += [
+            AgentSpec('signin', "Reads the signed-in person's calendar (device-code sign-in).", signed_in_calendar,
+                      ('my day',), security=(('device',),), issuer=issuer),
+            AgentSpec('signin-oidc', "Reads the signed-in person's calendar (OpenID Connect).", signed_in_calendar,
+                      ('my day',), security=(('oidc',),), issuer=issuer),
+            AgentSpec('signin-later', 'Asks for a sign-in (auth-required) when the calendar is asked for.',
+                      signed_in_calendar, ('my day',), declares=('device',), issuer=issuer),
+        ]
     if foreign_url:
         specs += [
             AgentSpec('foreign', 'Card pointing at another server.', None, bindings=(), target_url=foreign_url),
@@ -1069,7 +1106,9 @@ def build_card(spec: AgentSpec, base: str, grpc_address: str) -> AgentCard:
         skills=[skill],
     )
     if spec.declare_security:
-        schemes = security_schemes(base, spec.token_url)
+        schemes = security_schemes(base, spec.token_url, spec.issuer)
+        for name in spec.declares:
+            card.security_schemes[name].CopyFrom(schemes[name])
         for requirement in spec.security:
             for name in requirement:
                 card.security_schemes[name].CopyFrom(schemes[name])
@@ -1108,15 +1147,17 @@ def sign_card(card: AgentCard, spec: AgentSpec, base: str) -> None:
 
 
 SCOPES = {'oauth': [OAUTH_SCOPE], 'oauth-plain': [OAUTH_SCOPE], 'oauth-localhost': [OAUTH_SCOPE],
-          'oauth-elsewhere': [OAUTH_SCOPE]}
+          'oauth-elsewhere': [OAUTH_SCOPE], 'device': [SIGN_IN_SCOPE], 'oidc': [SIGN_IN_SCOPE]}
+#: the schemes whose tokens the authorization server of --issuer gives, checked by introspection
+SIGN_IN_SCHEMES = frozenset({'device', 'oidc'})
 #: API keys where none may go: (location, name) by kind
 HOSTILE_KEYS = {'host': ('header', 'Host'), 'length': ('header', 'Content-Length'),
                 'spaced': ('header', 'X Agent Key'), 'crlf': ('header', 'X-Agent-Key\r\nX-Injected'),
                 'cookie': ('cookie', 'session=x; key')}
 
 
-def security_schemes(base: str, token_url: str | None = None) -> dict[str, SecurityScheme]:
-    """The schemes the agents' cards may require, by name."""
+def security_schemes(base: str, token_url: str | None = None, issuer: dict | None = None) -> dict[str, SecurityScheme]:
+    """The schemes the agents' cards may require, by name (the sign-in ones with ``issuer``'s discovery document)."""
     def oauth(token_url: str) -> SecurityScheme:
         flow = ClientCredentialsOAuthFlow(token_url=token_url, scopes={OAUTH_SCOPE: 'talk to the agent'})
         return SecurityScheme(oauth2_security_scheme=OAuth2SecurityScheme(flows=OAuthFlows(client_credentials=flow)))
@@ -1133,6 +1174,19 @@ def security_schemes(base: str, token_url: str | None = None) -> dict[str, Secur
             location='header', name='Authorization')),
         **{f'key-{kind}': SecurityScheme(api_key_security_scheme=APIKeySecurityScheme(location=where, name=name))
            for kind, (where, name) in HOSTILE_KEYS.items()},
+        **(sign_in_schemes(issuer) if issuer else {}),
+    }
+
+
+def sign_in_schemes(issuer: dict) -> dict[str, SecurityScheme]:
+    """The schemes of a person's sign-in at the authorization server whose discovery document is ``issuer``."""
+    flow = DeviceCodeOAuthFlow(device_authorization_url=issuer['device_authorization_endpoint'],
+                               token_url=issuer['token_endpoint'], scopes={SIGN_IN_SCOPE: 'read your calendar'})
+    return {
+        'device': SecurityScheme(oauth2_security_scheme=OAuth2SecurityScheme(
+            flows=OAuthFlows(device_code=flow), oauth2_metadata_url=f"{issuer['issuer']}/.well-known/openid-configuration")),
+        'oidc': SecurityScheme(open_id_connect_security_scheme=OpenIdConnectSecurityScheme(
+            open_id_connect_url=f"{issuer['issuer']}/.well-known/openid-configuration")),
     }
 
 
@@ -1430,6 +1484,8 @@ def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
         return headers.get(API_KEY_HEADER.lower()) == API_KEY
     if scheme.startswith('key-'):
         return False  # no API key where none may go
+    if scheme in SIGN_IN_SCHEMES:
+        return bool(headers.get(SIGNED_IN_AS.decode()))
     if scheme.startswith('oauth'):
         token = authorization.removeprefix('Bearer ')
         return authorization.startswith('Bearer ') and obs.tokens.get(token, False)
@@ -1438,16 +1494,23 @@ def satisfies(scheme: str, headers: dict[str, str], obs: Observations) -> bool:
 
 class SchemeGuard:
     """401 for a request to an agent with security requirements that satisfies none of them
-    (cards stay public)."""
+    (cards stay public). A request to an agent with a sign-in scheme carries, in its
+    ``x-signed-in-as`` header, the account its token is for (introspected; none without one)."""
 
     def __init__(self, app, specs: list[AgentSpec], obs: Observations):
         self.app, self.obs = app, obs
         self.requirements = {f'/{spec.name}': spec.security for spec in specs if spec.security}
+        self.sign_in = {f'/{spec.name}': spec.issuer for spec in specs if spec.issuer}
 
     async def __call__(self, scope, receive, send):
         path = scope.get('path', '')
         prefix = '/' + path.split('/')[1] if scope['type'] == 'http' and path.count('/') else ''
         requirements = self.requirements.get(prefix)
+        issuer = self.sign_in.get(prefix)
+        if issuer and not CARD_PATH.match(path):
+            account = await signed_in_as(scope, issuer)
+            scope = {**scope, 'headers': [(k, v) for k, v in scope['headers'] if k.lower() != SIGNED_IN_AS]
+                     + ([(SIGNED_IN_AS, account.encode())] if account else [])}
         if requirements and not CARD_PATH.match(path):
             headers = {k.decode('latin-1').lower(): v.decode('latin-1') for k, v in scope['headers']}
             if not any(all(satisfies(name, headers, self.obs) for name in requirement)
@@ -1456,6 +1519,24 @@ class SchemeGuard:
                                         status_code=401, headers={'WWW-Authenticate': 'Bearer'})
                 return await response(scope, receive, send)
         await self.app(scope, receive, send)
+
+
+SIGNED_IN_AS = b'x-signed-in-as'
+#: the agents' own client at the authorization server, to introspect the tokens they are sent
+INTROSPECTING_CLIENT = ('calendar-agent', 'agent-secret')
+
+
+async def signed_in_as(scope, issuer: dict) -> str:
+    """The account the request's bearer token is for, by the authorization server's
+    introspection (RFC 7662); '' without a token, or for one it does not know as active."""
+    authorization = next((v.decode('latin-1') for k, v in scope['headers'] if k.lower() == b'authorization'), '')
+    if not authorization.startswith('Bearer '):
+        return ''
+    async with httpx.AsyncClient(timeout=5) as http:
+        answer = await http.post(issuer['introspection_endpoint'], auth=INTROSPECTING_CLIENT,
+                                 data={'token': authorization.removeprefix('Bearer ')})
+    checked = answer.json() if answer.status_code == 200 else {}
+    return checked.get('sub', '') if checked.get('active') else ''
 
 
 def token_route(obs: Observations) -> Route:
@@ -1629,6 +1710,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--grpc-port', type=int, default=0, help='gRPC port (0: pick a free one)')
     parser.add_argument('--foreign-url', default=None, help='URL for the foreign / redirect agents')
     parser.add_argument('--token-url', default=None, help='the token URL of the oauth-elsewhere agent')
+    parser.add_argument('--issuer', default=None, help="an OAuth 2.0 authorization server's issuer: the sign-in agents")
     return parser.parse_args(argv)
 
 
@@ -1642,7 +1724,13 @@ async def serve(args: argparse.Namespace) -> None:
     grpc_server = grpc.aio.server(interceptors=[GrpcRecorder(obs)])
     grpc_port = grpc_server.add_insecure_port(f'127.0.0.1:{args.grpc_port}')
     grpc_address = f'127.0.0.1:{grpc_port}'
-    app = build_app(agent_catalogue(obs, args.foreign_url, args.token_url), obs, base, grpc_server, grpc_address)
+    issuer = None
+    if args.issuer:
+        async with httpx.AsyncClient(timeout=10) as http:
+            discovery = await http.get(f'{args.issuer}/.well-known/openid-configuration')
+            issuer = discovery.raise_for_status().json()
+    app = build_app(agent_catalogue(obs, args.foreign_url, args.token_url, issuer), obs, base, grpc_server,
+                    grpc_address)
     config = uvicorn.Config(app, log_level='warning', access_log=False, lifespan='off',
                             timeout_graceful_shutdown=0.5)
     server = uvicorn.Server(config)

@@ -19,6 +19,7 @@ on the provider's own HTML pages, over HTTP, with cookies, as a browser does.
 """
 from __future__ import annotations
 
+import threading
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
@@ -141,3 +142,41 @@ class Person:
     def _submit(browser: httpx.Client, page: httpx.Response, form: dict, **fields: str) -> httpx.Response:
         return browser.post(urljoin(str(page.url), form["action"]),
                             data={**form["inputs"], **fields}).raise_for_status()
+
+
+class SignInWatch:
+    """An ``on_sign_in`` listener for tests: it keeps every event, and when a sign-in starts, has
+    ``person`` act on its prompt at once ("approve" or "deny"), on a thread of its own (the
+    listener is called on the client's event loop, which the sign-in must not hold up)."""
+
+    def __init__(self, person: Person | None = None, act: str = "approve") -> None:
+        self.person, self.act = person, act
+        self.events: list = []
+        self._acting: list[threading.Thread] = []
+        self._failures: list[BaseException] = []
+
+    def __call__(self, event) -> None:
+        self.events.append(event)
+        if event.step == "started" and self.person is not None:
+            thread = threading.Thread(target=self._sign_in, args=(event.prompt,), daemon=True)
+            self._acting.append(thread)
+            thread.start()
+
+    def _sign_in(self, prompt) -> None:
+        try:
+            getattr(self.person, self.act)(prompt.verification_uri, prompt.user_code)
+        except BaseException as exc:  # raised again by done()
+            self._failures.append(exc)
+
+    @property
+    def steps(self) -> list[tuple[str, str | None]]:
+        """``(step, session)`` of each event, in order."""
+        return [(event.step, event.session_id) for event in self.events]
+
+    def done(self, timeout: float = 10.0) -> None:
+        """Wait for the person to have acted; raise what went wrong on their side."""
+        for thread in self._acting:
+            thread.join(timeout)
+            assert not thread.is_alive(), "the person did not finish signing in"
+        if self._failures:
+            raise self._failures[0]

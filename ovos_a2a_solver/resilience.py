@@ -6,9 +6,12 @@ and a circuit breaker. A shared leaf module (the standard library only).
 * :func:`full_jitter`: exponential backoff with full jitter, a random wait up to
   ``base * 2**attempt`` (at most ``cap``), as the plugin retries an agent, the bridge a
   turn of its backend, and its push deliveries a webhook.
+* :class:`Backoff`: the waits between the tries of one call, a set number of them: what the
+  plugin's tries of a request to an agent (``agent.request_failures.Attempts``, which also
+  bounds them by the turn's deadline and the agent's ``Retry-After``) and :func:`tried_again`
+  both count.
 * :func:`tried_again`: the loop of a set number of tries with that backoff between them,
-  as the bridge tries a turn of its backend and a push delivery. (The plugin's tries of
-  a request are bounded by the turn's deadline and the agent's ``Retry-After`` instead.)
+  as the bridge tries a turn of its backend and a push delivery.
 * :class:`Breaker`: counts failures in a row; after ``threshold`` of them the circuit opens
   for ``cool_down`` seconds, then lets one call through as a probe whose outcome closes it or
   opens it again. Its clock is injectable. The plugin's per-agent breaker and the bridge's
@@ -34,18 +37,42 @@ def full_jitter(attempt: int, base: float, cap: float = math.inf) -> float:
     return random.uniform(0.0, min(cap, base * 2 ** attempt))
 
 
+class Backoff:
+    """The waits between the tries of one call: :func:`full_jitter` ``(n, base, cap)`` before
+    retry number ``n``, ``retries`` of them."""
+
+    def __init__(self, retries: int, base: float, cap: float = math.inf) -> None:
+        self.retries, self.base, self.cap = retries, base, cap
+        self.waits = 0  # given so far
+
+    @property
+    def left(self) -> bool:
+        """Whether a retry is left (the next try is not the last)."""
+        return self.waits < self.retries
+
+    def next_wait(self, *, past_retries: bool = False) -> float | None:
+        """Seconds to wait before the next try; ``None`` when no retry is left, unless
+        ``past_retries`` (a try worth another whatever the count: an agent that said it is busy)."""
+        if not (self.left or past_retries):
+            return None
+        wait = full_jitter(self.waits, self.base, self.cap)
+        self.waits += 1
+        return wait
+
+
 async def tried_again(attempt: Callable[[bool], Awaitable[Outcome]], again: Callable[[Outcome], bool],
                       retries: int, base: float, cap: float = math.inf) -> Outcome:
-    """``await attempt(may_retry)``, and again after :func:`full_jitter` ``(n, base, cap)``
-    each time ``again(outcome)`` says so, ``retries`` more times at most; the last outcome.
-    ``may_retry`` tells the attempt whether a failure of its own will be tried again (not on
-    the last try)."""
-    for number in range(retries + 1):
-        outcome = await attempt(number < retries)
-        if number == retries or not again(outcome):
-            break
-        await asyncio.sleep(full_jitter(number, base, cap))
-    return outcome
+    """``await attempt(may_retry)``, and again after the :class:`Backoff` ``(retries, base,
+    cap)`` each time ``again(outcome)`` says so, ``retries`` more times at most; the last
+    outcome. ``may_retry`` tells the attempt whether a failure of its own will be tried again
+    (not on the last try)."""
+    backoff = Backoff(retries, base, cap)
+    while True:
+        outcome = await attempt(backoff.left)
+        wait = backoff.next_wait() if again(outcome) else None
+        if wait is None:
+            return outcome
+        await asyncio.sleep(wait)
 
 
 class BreakerState(str, enum.Enum):

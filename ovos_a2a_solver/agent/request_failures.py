@@ -21,7 +21,7 @@ from a2a.utils.errors import (A2A_REASON_TO_ERROR, JSON_RPC_ERROR_CODE_MAP, A2AE
 
 from ovos_a2a_solver._defaults import BreakerPolicy, RetryPolicy
 from ovos_a2a_solver.agent.exceptions import CardSignatureError, CircuitOpenError, MissingCredentialError
-from ovos_a2a_solver.resilience import Breaker, full_jitter
+from ovos_a2a_solver.resilience import Backoff, Breaker
 
 LOG = logging.getLogger("ovos_a2a_solver")
 
@@ -276,12 +276,12 @@ class Attempts:
     place; the card is resolved again first); with backoff on a transient failure (a refused
     connection, HTTP 429, 502, 503, 504, gRPC UNAVAILABLE or RESOURCE_EXHAUSTED; at least its
     ``Retry-After``), up to the policy's ``max_retries`` times, or, when the agent is
-    :func:`busy`, as often as it takes; never past ``deadline`` (the loop's time)."""
+    :func:`busy`, as often as it takes (the waits of a :class:`~ovos_a2a_solver.resilience.Backoff`,
+    as the bridge's tries are); never past ``deadline`` (the loop's time)."""
 
     def __init__(self, connection, deadline: float, policy: RetryPolicy, agent: str) -> None:
         self.connection, self.deadline, self.agent = connection, deadline, agent
-        self.max_retries, self.base_delay = policy.max_retries, policy.retry_base_delay
-        self.retries = 0
+        self.backoff = Backoff(policy.max_retries, policy.retry_base_delay, BACKOFF_CAP)
         self.resent_for_interface = False
 
     def next_try(self, exc: BaseException, *, send_again: bool = True, transient_again: bool = True) -> float | None:
@@ -301,14 +301,13 @@ class Attempts:
         if not transient_again:
             return None
         worth, retry_after = transient(exc)
-        if not worth or (self.retries >= self.max_retries and not busy(exc)):
+        delay = self.backoff.next_wait(past_retries=busy(exc)) if worth else None
+        if delay is None:
             return None
-        delay = full_jitter(self.retries, self.base_delay, BACKOFF_CAP)
         if retry_after is not None:
             delay = max(delay, retry_after)
         if asyncio.get_running_loop().time() + delay >= self.deadline:
             LOG.info("%s: %s; no time left in this turn to try again", self.agent, exc)
             return None
-        self.retries += 1
         LOG.info("%s: %s; trying again in %.2f s", self.agent, exc, delay)
         return delay

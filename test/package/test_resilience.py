@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from ovos_a2a_solver.resilience import Breaker, BreakerState, full_jitter, tried_again
+from ovos_a2a_solver.resilience import Backoff, Breaker, BreakerState, full_jitter, tried_again
 
 
 class Clock:
@@ -97,3 +97,13 @@ def test_tries_go_on_while_the_outcome_says_again_and_stop_at_the_last():
 
     told.clear()
     assert asyncio.run(tried_again(attempt, lambda outcome: True, 0, 0.001)) == "again" and told == [False]
+
+
+def test_a_backoff_gives_its_retries_doubling_waits_and_more_only_when_asked():
+    backoff = Backoff(2, 0.25, cap=0.4)
+    assert backoff.left
+    waits = [backoff.next_wait(), backoff.next_wait()]
+    assert 0 <= waits[0] <= 0.25 and 0 <= waits[1] <= 0.4 and not backoff.left
+    assert backoff.next_wait() is None                       # the retries are spent
+    assert 0 <= backoff.next_wait(past_retries=True) <= 0.4  # one worth it anyway, within the cap
+    assert Backoff(0, 1.0).next_wait() is None

@@ -122,7 +122,8 @@ class Bridge:
         self.card = build_card(settings, backend)
         if self.signing_key is not None:
             self.card = sign_card(self.card, self.signing_key, settings.jwks_url)
-        self.db, self.database_store = open_stores(settings.database_url, settings.max_concurrent)
+        ends = StoredEnds()  # the settled saves of tasks that finished turns wait for
+        self.db, self.database_store = open_stores(settings.database_url, settings.max_concurrent, ends)
         # PostgreSQL: a store that replicas share, with its event log between them
         self.shared_store = shared = not isinstance(self.db, SqliteDatabase)
         self.peers: Peers | None
@@ -132,7 +133,6 @@ class Bridge:
         self.push_configs = PushConfigStore(self.db, settings, among_workers=worker is not None)
         self.new_tasks = NewTasks(made=self.push_configs.none_yet)
         self.call_reads = CallReads()  # a message's call reads the task it continues once
-        ends = StoredEnds()
         if shared:  # every save versioned and logged at once, for the other replicas
             from ovos_a2a_solver.bridge.storage.postgres import PostgresEventStream
 

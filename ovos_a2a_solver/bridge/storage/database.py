@@ -32,6 +32,7 @@ from ovos_a2a_solver.bridge.storage.database_url import sqlite_path
 from ovos_a2a_solver.bridge.storage.rows import (ENDED_TASKS_INDEX, list_response, list_statements, read_task_row,
                                                   updated_position)
 from ovos_a2a_solver.bridge.storage.owners import owner_scope
+from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
 from ovos_a2a_solver.local_state import private_dir, private_sqlite_file, use_wal
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
@@ -433,11 +434,12 @@ SPARE_CONNECTIONS = 4
 MOST_KEPT_CONNECTIONS = 32
 
 
-def open_stores(url: str, messages_at_once: int = 0):
+def open_stores(url: str, messages_at_once: int = 0, ends: StoredEnds | None = None):
     """(sql, task store) for a database URL: a SQLite file on the stdlib ``sqlite3``
     (whichever SQLite driver the URL names), with the bridge's own ``SqliteTaskStore``; a
     PostgreSQL database on asyncpg, with the bridge's ``PostgresTaskStore`` (versioned tasks
-    and a shared event log: what several replicas need). An in-memory SQLite URL raises
+    and a shared event log: what several replicas need), which asks ``ends`` which saves settle
+    a task (the others it holds back a moment). An in-memory SQLite URL raises
     ``SettingsError``.
 
     On PostgreSQL the pool keeps :data:`SPARE_CONNECTIONS` connections open, and opens up to
@@ -453,4 +455,4 @@ def open_stores(url: str, messages_at_once: int = 0):
 
     kept = min(messages_at_once * 3 // 2 + SPARE_CONNECTIONS, MOST_KEPT_CONNECTIONS)
     db = PostgresDatabase(url, min_size=SPARE_CONNECTIONS, max_size=kept)
-    return db, PostgresTaskStore(db)
+    return db, PostgresTaskStore(db, ends)

@@ -49,6 +49,7 @@ from a2a.utils.proto_utils import to_stream_response
 from ovos_a2a_solver.bridge.storage.rows import (ADVISORY_LOCK_PREFIX, ENDED_TASKS_INDEX, list_response,
                                                   list_statements, read_task_row, updated_position)
 from ovos_a2a_solver.bridge.storage.owners import owner_scope
+from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
 from ovos_a2a_solver.states import ACTIVE, TERMINAL
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
@@ -480,15 +481,17 @@ class PostgresTaskStore(VersionedTaskStore):
     per owner; a save appends its event to ``bridge_task_events`` in the same statement, and
     rings the doorbell after (:class:`Doorbell`).
 
-    A task's progress (a save that neither creates it, nor cancels it, nor settles it) is
-    held for at most :data:`HOLD_SECONDS`, and written with the task's next save if that
-    comes sooner: one statement for both, each event with its own version. Reads here see
-    it at once; other replicas see it that much later. Held progress that another writer
-    overtook (a cancel from another replica) is dropped, and the next save of the task
-    raises :class:`ConcurrentTaskModificationError`, as that save would have."""
+    A task's progress (a save that neither creates it, nor cancels it, nor settles it: see
+    ``ends``, :meth:`StoredEnds.settles`) is held for at most :data:`HOLD_SECONDS`, and written
+    with the task's next save if that comes sooner: one statement for both, each event with
+    its own version. Reads here see it at once; other replicas see it that much later. Held
+    progress that another writer overtook (a cancel from another replica) is dropped, and the
+    next save of the task raises :class:`ConcurrentTaskModificationError`, as that save would
+    have."""
 
-    def __init__(self, db: PostgresDatabase) -> None:
+    def __init__(self, db: PostgresDatabase, ends: StoredEnds | None = None) -> None:
         self.db = db
+        self.ends = ends or StoredEnds()  # which saves settle a task (the turns awaiting theirs)
         self._held: dict[str, _Held] = {}
         self._overtaken: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
@@ -539,7 +542,7 @@ class PostgresTaskStore(VersionedTaskStore):
                     held = _Held(task, owner, number)
                 held.task = task
                 held.events.append((number + 1, record) if record is not None else (number + 1, b""))
-                if record is not None and task.status.state in ACTIVE:
+                if record is not None and not self.ends.settles(task, context):
                     return self._hold(held)
                 if self._held.pop(task.id, None) is not None and held.timer is not None:
                     held.timer.cancel()

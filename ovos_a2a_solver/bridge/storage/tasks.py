@@ -4,19 +4,22 @@
 
 With SQLite (one process), the SDK saves a task on every event: each status update, each streamed chunk, each
 heartbeat. Writing all of them costs more than the persona's answer. ``BufferedTaskStore``
-writes at once what must survive a crash: a task's first save, and every save into a
-final state or a wait for input. The saves in between stay in memory (reads see them at
-once) and reach the database at most every ``flush_interval`` seconds, and before any
-listing. A crash loses at most those in-between snapshots of work that is then marked
-"interrupted by a restart" anyway.
+writes at once what must survive a crash: a task's first save, the first save of a turn that
+takes up a task again (``working``), and every save that settles a task: into a final state
+or a wait for input of its own (``StoredEnds.settles``). The saves in between stay in memory
+(reads see them at once) and reach the database at most every ``flush_interval`` seconds, and
+before any listing. A crash loses at most those in-between snapshots of work that is then
+marked "interrupted by a restart" anyway, or of a follow-up's turn on a task that waits for
+input (its message added, an artifact): the task then still waits, as it was stored.
 
-With PostgreSQL (several replicas) every save goes to the SDK's
-``VersionedDatabaseTaskStore`` at once: each one bumps the task's version and appends the
-event to the shared event log that other replicas' subscribers read (see ``app.open_stores``).
+With PostgreSQL (several replicas) every save goes to the bridge's ``postgres.PostgresTaskStore``,
+which holds the progress in between for a few milliseconds, by the same rule; each write bumps
+the task's version and appends its events to the shared event log that other replicas'
+subscribers read (see ``database.open_stores``).
 Either way, a task that a message is about to create is not looked up before its first
 save (``new_tasks.NewTasks``), a task a message continues is read once by the message's call
-until it is saved (``call_reads.CallReads``), each settled save is reported to the turn that waits for it
-(``stored_ends.StoredEnds``), and the bridge reads and writes through the SDK's
+until it is saved (``call_reads.CallReads``), each settled save is reported to the turn that
+waits for it (``stored_ends.StoredEnds``), and the bridge reads and writes through the SDK's
 ``VersionedTaskStore`` interface (a plain store under the SDK's ``LegacyTaskStoreAdapter``),
 so ``stored_task.settle_stored_task`` is one compare-and-swap for both.
 """
@@ -36,7 +39,7 @@ from ovos_a2a_solver.bridge.storage.call_reads import CallReads
 from ovos_a2a_solver.bridge.storage.new_tasks import NewTasks
 from ovos_a2a_solver.bridge.storage.owners import owner_scope
 from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
-from ovos_a2a_solver.states import SETTLED
+from ovos_a2a_solver.states import WAITING_FOR_USER
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -115,10 +118,13 @@ class BufferedTaskStore(TaskStore):
         self.reads.discard(task.id)
         key = (owner_scope(context), task.id)
         async with self._lock(key):
-            if task.status.state in SETTLED or key not in self._stored:
+            settles = self.ends.settles(task, context)
+            # a task not written here yet is written at once, unless it waits for the user and this
+            # save does not settle it: then it is stored, and a follow-up's turn is at work on it
+            if settles or (key not in self._stored and task.status.state not in WAITING_FOR_USER):
                 self._pending.pop(key, None)
                 await self.inner.save(task, context)
-                if task.status.state in SETTLED:
+                if settles:
                     self._stored.discard(key)
                     self._locks.pop(key, None)
                     self.ends.saved(task, context)

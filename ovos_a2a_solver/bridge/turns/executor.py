@@ -155,11 +155,12 @@ class PersonaExecutor(AgentExecutor):
             if first.kind is TurnEventKind.OUTPUT and isinstance(first.output, Reply):
                 return await self._answer_as_message(work, first.output, context_id)
         new = task is None
+        began_from = None if new else task.status  # a follow-up's turn begins on the task as stored
         if new:  # its id was chosen (and claimed) by the request handler
             task = self._new_task(context)
         # the SDK stores the task's settled state after this returns: the work holds its message until then
         awaited = await settling.enter_async_context(
-            self.stored_ends.awaiting(work.owner, task.id, END_STORED_WITHIN))
+            self.stored_ends.awaiting(work.owner, task.id, END_STORED_WITHIN, began_from))
         if new:
             if turn is None and work.blocking and self._at_once(work.text) and self.breaker.allows():
                 turn = self._start_turn(work, persona_session(work.owner, task.context_id), at_once=True)

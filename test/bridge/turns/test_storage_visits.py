@@ -4,10 +4,12 @@ A message is claimed (one insert), the task it creates or continues is saved whe
 starts and when it settles, and its claim is marked done (one update, for many messages at
 once). That is what the invariants need: an acknowledged task ends or waits, a final task
 never changes, a replayed message never runs the persona twice. Nothing else should reach
-the database: a new task is never looked up before its first save (``storage.new_tasks``),
-and the task a follow-up continues is read once by its call (``storage.call_reads``), where
-the request handler, the a2a-sdk's set-up, the request's context and the SDK's producer each
-read it.
+the database: a new task is never looked up before its first save (``storage.new_tasks``);
+the task a follow-up continues is read once by its call (``storage.call_reads``), where the
+request handler, the a2a-sdk's set-up, the request's context and the SDK's producer each read
+it; and the saves of a follow-up's turn that leave its task waiting for input as it was (the
+SDK adds the follow-up's message, and a blocking turn's artifact) are its progress, written
+with its end (``StoredEnds.settles``).
 
 The bridge runs in this process (its ASGI app through httpx), on its own SQLite file, and on
 a PostgreSQL database of its own when ``OVOS_A2A_TEST_POSTGRES`` is set. Each statement its
@@ -256,15 +258,71 @@ def test_a_new_task_is_claimed_saved_and_finished_and_never_read(tmp_path, datab
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["blocking", "streaming"])
-def test_a_follow_up_reads_its_task_once(tmp_path, database, streaming):
+def test_a_follow_up_reads_its_task_once_and_writes_it_when_its_turn_starts_and_ends(tmp_path, database,
+                                                                                      streaming):
     """The request handler reads the task a follow-up continues (may it be continued?), and
     every later read of it in the same call is answered from that read: the a2a-sdk's set-up,
-    the request's context (its contextId) and the SDK's producer reach no database."""
+    the request's context (its contextId) and the SDK's producer reach no database. A blocking
+    follow-up's task is written once, at its end; a streamed one's also when its turn starts
+    (``working``: a crash meanwhile fails the task) on SQLite, where PostgreSQL holds that
+    progress a few milliseconds, as it holds a new task's."""
     async def scenario(caller: Caller) -> None:
         asked, _ = await caller.send(user_message("ask:Which city?"))
         assert state(asked) == "TASK_STATE_INPUT_REQUIRED"
         task, visits = await caller.send(user_message("Paris", task_id=asked["id"]), streaming)
         assert state(task) == "TASK_STATE_COMPLETED"
-        assert visits["task read"] == 1, visits
+        writes = 1 if not streaming or database else 2
+        assert visits == Counter({"claim": 1, "task read": 1, "task write": writes, "finish": 1}), visits
 
     run_with_bridge(tmp_path, database, scenario)
+
+
+def test_a_follow_up_that_is_asked_back_waits_again_written_at_once(tmp_path, database):
+    """A turn that ends in a question of its own settles its task: written at once, as the
+    end of every turn is (the wait it began from was another one), and the next follow-up
+    finds it."""
+    async def scenario(caller: Caller) -> None:
+        asked, _ = await caller.send(user_message("ask:Which city?"))
+        again, visits = await caller.send(user_message("ask:Which one, Paris or Lyon?", task_id=asked["id"]))
+        assert state(again) == "TASK_STATE_INPUT_REQUIRED"
+        assert again["status"]["message"]["parts"][0]["text"] == "Which one, Paris or Lyon?"
+        assert visits == Counter({"claim": 1, "task read": 1, "task write": 1, "finish": 1}), visits
+        answered, _ = await caller.send(user_message("Lyon", task_id=asked["id"]))
+        assert state(answered) == "TASK_STATE_COMPLETED"
+
+    run_with_bridge(tmp_path, database, scenario)
+
+
+def test_a_follow_up_turn_waits_for_its_own_end_not_for_the_save_that_adds_its_message():
+    """A follow-up's turn begins on a task waiting for input; the a2a-sdk saves that task with
+    the follow-up's message added (the question moved into its history) before the turn's end.
+    Only the end settles it, so the turn holds its message until the end is stored."""
+    from a2a.server.context import ServerCallContext
+    from a2a.types import Task, TaskState, TaskStatus
+
+    from ovos_a2a_solver.bridge.storage.owners import owner_scope
+    from ovos_a2a_solver.bridge.storage.stored_ends import StoredEnds
+
+    async def scenario() -> None:
+        ends, context = StoredEnds(), ServerCallContext()
+        waiting = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+        waiting.status.timestamp.FromSeconds(1_700_000_000)
+        waiting.status.message.parts.add().text = "Which city?"
+        async with ends.awaiting(owner_scope(context), "t", WAIT, began_from=waiting.status) as awaited:
+            taken_up = Task()
+            taken_up.CopyFrom(waiting)
+            taken_up.history.append(taken_up.status.message)
+            taken_up.status.ClearField("message")
+            assert not ends.settles(taken_up, context)
+            ends.saved(taken_up, context)
+            assert not awaited.saved.is_set(), "a follow-up's message, added, was taken for its turn's end"
+            answered = Task()
+            answered.CopyFrom(taken_up)
+            answered.status.state = TaskState.TASK_STATE_INPUT_REQUIRED
+            answered.status.timestamp.GetCurrentTime()
+            assert ends.settles(answered, context)
+            ends.saved(answered, context)
+            assert awaited.saved.is_set()
+        assert ends.settles(taken_up, context), "with no turn at work, a wait for input is one of its own"
+
+    asyncio.run(scenario())

@@ -15,7 +15,8 @@ lifespan included. Callers reach it over HTTP (and gRPC) as they reach a bridge 
 is the process: no start-up of an interpreter (about a second of CPU each), no signals, no exit
 status, no log of its own (its log goes to the test's), no start-up checks of the store's lock
 or the relay target. A test of those starts a :class:`~support.bridge_process.BridgeProcess`.
-``env`` is read by the settings only (``OVOS_A2A_*``); the test's environment is not changed.
+``env`` is read by the settings only, so it may hold ``OVOS_A2A_*`` settings only (anything else
+is refused: a process would have had it in its environment); the test's environment is not changed.
 """
 from __future__ import annotations
 
@@ -45,6 +46,9 @@ class InProcessBridge:
         from ovos_a2a_solver.bridge.process.serve import bridge_of, personas_of
         from ovos_a2a_solver.bridge.process.startup import grpc_port, listen, with_own_store
 
+        unread = sorted(name for name in env or {} if not name.startswith("OVOS_A2A_"))
+        if unread:  # the process's environment it would have been: this bridge has none of its own
+            raise ValueError(f"a bridge in this process reads OVOS_A2A_* settings only, not {', '.join(unread)}")
         if default_state_dir and state_dir is not None:
             raise ValueError("give state_dir or default_state_dir=True, not both")
         self._own_state = state_dir is None and not default_state_dir

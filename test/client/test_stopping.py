@@ -7,10 +7,11 @@ import pytest
 
 from ovos_a2a_solver import A2AClient
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
 from support.chat import chat_engine, user
-from support.personas import relay_persona
+from support.personas import relay_bridge, relay_persona
 from support.waiting import wait_until
 
 
@@ -73,10 +74,8 @@ def test_an_agent_that_refuses_to_cancel_is_reported(agent, tmp_path, caplog):
 
 
 def test_a_relay_persona_on_the_bridge_is_canceled_and_cancels_its_remote_task(agent, tmp_path, private_state):
-    persona = relay_persona(tmp_path, agent.agent("drip"), timeout=60)
     before = cancels(agent, "drip")
-    with BridgeProcess("--persona", str(persona), backend="persona",
-                       env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+    with relay_bridge(tmp_path, agent.agent("drip"), timeout=60) as bridge:
         task = task_of(send(bridge.url, message("go"), blocking=False))
         wait_for_task(bridge.url, task["id"], lambda t: answer(t).startswith("drop 0."), "the relay's first sentence")
         canceled = task_of(cancel(bridge.url, task["id"]))
@@ -89,10 +88,8 @@ def test_a_relay_whose_agent_is_silent_is_canceled_at_once_and_cancels_its_remot
                                                                                          private_state):
     """The remote agent works without a word (``stall``): the bridge's cancel stops the relay in the
     middle of its step (the plugin cancels the remote task), instead of TaskNotCancelable."""
-    persona = relay_persona(tmp_path, agent.agent("stall"), timeout=60)
     before_messages, before_cancels = agent.stats()["messages"]["stall"], cancels(agent, "stall")
-    with BridgeProcess("--persona", str(persona), backend="persona",
-                       env={"XDG_STATE_HOME": str(tmp_path / "bridge-xdg")}) as bridge:
+    with relay_bridge(tmp_path, agent.agent("stall"), timeout=60) as bridge:
         task = task_of(send(bridge.url, message("go"), blocking=False))
         wait_until(lambda: agent.stats()["messages"]["stall"], "the remote agent to get the message",
                    until=lambda n: n == before_messages + 1)
@@ -120,6 +117,6 @@ def test_a_relay_persona_given_up_at_shutdown_cancels_its_remote_task(agent, tmp
         bridge.stop()
     wait_until(lambda: cancels(agent, "stall"), "the remote agent to receive a CancelTask",
                until=lambda n: n == before_cancels + 1)
-    with BridgeProcess("--persona", str(persona), backend="persona", state_dir=state_dir, env=env) as again:
+    with InProcessBridge("--persona", str(persona), backend="persona", state_dir=state_dir) as again:
         stored = task_of(get_task(again.url, task["id"]))
     assert state(stored) == "TASK_STATE_FAILED" and "interrupted by a shutdown" in status_text(stored).lower()

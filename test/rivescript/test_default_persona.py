@@ -17,7 +17,7 @@ from ovos_a2a_solver.bridge.backends.persona_file import DEFAULT_PERSONA_FILE
 from ovos_a2a_solver.rivescript.engine import MAX_INPUT_CHARS, RiveScriptChatEngine, default_state_file
 
 from support.network import free_port
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 
 # the brain's exact answers (deterministic: no random alternatives)
 MET_ZED = "Nice to meet you, Zed! I will remember your name in this conversation."
@@ -244,7 +244,7 @@ def test_the_embedded_persona_loads_the_engine_through_opm():
 # ---- end to end: the bridge over A2A -----------------------------------------------------
 
 def test_the_bridge_keeps_each_conversation_to_itself(private_state):
-    with BridgeProcess(backend="persona", env={"XDG_STATE_HOME": str(private_state)}) as bridge:
+    with InProcessBridge(backend="persona") as bridge:  # its memory in private_state
         with A2AClient(bridge.url, timeout=30) as client:
             assert client.send_task("my name is Zed", session_id="zed") == MET_ZED
             assert client.send_task("what is my name") == NAME_UNKNOWN  # a fresh context (no contextId)
@@ -255,12 +255,11 @@ def test_the_bridge_keeps_each_conversation_to_itself(private_state):
 def test_a_conversation_survives_a_restart_of_the_bridge(tmp_path, private_state):
     port, state_dir = free_port(), tmp_path / "bridge-state"
     conversations = tmp_path / "client-conversations.json"
-    env = {"XDG_STATE_HOME": str(private_state)}
-    with BridgeProcess(backend="persona", port=port, state_dir=state_dir, env=env) as first:
+    with InProcessBridge("--port", str(port), backend="persona", state_dir=state_dir) as first:
         with A2AClient(first.url, timeout=30, conversations=ConversationStore(conversations)) as client:
             assert client.send_task("my name is Zed", session_id="zed") == MET_ZED
             context_id = client.conversation("zed").context_id
-    with BridgeProcess(backend="persona", port=port, state_dir=state_dir, env=env) as second:
+    with InProcessBridge("--port", str(port), backend="persona", state_dir=state_dir) as second:
         with A2AClient(second.url, timeout=30, conversations=ConversationStore(conversations)) as client:
             assert client.send_task("what is my name", session_id="zed") == NAME_IS_ZED
             assert client.conversation("zed").context_id == context_id

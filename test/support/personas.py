@@ -22,12 +22,13 @@ def relay_persona(directory: Path, agent_url: str, timeout: float = 20) -> Path:
 
 
 def relay_bridge(directory: Path, agent_url: str, *args: str, env: Optional[Mapping[str, str]] = None,
-                 serve: type[InProcessBridge] | type[BridgeProcess] = InProcessBridge) -> InProcessBridge | BridgeProcess:
+                 timeout: float = 20, serve: type[InProcessBridge] | type[BridgeProcess] = InProcessBridge
+                 ) -> InProcessBridge | BridgeProcess:
     """The bridge (not yet started: use it in a ``with``) serving :func:`relay_persona` pointed
-    at ``agent_url``, with ``args`` on its command line and ``env`` (``OVOS_A2A_*``) in its
+    at ``agent_url`` (waiting ``timeout`` seconds for its answer), with ``args`` on its command line and ``env`` (``OVOS_A2A_*``) in its
     settings: in this process, or with ``serve=BridgeProcess`` (its log, its process) a process
     whose persona keeps its state in ``directory`` (an in-process one keeps it in the test's)."""
-    persona = str(relay_persona(directory, agent_url))
+    persona = str(relay_persona(directory, agent_url, timeout))
     if serve is BridgeProcess:
         env = {"XDG_STATE_HOME": str(Path(directory) / "bridge-xdg"), **(env or {})}
     return serve("--persona", persona, *args, backend="persona", env=env)

@@ -24,6 +24,7 @@ from ovos_a2a_solver.cli import credentials_for
 
 from support import REPO_ROOT
 from support.network import free_port
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import READY_LINE, BridgeProcess, echo_log
 from support.bridge_rpc import (answer, get_task, health, message, rpc, send as rpc_send, state, task_of,
                                 wait_for_state)
@@ -55,7 +56,7 @@ def cli(tmp_path):
 def cli_bridge(tmp_path_factory):
     """A bridge (echo backend) for this module only, so its task list holds only our tasks;
     with a call log, so that ``hold:NAME`` turns wait for their release file beside it."""
-    with BridgeProcess(call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
+    with InProcessBridge(call_log=echo_log(tmp_path_factory.mktemp("calls"))) as bridge:
         yield bridge
 
 
@@ -269,7 +270,7 @@ def test_send_stream_prints_an_answer_streamed_in_status_messages_as_it_grows(cl
 
 
 def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):
-    with BridgeProcess("--heartbeat", "1") as bridge:
+    with InProcessBridge("--heartbeat", "1") as bridge:
         result = cli.run("send", bridge.url, "sleep:2.5", "--stream")
     assert result.returncode == 0, result.report
     assert result.stdout == "echo: sleep:2.5\n", result.report

@@ -16,7 +16,7 @@ from a2a.utils.errors import A2AError, InternalError, TaskNotFoundError
 
 from ovos_a2a_solver import A2AClient
 
-from support.bridge_process import BridgeProcess
+from support.bridge_in_process import InProcessBridge
 from support.cli_run import Cli
 from support.js_peers import JS_SDK_03, JS_SDK_1, JsAgentProcess, NpmProject, node_modules, run_js_client
 from support.network import free_port
@@ -182,8 +182,8 @@ def test_the_command_line_asks_a_js_agent(js, tmp_path):
 @pytest.fixture(scope="module")
 def bridge_with_grpc():
     """The bridge (echo backend) with its gRPC binding too."""
-    with BridgeProcess("--grpc-port", "0") as process:
-        yield process
+    with InProcessBridge("--grpc-port", "0") as bridge:
+        yield bridge
 
 
 BRIDGE_BINDINGS = pytest.mark.parametrize("sdk, transport", [

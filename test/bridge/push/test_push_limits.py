@@ -21,6 +21,7 @@ from a2a.client import A2AClientError
 from a2a.types import TaskPushNotificationConfig
 from a2a.utils.errors import A2AError
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import OwnerCalls, grpc_client, message
 
@@ -30,12 +31,12 @@ PER_TASK, PER_OWNER = "OVOS_A2A_PUSH_CONFIGS_PER_TASK", "OVOS_A2A_PUSH_CONFIGS_P
 HOOK = "http://127.0.0.1:9/hook"  # allowed, never called: the tasks here get no event after registration
 
 
-def rpc(http: httpx.Client, bridge: BridgeProcess, method: str, params: dict) -> dict:
+def rpc(http: httpx.Client, bridge: InProcessBridge | BridgeProcess, method: str, params: dict) -> dict:
     body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
     return http.post(bridge.url + "/", json=body, headers=V1).json()
 
 
-def waiting_task(http: httpx.Client, bridge: BridgeProcess, tenant: str = "") -> dict:
+def waiting_task(http: httpx.Client, bridge: InProcessBridge | BridgeProcess, tenant: str = "") -> dict:
     params = {"message": message("ask:which city?"), **({"tenant": tenant} if tenant else {})}
     return rpc(http, bridge, "SendMessage", params)["result"]["task"]
 
@@ -48,8 +49,8 @@ def register(http, bridge, task_id: str, config_id: str, tenant: str = "", **ext
 @pytest.fixture(scope="module")
 def push_bridge():
     """An echo bridge with gRPC whose webhooks may be on loopback, and a smaller per-owner limit."""
-    with BridgeProcess("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1", PER_OWNER: "25"}) as process:
-        yield process
+    with InProcessBridge("--grpc-port", "0", env={"OVOS_A2A_PUSH_ALLOW": "127.0.0.1", PER_OWNER: "25"}) as bridge:
+        yield bridge
 
 
 @pytest.fixture()

@@ -33,6 +33,13 @@ def timed_stream(url: str, text: str) -> list[tuple[float, dict]]:
     return events
 
 
+def apart_as_said(times: list[float], pace: float = 1.0) -> bool:
+    """Whether sentences said ``pace`` seconds apart came at least half a pace apart, each one: a
+    sentence held until the next is said comes with it (the last one with the end), however
+    slowly the turn started on a busy machine, which is why the times are not read from the start."""
+    return len(times) == 5 and all(later - earlier > pace / 2 for earlier, later in zip(times, times[1:]))
+
+
 def text_of(parts: list[dict]) -> str:
     return "".join(p.get("text", "") for p in parts)
 
@@ -78,7 +85,8 @@ def test_no_note_is_a_message(heartbeat_bridge):
 def test_a_sentence_goes_out_as_soon_as_it_is_said(heartbeat_bridge):
     events = timed_stream(heartbeat_bridge.url, "slow:1")  # a sentence every second
     updates = [(at, e["artifactUpdate"]) for at, e in events if "artifactUpdate" in e]
-    assert updates[0][0] < 0.75, f"the first sentence waited for the second: {updates[0][0]:.2f} s"
+    said = [at for at, update in updates if text_of(update["artifact"]["parts"])]  # the last chunk is empty
+    assert apart_as_said(said), f"a sentence waited for the next: {said}"
     assert artifact_text([u for _, u in updates]) == WHOLE
 
 
@@ -88,7 +96,7 @@ def test_the_plugin_hears_a_slow_persona_sentence_by_sentence_without_repeats(he
         for sentence in client.stream_sentences("slow:1", session_id="s"):
             heard.append((time.monotonic() - started, sentence.strip()))
     assert [s for _, s in heard] == WHOLE.replace(". ", ".|").split("|"), heard  # each once, the close says nothing
-    assert heard[0][0] < 0.9, heard
+    assert apart_as_said([at for at, _ in heard]), heard
 
 
 @PACES

@@ -84,7 +84,7 @@ Answers in odd places, or none:
                    /_admin/forget) opens its SSE response, then breaks it with "Task not found" inside
                    (see ForgetfulStream)
   fasta2a, fasta2a-rest, fasta2a-v03, fasta2a-stream, fasta2a-stream-rest, fasta2a-stream-v03
-                   echo after 0.2 s submitted and 0.2 s working, as pydantic-ai's fasta2a answers (see
+                   echo after 0.2 s submitted and 0.2 s working ("sleep:N": N s), as pydantic-ai's fasta2a answers (see
                    bent_wire.Fasta2aLike): status timestamps without a zone, and SendMessage answered at
                    once with the submitted task whatever its blocking; over JSON-RPC / HTTP+JSON 1.0 /
                    JSON-RPC 0.3, the card offering no streaming (-stream: offering it)
@@ -777,11 +777,11 @@ async def signed_in_calendar(turn: Turn) -> None:
 
 
 async def slow_echo(turn: Turn) -> None:
-    """Echo after 0.2 s submitted and 0.2 s working."""
+    """Echo after 0.2 s submitted and 0.2 s working ("sleep:N": N s working)."""
     await turn.open()
     await asyncio.sleep(0.2)
     await turn.updater.start_work(turn.msg('working...'))
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(float(turn.text[len('sleep:'):]) if turn.text.startswith('sleep:') else 0.2)
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
 
 

@@ -332,15 +332,20 @@ def test_send_gives_up_after_its_timeout_in_one_line(failures, agent):
     assert "still working on task" in line and f"ovos-a2a status {agent.agent('stall')}" in line, line
 
 
+#: a turn that outlives the command's timeout: 3 s, longer than a busy machine may take to start a command and
+#: deliver its message (with 1 s the command gave up before the agent had the message, and left no task)
+LATE_TURN, LATE_TIMEOUT = "sleep:4", "3"
+
+
 def _timed_out_send(cli, url: str, session: str, *flags: str) -> str:
-    """``send "sleep:2" --timeout 1`` in ``session``: it gives up; the id of the task it left (settled
-    before returning, so the next ``send`` finds its answer ready)."""
+    """``send LATE_TURN --timeout LATE_TIMEOUT`` in ``session``: it gives up; the id of the task it
+    left (settled before returning, so the next ``send`` finds its answer ready)."""
     def task_ids() -> set[str]:
         return {task["id"] for task in rpc(url, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])}
 
     before = task_ids()
-    result = cli.run("send", url, "sleep:2", "--timeout", "1", "--session", session, *flags)
-    assert result.returncode != 0 and "within 1 s" in result.stderr, result.report
+    result = cli.run("send", url, LATE_TURN, "--timeout", LATE_TIMEOUT, "--session", session, *flags)
+    assert result.returncode != 0 and f"within {LATE_TIMEOUT} s" in result.stderr, result.report
     found = re.search(r"still working on task (\S+)", result.stderr)  # blocking: the agent had not named it
     task_id = found.group(1) if found else wait_until(lambda: task_ids() - before, "the task it left").pop()
     wait_for_state(url, task_id, "TASK_STATE_COMPLETED")
@@ -355,7 +360,7 @@ def test_send_after_one_that_timed_out_gives_the_earlier_answer_apart_with_its_o
     assert result.returncode == 0, result.report
     reply = json.loads(result.stdout)
     assert reply["answer"] == f"echo[{reply['context_id']}]: hello", result.report
-    assert reply["earlier_answer"] == {"answer": f"echo[{reply['context_id']}]: sleep:2", "task_id": earlier_task}
+    assert reply["earlier_answer"] == {"answer": f"echo[{reply['context_id']}]: {LATE_TURN}", "task_id": earlier_task}
     assert reply["task_id"] and reply["task_id"] != earlier_task, result.report
     again = json.loads(cli.run("send", url, "again", "--json", "--session", "late").stdout)
     assert again["earlier_answer"] is None and again["answer"].endswith("]: again"), again  # said once
@@ -368,13 +373,13 @@ def test_send_in_text_labels_the_earlier_answer_on_a_line_of_its_own(cli, agent)
     assert result.returncode == 0, result.report
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.report
-    assert re.fullmatch(rf"earlier answer \(task {earlier_task}\): echo\[[^\]]+\]: sleep:2", lines[0]), result.report
+    assert re.fullmatch(rf"earlier answer \(task {earlier_task}\): echo\[[^\]]+\]: {LATE_TURN}", lines[0]), result.report
     assert ECHO.fullmatch(lines[1]).group("text") == "hello", result.report
 
 
 def test_send_after_an_earlier_task_that_asks_says_the_question_and_sends_nothing(cli, agent):
     url = agent.agent("ask")
-    result = cli.run("send", url, "sleep:2", "--timeout", "1", "--session", "late")
+    result = cli.run("send", url, LATE_TURN, "--timeout", LATE_TIMEOUT, "--session", "late")
     task_id = re.search(r"still working on task (\S+)", result.stderr).group(1)
     wait_for_state(url, task_id, "TASK_STATE_INPUT_REQUIRED")
     asked = cli.run("send", url, "lisbon", "--session", "late")
@@ -452,7 +457,8 @@ def test_cancel_stops_a_running_task_on_the_bridge(cli, cli_bridge):
     assert result.returncode == 0, result.report
     assert re.search(rf"^task\s+{re.escape(task['id'])}$", result.stdout, re.M), result.report
     assert re.search(r"^state\s+canceled$", result.stdout, re.M), result.report
-    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+    # the persona stopped: no turn goes on behind the cancel (the slot is freed once the end is written)
+    wait_until(lambda: health(cli_bridge)["running"] == 0, "the canceled turn to free its slot")
     after = task_of(get_task(cli_bridge.url, task["id"]))
     assert state(after) == "TASK_STATE_CANCELED" and "echo" not in answer(after), after
 
@@ -550,7 +556,8 @@ def test_chat_ctrl_c_cancels_the_answer_on_the_agent(cli, cli_bridge):
     assert status.returncode == 0, status.report
     assert re.search(r"^state\s+canceled$", status.stdout, re.M), status.report
     assert "Sentence 1." in status.stdout and "Sentence 5." not in status.stdout, status.report
-    assert health(cli_bridge)["running"] == 0  # the persona stopped: no turn goes on behind the cancel
+    # the persona stopped: no turn goes on behind the cancel (the slot is freed once the end is written)
+    wait_until(lambda: health(cli_bridge)["running"] == 0, "the canceled turn to free its slot")
 
 
 # ---- health --------------------------------------------------------------------------------
@@ -865,7 +872,8 @@ def timestamps(result) -> list[str]:
 
 
 def test_tasks_lists_newest_first_and_active_merges_submitted_and_working(cli, cli_bridge, sent):
-    running = task_of(rpc_send(cli_bridge.url, message("slow:1"), blocking=False))
+    # held until canceled (hold:), so it is still running however long the commands take to start
+    running = task_of(rpc_send(cli_bridge.url, message("hold:listed-active"), blocking=False))
     try:
         everything, active = cli.run_all(["tasks", cli_bridge.url, "--all"],
                                          ["tasks", cli_bridge.url, "--state", "active"])

@@ -41,6 +41,9 @@ DEFAULT_BREAKER_COOLDOWN = 10.0
 DEFAULT_STILL_WORKING = "That is taking a while. I will tell you the answer next time you talk to me."
 #: The same line when the answer is to be announced over the OVOS messagebus once it is ready.
 DEFAULT_STILL_WORKING_ANNOUNCED = "That is taking a while. I will tell you the answer as soon as I have it."
+#: What the persona says when a turn's deadline passes while the person signs in for the agent
+#: on another device (the answer then comes once they have, as the still-working one does).
+DEFAULT_SIGN_IN_WAITING = "I will answer as soon as you have signed in."
 
 #: The most characters of one answer read and handed to speech (256 Ki), counting what a
 #: rewritten artifact says again: a longer answer is cut after its last sentence within them,

@@ -8,8 +8,9 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
-from ovos_a2a_solver._defaults import (DEFAULT_STILL_WORKING, DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT,
-                                      AnswerLimits, BreakerPolicy, CardTrust, RetryPolicy)
+from ovos_a2a_solver._defaults import (DEFAULT_SIGN_IN_WAITING, DEFAULT_STILL_WORKING,
+                                      DEFAULT_STILL_WORKING_ANNOUNCED, DEFAULT_TIMEOUT, AnswerLimits, BreakerPolicy,
+                                      CardTrust, RetryPolicy)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, PLUGIN_ID,
                                             agent_url_of)
 from ovos_a2a_solver.setting_specs import BLANK_KEPT, group, read_settings, setting
@@ -67,6 +68,9 @@ class EngineSettings:
                                  help="said when the deadline passes and the agent works on")
     still_working_announced: str = setting(DEFAULT_STILL_WORKING_ANNOUNCED,
                                            help="the same, when the answer will be announced")
+    sign_in_waiting: str = setting(DEFAULT_SIGN_IN_WAITING,
+                                   help="said when the deadline passes while the person signs in")
+    sign_in_file: str | None = setting(None, help="None: $XDG_STATE_HOME/ovos_a2a_solver/sign_ins.json")
     limits: AnswerLimits = group(AnswerLimits)         # max_answer_chars, answer_cut, max_reply_bytes
     announce: bool = setting(True, kind=bool, help="say that answer over the OVOS messagebus once it is ready")
     messagebus: tuple[tuple[str, Any], ...] = setting((), kind=_bus_address,

@@ -26,6 +26,8 @@ LOG = logging.getLogger("ovos_a2a_solver")
 BUS_CONNECT_TIMEOUT = 3.0
 #: Stack frames searched for the bus message a turn came in on (ovos-persona's handler holds it).
 TURN_MESSAGE_DEPTH = 40
+#: Sessions whose last turn's message is kept (a sign-in's steps are forwarded from it).
+TURNS_KEPT = 256
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.client import A2AClient
@@ -51,6 +53,7 @@ class A2AChatEngine(ChatEngine):
         self._bus_lock = threading.Lock()
         self._listen = ListenAfterQuestion()
         self._progress_listeners: Dict[str, Callable[[str], None]] = {}  # by session (``follow_progress``)
+        self._turns: Dict[str, Any] = {}  # session -> the message its last turn came in on (sign-in steps)
         self._closed = False
         self.warmed_up = threading.Event()
         threading.Thread(target=self.warm_up, name="ovos-a2a-warm-up", daemon=True).start()
@@ -80,6 +83,7 @@ class A2AChatEngine(ChatEngine):
         """The A2A client, built on first use."""
         with self._lock:
             if self._client is None:
+                from ovos_a2a_solver.agent.tokens import TokenStore, default_tokens_path
                 from ovos_a2a_solver.client import A2AClient
                 from ovos_a2a_solver.conversations.conversation_store import ConversationStore, default_state_path
 
@@ -91,7 +95,9 @@ class A2AChatEngine(ChatEngine):
                                          trusted_origins=s.trusted_origins,
                                          oauth2_token_origins=s.oauth2_token_origins,
                                          conversations=store, namespace=s.namespace, retries=s.retries,
-                                         breaker=s.breaker, card_trust=s.card_trust, limits=s.limits)
+                                         breaker=s.breaker, card_trust=s.card_trust, limits=s.limits,
+                                         tokens=TokenStore(s.sign_in_file or default_tokens_path()),
+                                         on_sign_in=self._sign_in_step)
             return self._client
 
     def continue_chat(self, messages: List[AgentMessage], session_id: str = "default",
@@ -105,13 +111,16 @@ class A2AChatEngine(ChatEngine):
         text = newest_user_text(messages)
         answer = ""
         if text is not None:
-            from ovos_a2a_solver.agent.exceptions import StillWorkingError
+            from ovos_a2a_solver.agent.exceptions import SignInError, StillWorkingError
 
             turn = self._turn_message(session_id)
             try:
                 answer = self.client.send_task(text, session_id=session_id, lang=lang)
             except StillWorkingError as still:
-                answer = self._still_working(still, session_id, lang, turn)
+                said = getattr(still, "said", "")  # a sign-in's prompt, said before its deadline passed
+                answer = "\n".join(filter(None, (said, self._still_working(still, session_id, lang, turn))))
+            except SignInError as ended:
+                answer = ended.said
         return AgentMessage(role=MessageRole.ASSISTANT, content=answer)
 
     def stream_tokens(self, messages: List[AgentMessage], session_id: str = "default",
@@ -147,39 +156,67 @@ class A2AChatEngine(ChatEngine):
                 if bus is not None:
                     self._listen.after_question(bus, session_id, turn)
 
-    @staticmethod
-    def _turn_message(session_id: str):
+    def _turn_message(self, session_id: str):
         """The bus message this turn came in on: ovos-persona's handler, which asks this
         engine, holds it (an argument on the call stack). When there is none of this session
-        (the engine asked outside ovos-persona), a message naming only the session."""
+        (the engine asked outside ovos-persona), a message naming only the session. Kept as the
+        session's last turn (a sign-in's steps, which come later, are forwarded from it)."""
         from ovos_bus_client.message import Message, dig_for_message
 
         found = dig_for_message(max_records=TURN_MESSAGE_DEPTH)
-        if found is not None and ((found.context.get("session") or {}).get("session_id")
-                                  or "default") == session_id:
-            return found
-        return Message("ovos-a2a-solver.turn", {},
-                       {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"})
+        if found is None or ((found.context.get("session") or {}).get("session_id") or "default") != session_id:
+            found = Message("ovos-a2a-solver.turn", {},
+                            {"session": {"session_id": session_id}, "source": "ovos-a2a-solver"})
+        with self._lock:
+            self._turns.pop(session_id, None)
+            self._turns[session_id] = found
+            while len(self._turns) > TURNS_KEPT:
+                del self._turns[next(iter(self._turns))]
+        return found
+
+    def _sign_in_step(self, event: Any) -> None:
+        """A step of a person's sign-in (called on the client's loop): put on the messagebus
+        (``_sign_in_bus``), from a thread of its own (connecting to a bus may take seconds)."""
+        turn = self._turns.get(event.session_id or "default")
+        if turn is None or self._closed:
+            return
+
+        def emit() -> None:
+            from ovos_a2a_solver._sign_in_bus import sign_in_message
+
+            bus = self._messagebus(connect=bool(self.settings.messagebus))
+            if bus is not None:
+                bus.emit(sign_in_message(event, self.settings.agent_url, turn))
+
+        threading.Thread(target=emit, name="ovos-a2a-sign-in", daemon=True).start()
 
     def _until_deadline(self, pieces: Iterator[str], session_id: str, lang: Optional[str],
                         turn: Any) -> Iterator[str]:
         """``pieces``, then, if the turn's deadline passed while the agent works on, the
         still-working line (the answer comes later)."""
-        from ovos_a2a_solver.agent.exceptions import StillWorkingError
+        from ovos_a2a_solver.agent.exceptions import SignInError, StillWorkingError
 
         try:
             yield from pieces
         except StillWorkingError as still:
             yield self._still_working(still, session_id, lang, turn)
+        except SignInError as ended:  # denied, or its code expired: said, as the prompt was
+            yield ended.said
 
     def _still_working(self, still, session_id: str, lang: Optional[str], turn: Any) -> str:
         """The line for a task that outlived its turn. With ``announce`` and a messagebus at
         hand, its answer is said over the bus once it is ready (``still_working_announced``);
-        else the session's next utterance hears it first (``still_working``)."""
+        else the session's next utterance hears it first (``still_working``). A message kept
+        while the person signs in is answered the same ways (``sign_in_waiting``)."""
+        from ovos_a2a_solver.agent.exceptions import SignInPendingError
+
+        signing_in = isinstance(still, SignInPendingError)
         if not self.settings.announce:
-            return self.settings.still_working
+            return self.settings.sign_in_waiting if signing_in else self.settings.still_working
         threading.Thread(target=self._announce_when_ready, args=(session_id, still.task_id, lang, turn),
                          name="ovos-a2a-announce", daemon=True).start()
+        if signing_in:
+            return self.settings.sign_in_waiting
         if self._messagebus(connect=False) is not None:
             return self.settings.still_working_announced
         return self.settings.still_working
@@ -263,6 +300,13 @@ class A2AChatEngine(ChatEngine):
                     LOG.debug("a progress listener of session %s raised %r", session_id, exc)
 
         return report
+
+    def sign_out(self, session_id: Optional[str] = None) -> int:
+        """Forget what the person of ``session_id`` (every session's, when ``None``) signed in for
+        with this persona's agent ("forget my calendar account"), and revoke it at the provider
+        where it says how: the next turn that needs it asks them to sign in again. How many
+        sign-ins were forgotten."""
+        return self.client.sign_out(session_id)
 
     def has_open_task(self, session_id: str) -> bool:
         """Whether the agent waits for this session's user (input-required / auth-required)."""

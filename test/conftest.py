@@ -104,6 +104,40 @@ def sign_in_agent(authorization_server):
         yield process
 
 
+@pytest.fixture(scope='module')
+def messagebus(tmp_path_factory):
+    """A real OVOS messagebus (ovos-messagebus) on a free loopback port, and a listener on it."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from ovos_bus_client import MessageBusClient
+
+    from support.network import free_port
+
+    home = tmp_path_factory.mktemp("bus")
+    port = free_port()
+    (home / "config" / "mycroft").mkdir(parents=True)
+    (home / "config" / "mycroft" / "mycroft.conf").write_text(json.dumps(
+        {"websocket": {"host": "127.0.0.1", "port": port, "route": "/core", "ssl": False}}))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+           "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
+    server = subprocess.Popen([sys.executable, "-m", "ovos_messagebus"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    listener = MessageBusClient(host="127.0.0.1", port=port, route="/core")
+    try:
+        listener.run_in_thread()
+        assert listener.connected_event.wait(30), "the messagebus did not accept a connection"
+        spoken = []
+        listener.on("speak", lambda m: spoken.append((m.data, m.context)))
+        yield {"host": "127.0.0.1", "port": port, "route": "/core"}, spoken
+    finally:
+        listener.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
 @pytest.fixture(scope='session')
 def echo_bridge():
     """One bridge (echo backend, 1 s heartbeat) for the whole session, on a fresh state dir, in

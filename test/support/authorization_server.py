@@ -109,19 +109,24 @@ class Person:
     def __init__(self, account: str) -> None:
         self.account = account
 
-    def approve(self, verification_uri: str, user_code: str) -> str:
-        """Type ``user_code`` on ``verification_uri``, confirm, sign in and consent; the last page's text."""
+    def approve(self, verification_uri: str, user_code: str = "") -> str:
+        """Type ``user_code`` on ``verification_uri`` (or open a ``verification_uri_complete``, which
+        holds it, as a screen's link does), confirm, sign in and consent; the last page's text."""
         return self._sign_in(verification_uri, user_code, abort=False)
 
-    def deny(self, verification_uri: str, user_code: str) -> str:
-        """Type ``user_code`` on ``verification_uri`` and abort at the confirmation."""
+    def deny(self, verification_uri: str, user_code: str = "") -> str:
+        """Type ``user_code`` on ``verification_uri`` (or open a complete one) and abort at the confirmation."""
         return self._sign_in(verification_uri, user_code, abort=True)
 
     def _sign_in(self, verification_uri: str, user_code: str, abort: bool) -> str:
         with httpx.Client(follow_redirects=True, timeout=ADMIN_TIMEOUT) as browser:
             page = browser.get(verification_uri).raise_for_status()
-            code_form = forms_of(page.text).forms["op.deviceInputForm"]
-            page = self._submit(browser, page, code_form, user_code=user_code)
+            forms = forms_of(page.text).forms
+            if user_code:
+                page = self._submit(browser, page, forms["op.deviceInputForm"], user_code=user_code)
+            else:  # the code came in the address: the page posts it on by itself, as a browser runs its script
+                (posted,) = forms.values()
+                page = self._submit(browser, page, posted)
             confirm = forms_of(page.text).forms.get("op.deviceConfirmForm")
             assert confirm is not None, f"no confirmation page after the code {user_code}:\n{page.text}"
             page = self._submit(browser, page, confirm, **({"abort": "yes"} if abort else {}))

@@ -99,40 +99,6 @@ def test_a_stream_that_breaks_mid_answer_is_resumed_not_failed(agent, tmp_path, 
     assert agent.stats()["messages"]["cut"] == before + 1  # followed, not sent again
 
 
-@pytest.fixture(scope="module")
-def messagebus(tmp_path_factory):
-    """A real OVOS messagebus (ovos-messagebus) on a free loopback port, and a listener on it."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    from ovos_bus_client import MessageBusClient
-
-    from support.network import free_port
-
-    home = tmp_path_factory.mktemp("bus")
-    port = free_port()
-    (home / "config" / "mycroft").mkdir(parents=True)
-    (home / "config" / "mycroft" / "mycroft.conf").write_text(json.dumps(
-        {"websocket": {"host": "127.0.0.1", "port": port, "route": "/core", "ssl": False}}))
-    env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
-           "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
-    server = subprocess.Popen([sys.executable, "-m", "ovos_messagebus"], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    listener = MessageBusClient(host="127.0.0.1", port=port, route="/core")
-    try:
-        listener.run_in_thread()
-        assert listener.connected_event.wait(30), "the messagebus did not accept a connection"
-        spoken = []
-        listener.on("speak", lambda m: spoken.append((m.data, m.context)))
-        yield {"host": "127.0.0.1", "port": port, "route": "/core"}, spoken
-    finally:
-        listener.close()
-        server.terminate()
-        server.wait(timeout=10)
-
-
 def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = quick_engine(agent, "echo", tmp_path, messagebus=bus)

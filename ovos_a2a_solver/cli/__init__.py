@@ -38,6 +38,7 @@ from ovos_a2a_solver.cli.commands import (cmd_cancel, cmd_chat, cmd_demo, cmd_di
 from ovos_a2a_solver.cli.failures import (missing_credential, no_answer, one_line, still_working_hint, unauthorized,
                                           unknown_task, unreachable)
 from ovos_a2a_solver.cli.output import CommandError, NoteHandler, Output
+from ovos_a2a_solver.cli.signing_in import cmd_sign_out
 from ovos_a2a_solver.cli.store import add_store_arguments
 from ovos_a2a_solver.version import __version__
 
@@ -54,12 +55,13 @@ def _client_options(p: argparse.ArgumentParser, url: bool = True) -> None:
                                       "or set A2A_CLIENT_PASSWORD + A2A_CLIENT_PEER_URL (ps shows flags)")
     p.add_argument("--user", help="HTTP Basic user name (default a2a, or A2A_CLIENT_USER)")
     p.add_argument("--oauth2-client", metavar="ID", help="OAuth2 client id, for a card that requires a "
-                                                         "client-credentials flow (secret: --oauth2-secret)")
+                                                         "client-credentials flow (secret: --oauth2-secret), or "
+                                                         "that signs you in on another device (device code)")
     p.add_argument("--oauth2-secret", metavar="SECRET", help="OAuth2 client secret; or set A2A_CLIENT_OAUTH2_SECRET "
                                                              "(ps shows flags)")
     p.add_argument("--oauth2-token-origin", metavar="ORIGIN", action="append",
-                   help="another origin whose token endpoint may get the OAuth2 secret, e.g. "
-                        "https://login.example (repeatable); the agent's own origin always may")
+                   help="another origin whose token endpoint may get the OAuth2 secret, or your sign-in's codes "
+                        "and tokens, e.g. https://login.example (repeatable); the agent's own origin always may")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help=f"seconds for the whole call (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -80,6 +82,7 @@ EXAMPLES = {
              "  ovos-a2a tasks localhost:8337/a2a --state input-required --all --json",
     "chat": "ovos-a2a chat localhost:8337/a2a      # then /help, /new, /quit; Ctrl-C cancels an answer",
     "health": "ovos-a2a health localhost:8337/a2a || systemctl restart ovos-a2a",
+    "sign-out": "ovos-a2a sign-out https://calendar.example/a2a --session kitchen --oauth2-client ovos-kitchen",
     "serve": "ovos-a2a serve                                  # the embedded persona on 127.0.0.1:8337\n"
              "  ovos-a2a serve --persona ~/.config/ovos_persona/my-persona.json",
     "store": "ovos-a2a store check --persona ~/.config/ovos_persona/my-persona.json --move-aside",
@@ -97,6 +100,7 @@ SUMMARIES = {
     "tasks": "list your tasks on an agent, newest first (A2A 1.0)",
     "chat": "talk to an agent in the terminal",
     "health": "check that an agent or bridge serves (exit status 0, else 1)",
+    "sign-out": "forget (and revoke) what a session signed in for with an agent",
     "serve": "publish an OVOS persona as an A2A agent (the bridge)",
     "store": "check a bridge's task store: tasks that cannot be read",
     "demo": "bridge + persona + plugin, end to end on this machine",
@@ -157,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(commands, "health")
     _client_options(p)
     p.set_defaults(run=cmd_health)
+
+    p = _command(commands, "sign-out")
+    _client_options(p)
+    p.add_argument("--session", default="cli", help="whose sign-in: the conversation name (default cli; the "
+                                                    "persona's sessions: default, or a satellite's)")
+    p.add_argument("--all", action="store_true", help="every session's sign-ins with this agent")
+    p.set_defaults(run=cmd_sign_out)
 
     p = _command(commands, "serve")
     add_serve_arguments(p)  # sets its own description and epilog (the environment settings)

@@ -48,19 +48,20 @@ def credentials_for(url: str, args, env=os.environ) -> tuple[str | None, str | N
 def oauth2_credentials(args, env=os.environ):
     """``(Credentials or None, token origins)`` from ``--oauth2-client``, ``--oauth2-secret``
     (or ``A2A_CLIENT_OAUTH2_SECRET``) and ``--oauth2-token-origin``, for the URL on the
-    command line: sent when its card requires an OAuth2 client-credentials flow."""
+    command line: sent when its card requires an OAuth2 client-credentials flow; the client id
+    alone (a public client) signs the person in when it asks for a device-code flow."""
     from ovos_a2a_solver.agent.credentials import Credentials, token_origins_of
 
     client = getattr(args, "oauth2_client", None)
     secret = getattr(args, "oauth2_secret", None) or (env.get("A2A_CLIENT_OAUTH2_SECRET") if client else None)
     origins = tuple(getattr(args, "oauth2_token_origin", None) or ())
-    if bool(client) != bool(secret):
-        raise CommandError("--oauth2-client and --oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) go together", 2)
+    if secret and not client:
+        raise CommandError("--oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) needs --oauth2-client", 2)
     try:
         token_origins_of(origins)
     except ValueError as exc:
         raise CommandError(f"--oauth2-token-origin: {str(exc).partition(': ')[2]}", 2) from None
-    return (Credentials(oauth2_client_id=client, oauth2_client_secret=secret) if client else None), origins
+    return (Credentials(oauth2_client_id=client, oauth2_client_secret=secret or None) if client else None), origins
 
 
 def agent_url(raw: str) -> tuple[str, str | None]:
@@ -109,7 +110,10 @@ def looks_like_url(text: str | None) -> bool:
     return ":" in text.split("/", 1)[0] or "." in host.strip(".") or host == "localhost"
 
 
-def open_client(args, out: Output, conversations=None, streaming: bool = False):
+def open_client(args, out: Output, conversations=None, streaming: bool = False, on_sign_in=None):
+    """The client of the agent on the command line, with the device's store of sign-ins (shared
+    with the plugin); ``on_sign_in`` hears each step of one (``cli.signing_in.SignInSteps``)."""
+    from ovos_a2a_solver.agent.tokens import TokenStore
     from ovos_a2a_solver.client import A2AClient
 
     if not getattr(args, "url_checked", False):
@@ -122,4 +126,5 @@ def open_client(args, out: Output, conversations=None, streaming: bool = False):
         out.note(note)
     oauth2, token_origins = oauth2_credentials(args)
     return A2AClient(args.url, auth_header=auth, timeout=args.timeout, streaming=streaming,
-                     conversations=conversations, credentials=oauth2, oauth2_token_origins=token_origins)
+                     conversations=conversations, credentials=oauth2, oauth2_token_origins=token_origins,
+                     tokens=TokenStore.default(), on_sign_in=on_sign_in)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from ovos_a2a_solver.cli.agents import looks_like_url, open_client
 from ovos_a2a_solver.cli.failures import one_line
 from ovos_a2a_solver.cli.output import CommandError, Output, Waiting
+from ovos_a2a_solver.cli.signing_in import SignInSteps, answer_after_sign_in
 
 
 def cmd_discover(args, out: Output) -> int:
@@ -69,6 +70,7 @@ def message_text(args) -> str:
 
 
 def cmd_send(args, out: Output) -> int:
+    from ovos_a2a_solver.agent.exceptions import SignInError, SignInPendingError
     from ovos_a2a_solver.conversations.conversation_store import ConversationStore
 
     if args.text not in (None, "-") and looks_like_url(args.text) and not looks_like_url(args.url):
@@ -77,6 +79,7 @@ def cmd_send(args, out: Output) -> int:
     store = ConversationStore.default()
     updates = []
     waiting = Waiting(sys.stderr.isatty() and not out.as_json)
+    signing_in = SignInSteps(out)
     try:
         def on_update(update) -> None:
             updates.append(update)
@@ -86,7 +89,7 @@ def cmd_send(args, out: Output) -> int:
 
         # streamed when the agent offers it (unless --no-stream): the task id and progress arrive while
         # waiting (for the indicator and for Ctrl-C); --stream only decides how the answer is printed
-        with open_client(args, out, conversations=store, streaming=True) as client:
+        with open_client(args, out, conversations=store, streaming=True, on_sign_in=signing_in) as client:
             earlier = take_earlier_answer(client, args.session)
             if earlier is not None and earlier["asks"]:  # its question first: this message would answer it
                 waiting.stop()
@@ -99,12 +102,23 @@ def cmd_send(args, out: Output) -> int:
             task_id = lambda: next((u.task_id for u in reversed(updates) if u.task_id), "")  # noqa: E731
             try:
                 with saying_cancel(out, waiting, task_id):
-                    for piece in client.stream_task(text, session_id=args.session, on_update=on_update,
-                                                    blocking=args.no_stream):
-                        pieces.append(piece)
+                    try:
+                        for piece in client.stream_task(text, session_id=args.session, on_update=on_update,
+                                                        blocking=args.no_stream):
+                            piece = signing_in.shown(piece)  # a sign-in's prompt was told on stderr
+                            if not piece:
+                                continue
+                            pieces.append(piece)
+                            if args.stream and not out.as_json:
+                                waiting.stop()
+                                print(piece, end="", flush=True)
+                    except SignInPendingError as pending:  # the person signs in: wait as long as the code lives
+                        pieces.append(answer_after_sign_in(client, args.session, pending, signing_in))
                         if args.stream and not out.as_json:
                             waiting.stop()
-                            print(piece, end="", flush=True)
+                            print(pieces[-1], end="", flush=True)
+                    except SignInError as ended:
+                        raise CommandError(ended.said or str(ended), 1) from None
             except KeyboardInterrupt:
                 waiting.stop()
                 if args.stream and pieces:
@@ -122,7 +136,7 @@ def cmd_send(args, out: Output) -> int:
         out.json({"answer": answer, "state": last.state_name if last else "", "task_id": task_id,
                   "context_id": conversation.context_id if conversation else "",
                   "waiting_for_input": bool(conversation and conversation.task_id),
-                  "earlier_answer": _earlier_json(earlier)})
+                  "earlier_answer": _earlier_json(earlier), "sign_in": signing_in.report()})
         return 0
     if args.stream:
         print()
@@ -400,7 +414,10 @@ def _chat(args, out: Output) -> int:
     session = "chat-" + uuid.uuid4().hex[:8]
     # readline counts the prompt's width without its colour codes when they are marked (\001 … \002)
     prompt = out.bold("you> ").replace("\033[1m", "\001\033[1m\002").replace("\033[0m", "\001\033[0m\002")
-    with open_client(args, out, streaming=True) as client:
+    from ovos_a2a_solver.agent.exceptions import SignInError, SignInPendingError
+
+    signing_in = SignInSteps(out)
+    with open_client(args, out, streaming=True, on_sign_in=signing_in) as client:
         card = client.fetch_agent_card()
         print(out.dim(f"talking to {card.name}; /help for commands, /quit or Ctrl-D ends, "
                       f"Ctrl-C cancels the answer in progress"))
@@ -434,9 +451,12 @@ def _chat(args, out: Output) -> int:
             print(out.bold(f"{card.name}> "), end="", flush=True)
             try:
                 with saying_cancel(out, None, lambda: current.get("task", "")):
-                    for piece in client.stream_task(text, session_id=session,
-                                                    on_update=lambda u: current.update(task=u.task_id)):
-                        print(piece, end="", flush=True)
+                    try:
+                        for piece in client.stream_task(text, session_id=session,
+                                                        on_update=lambda u: current.update(task=u.task_id)):
+                            print(signing_in.shown(piece), end="", flush=True)  # a prompt: told on stderr
+                    except SignInPendingError as pending:  # the person signs in: wait as long as the code lives
+                        print(answer_after_sign_in(client, session, pending, signing_in), end="", flush=True)
                 print()
             except KeyboardInterrupt:
                 print()
@@ -445,6 +465,12 @@ def _chat(args, out: Output) -> int:
                         print(out.dim(f"({interrupted_task_outcome(client, current['task'])})"))
                     except A2AError as exc:
                         print(out.dim(f"(task {current['task']} could not be read: {exc})"))
+            except SignInError as ended:
+                print()
+                out.note(ended.said or str(ended))
+            except CommandError as exc:
+                print()
+                out.note(str(exc))
             except A2AError as exc:
                 print()
                 out.note(f"{type(exc).__name__}: {exc}")

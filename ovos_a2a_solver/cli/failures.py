@@ -43,8 +43,9 @@ def missing_credential(exc: BaseException) -> str | None:
     if not isinstance(exc, MissingCredentialError):
         return None
     return (f"{exc}; on the command line pass --auth \"Bearer TOKEN\" (or \"Header-Name: value\"), "
-            f"--password for HTTP Basic (user --user, default a2a), or --oauth2-client and --oauth2-secret for "
-            f"OAuth2 client credentials (--oauth2-token-origin for a token endpoint on another origin)")
+            f"--password for HTTP Basic (user --user, default a2a), --oauth2-client and --oauth2-secret for "
+            f"OAuth2 client credentials, or --oauth2-client alone to sign in on another device "
+            f"(--oauth2-token-origin for a token endpoint on another origin)")
 
 
 def no_answer(exc: BaseException) -> str | None:

@@ -33,7 +33,8 @@ from support.no_brain import NO_BRAIN_LINES
 from support.terminal import spawn_in_terminal
 from support.waiting import wait_until
 
-COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "serve", "store", "demo", "completion")
+COMMANDS = ("discover", "send", "status", "cancel", "tasks", "chat", "health", "sign-out", "serve", "store", "demo",
+            "completion")
 HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 
 #: what the test agents' echo answers: ``echo[CONTEXT_ID]: TEXT``
@@ -97,7 +98,7 @@ def authorizations(server) -> list[tuple[str, str | None]]:
 def test_help_lists_all_eight_commands(cli):
     result = cli.run("--help")
     assert result.returncode == 0, result.report
-    listed = re.findall(r"^\s+([a-z]+)\s{2,}\S", result.stdout, re.M)
+    listed = re.findall(r"^\s+([a-z][a-z-]*)\s{2,}\S", result.stdout, re.M)
     assert sorted(listed) == sorted(COMMANDS), result.report
 
 
@@ -937,7 +938,7 @@ def test_oauth2_client_credentials_go_to_the_token_origin_the_command_line_names
 
 
 @pytest.mark.parametrize("flags, says", [
-    (["--oauth2-client", "client-1"], "--oauth2-client and --oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) go together"),
+    (["--oauth2-secret", "s"], "--oauth2-secret (or A2A_CLIENT_OAUTH2_SECRET) needs --oauth2-client"),
     (["--oauth2-client", "c", "--oauth2-secret", "s", "--oauth2-token-origin", "login.example"],
      "--oauth2-token-origin: 'login.example' is not an http(s) origin"),
 ])

@@ -49,14 +49,28 @@ class Result:
 
 
 class Pending:
-    """A command that was started and not yet collected."""
+    """A command that was started and not yet collected. With ``stderr_file``, what it writes to
+    stderr goes to that file as it is written (:meth:`stderr_so_far`: a test reads it while the
+    command runs); with ``typed``, a test types its input as it goes (:meth:`type`)."""
 
-    def __init__(self, argv: tuple[str, ...], env: dict[str, str], input: str | None) -> None:
+    def __init__(self, argv: tuple[str, ...], env: dict[str, str], input: str | None,
+                 stderr_file: str | os.PathLike | None = None, typed: bool = False) -> None:
         self.argv = argv
         self.input = input
-        self.proc = subprocess.Popen([*COMMAND, *argv], env=env, text=True,
-                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.stderr_file = Path(stderr_file) if stderr_file is not None else None
+        with (open(self.stderr_file, "w") if self.stderr_file else open(os.devnull)) as err:
+            self.proc = subprocess.Popen([*COMMAND, *argv], env=env, text=True,
+                                         stdin=subprocess.PIPE if input is not None or typed else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=err if self.stderr_file else subprocess.PIPE)
+
+    def type(self, text: str) -> None:
+        """Type ``text`` at the command's standard input (started ``typed``)."""
+        self.proc.stdin.write(text)
+        self.proc.stdin.flush()
+
+    def stderr_so_far(self) -> str:
+        """What the command wrote to stderr by now (with ``stderr_file``)."""
+        return self.stderr_file.read_text() if self.stderr_file else ""
 
     def result(self, timeout: float = DEFAULT_TIMEOUT) -> Result:
         """Wait for the command; kill it and fail if it runs longer than ``timeout`` seconds."""
@@ -66,8 +80,8 @@ class Pending:
             self.kill()
             out, err = self.proc.communicate()
             raise AssertionError(f"ovos-a2a {' '.join(self.argv)} did not end within {timeout:g} s\n"
-                                 f"--- stdout ---\n{out}--- stderr ---\n{err}") from None
-        return Result(self.argv, self.proc.returncode, out, err)
+                                 f"--- stdout ---\n{out}--- stderr ---\n{err or self.stderr_so_far()}") from None
+        return Result(self.argv, self.proc.returncode, out, err if err is not None else self.stderr_so_far())
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -87,8 +101,9 @@ class Cli:
     def with_env(self, **env: str) -> dict[str, str]:
         return {**self.env, **env}
 
-    def start(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None) -> Pending:
-        return Pending(tuple(argv), self.with_env(**(env or {})), input)
+    def start(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None,
+              stderr_file: str | os.PathLike | None = None, typed: bool = False) -> Pending:
+        return Pending(tuple(argv), self.with_env(**(env or {})), input, stderr_file, typed)
 
     def run(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> Result:

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The turns of an agent that needs the person to sign in (see ``agent.sign_in``).
 
-A turn finds out in one of two ways: the agent's card requires a sign-in the person has not made
-(or can no longer refresh), and nothing is sent (``SignInRequiredError``); or the agent asked for
+A turn finds out in one of three ways: the agent's card requires a sign-in the person has not made
+(or can no longer refresh), and nothing is sent (``SignInRequiredError``); the agent refused their
+token (HTTP 401: taken away at the provider, which refused its refresh too); or the agent asked for
 one mid-task (``TASK_STATE_AUTH_REQUIRED``) while the person had no token for the sign-in its card
 declares. Either way the turn says what to do ("To let me use the calendar agent, go to
 example.com/device and enter the code W-D-J-B M-J-H-T."), tells the listener (the engine puts
@@ -27,8 +28,10 @@ from typing import Protocol
 import httpx
 from a2a.client import A2AClientTimeoutError
 from a2a.types import TaskState
+from a2a.utils.errors import A2AError
 
 from ovos_a2a_solver.agent.exceptions import SignInError, SignInPendingError, SignInRequiredError, StillWorkingError
+from ovos_a2a_solver.agent.request_failures import http_status
 from ovos_a2a_solver.agent.sign_in import PersonToken, SignInEvent, SignIns, SignInUnderWay
 from ovos_a2a_solver.agent.tokens import TokenStore, for_person
 from ovos_a2a_solver.answers.assembler import AnswerAssembler
@@ -91,6 +94,10 @@ class SignInTurns:
                     yield revision
         except SignInRequiredError as needed:
             sign_in = needed.sign_in
+        except A2AError as refused:
+            sign_in = await self._refused_for_want_of(refused, answer, session_id)
+            if sign_in is None:
+                raise
         else:
             sign_in = await self._asked_for(answer, session_id)
             said.append(answer.final_text())
@@ -124,6 +131,22 @@ class SignInTurns:
             said.append(held.text)
             for revision in held.revisions:
                 yield revision
+
+    async def _refused_for_want_of(self, refused: A2AError, answer: AnswerAssembler,
+                                   session_id: str | None) -> PersonToken | None:
+        """The sign-in to run after the agent refused the message (HTTP 401) before answering it:
+        the person's token was taken away (revoked at the provider, which refused its refresh too)."""
+        if http_status(refused) != 401 or answer.events:
+            return None
+        sign_in = await self.client.sign_in()
+        if sign_in is None:
+            return None
+        with for_person(self.client.person(session_id)):
+            if await _signed_in(sign_in):
+                return None  # a token it still has: the refusal is the agent's own
+        LOG.info("%s refused the person's token, and it could not be refreshed: they sign in again",
+                 self.client.base_url)
+        return sign_in
 
     async def _asked_for(self, answer: AnswerAssembler, session_id: str | None) -> PersonToken | None:
         """The sign-in to run after an answer: the agent asked for one (auth-required), its card

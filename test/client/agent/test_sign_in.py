@@ -196,6 +196,23 @@ def test_a_revoked_refresh_token_asks_the_person_to_sign_in_again(sign_in_agent,
     assert refused
 
 
+def test_access_taken_away_while_the_token_is_fresh_asks_the_person_again_in_the_same_turn(sign_in_agent,
+                                                                                          authorization_server):
+    """The agent refuses a token its provider revoked (HTTP 401) though it has not expired: the
+    refresh is refused too, so the person is asked to sign in again, and answered in that turn."""
+    watch = SignInWatch(Person("joy"))
+    with client_for(sign_in_agent, authorization_server, watch=watch) as client:
+        assert client.send_task("my day", session_id="annex").endswith("calendar of joy: my day")
+        watch.done()
+        assert authorization_server.revoke("joy") >= 1
+        sign_in_agent.clear_headers()
+        answer = client.send_task("my week", session_id="annex")
+        watch.done()
+    assert PROMPT.match(answer) and answer.endswith("\ncalendar of joy: my week")
+    assert [step for step, _ in watch.steps] == ["started", "signed in", "started", "signed in"]
+    assert [h["status"] for h in posts(sign_in_agent)] == [401, 200]  # the revoked token, then the new one
+
+
 def test_a_token_url_on_an_origin_not_listed_is_refused_before_anything_is_sent(sign_in_agent,
                                                                                 authorization_server):
     before = len(authorization_server.log())

@@ -184,7 +184,7 @@ class SignInTurns:
         try:
             await asyncio.wait_for(asyncio.shield(under_way.done), max(0.0, until - loop.time()))
         except asyncio.TimeoutError:
-            under_way.kept.append((text, lang))
+            under_way.keep(text, lang)
             self._deliver_when_signed_in(under_way, session_id)
             raise SignInPendingError(f"{self.client.base_url} waits for the person to sign in at "
                                      f"{prompt.verification_uri}; the message is sent once they have", prompt) from None

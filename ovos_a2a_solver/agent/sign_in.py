@@ -47,6 +47,8 @@ DEFAULT_INTERVAL, SLOW_DOWN_STEP = 5.0, 5.0
 LEAST_INTERVAL = 0.5
 #: Seconds a code lives when the server does not say (it must; RFC 8628 §3.2).
 DEFAULT_CODE_LIFETIME = 600.0
+#: Messages kept for one person's sign-in at most (the oldest are let go, and logged).
+KEPT_MOST = 8
 #: The token endpoint's refusals of a refresh token that mean: sign in again (RFC 6749 §5.2).
 REFRESH_REFUSED = frozenset({"invalid_grant", "invalid_token", "unauthorized_client"})
 
@@ -389,6 +391,18 @@ class SignInUnderWay:
         self.kept: list[tuple[str, str | None]] = []
         self.delivery: "asyncio.Task | None" = None  # what sends ``kept`` once signed in
 
+    def keep(self, text: str, lang: str | None) -> None:
+        """Keep a message to send once signed in (at most :data:`KEPT_MOST`: the oldest go first)."""
+        self.kept.append((text, lang))
+        if len(self.kept) > KEPT_MOST:
+            LOG.warning("%s: %d messages wait for a sign-in; the oldest is let go", self.prompt.agent, len(self.kept))
+            del self.kept[0]
+
+    @property
+    def over(self) -> bool:
+        """Whether it ended and sent all it kept."""
+        return self.done.done() and (self.delivery is None or self.delivery.done())
+
 
 class SignIns:
     """The sign-ins under way of one client, at most one per person and grant (a person who speaks
@@ -416,6 +430,8 @@ class SignIns:
             return under_way, False
         started = await token.grant.start(http)
         under_way = SignInUnderWay(started.prompt, asyncio.ensure_future(self._finish(token, http, started, key)))
+        for ended in [k for k, s in self._under_way.items() if s.over]:  # those over are let go
+            del self._under_way[ended]
         self._under_way[key] = under_way
         return under_way, True
 

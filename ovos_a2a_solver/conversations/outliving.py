@@ -34,6 +34,8 @@ FIRST_POLL = 0.2
 PENDING_POLL_MAX = 15.0
 #: The caller's newest tasks searched for the one a pending message started.
 TASKS_SEARCHED = 50
+#: Answers held for one session at most (the oldest go first).
+HELD_MOST = 8
 
 
 class EarlierAnswer:
@@ -95,7 +97,9 @@ class OutlivingTasks:
         """Keep ``text`` to deliver as the answer of a message that outlived its turn (``waiting``:
         it asks the user)."""
         if session_id is not None and text.strip():
-            self._held.setdefault(session_id, []).append((text, waiting))
+            held = self._held.setdefault(session_id, [])
+            held.append((text, waiting))
+            del held[:-HELD_MOST]
 
     def expect(self, session_id: str | None, work: "asyncio.Future") -> None:
         """``work`` holds answers of ``session_id`` when it ends: :meth:`answer_when_ready` waits for it."""

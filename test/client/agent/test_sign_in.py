@@ -286,3 +286,20 @@ def test_the_persons_codes_and_tokens_never_leave_their_origins(sign_in_agent, a
         carried = " ".join(entry["form"].values())
         assert not any(token in carried for token in access) or entry["path"] in ("/token/revocation",
                                                                                   "/token/introspection")
+
+
+def test_the_messages_kept_for_a_sign_in_are_bounded():
+    import asyncio
+
+    from ovos_a2a_solver.agent.sign_in import KEPT_MOST, SignInPrompt, SignInUnderWay
+
+    async def keep_many() -> list:
+        awaited = asyncio.get_running_loop().create_future()
+        under_way = SignInUnderWay(SignInPrompt("signin", "https://login.example/device", "WDJB-MJHT", 600), awaited)
+        for n in range(KEPT_MOST + 3):
+            under_way.keep(f"message {n}", None)
+        awaited.cancel()
+        return under_way.kept
+
+    kept = asyncio.run(keep_many())
+    assert [text for text, _ in kept] == [f"message {n}" for n in range(3, KEPT_MOST + 3)]

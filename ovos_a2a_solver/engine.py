@@ -234,7 +234,9 @@ class A2AChatEngine(ChatEngine):
     def _messagebus(self, connect: bool = True):
         """The OVOS messagebus: the one ``messagebus`` names; else the one of this process
         (ovos-core connects ``SessionManager`` to it), else the device's own. Connected on
-        first use, unless not ``connect``; ``None`` when none is reachable."""
+        first use, unless not ``connect``; ``None`` when none is reachable. No lock is held
+        while a connection is waited for: a turn asking whether a bus is at hand
+        (``connect=False``) is answered at once, while another thread connects."""
         with self._bus_lock:
             if self._bus is not None:
                 return self._bus
@@ -245,19 +247,30 @@ class A2AChatEngine(ChatEngine):
                     return SessionManager.bus
             if not connect:
                 return None
-            try:
-                from ovos_bus_client import MessageBusClient
+        bus = self._connected_messagebus()
+        with self._bus_lock:
+            if bus is not None and self._bus is None and not self._closed:
+                self._bus, bus = bus, None
+            kept = self._bus
+        if bus is not None:  # another thread connected meanwhile, or the engine was shut down
+            bus.close()
+        return kept
 
-                bus = MessageBusClient(**dict(self.settings.messagebus))
-                bus.run_in_thread()
-                if not bus.connected_event.wait(BUS_CONNECT_TIMEOUT):
-                    bus.close()
-                    raise ConnectionError("no answer")
-            except Exception as exc:  # no bus here: the next utterance delivers the answer
-                LOG.info("no OVOS messagebus reachable (%s); the answer comes with the next utterance", exc)
-                return None
-            self._bus = bus
-            return bus
+    def _connected_messagebus(self):
+        """A new connection to the messagebus ``messagebus`` names (or the device's own), once it
+        is up; ``None`` when none answers within :data:`BUS_CONNECT_TIMEOUT`."""
+        try:
+            from ovos_bus_client import MessageBusClient
+
+            bus = MessageBusClient(**dict(self.settings.messagebus))
+            bus.run_in_thread()
+            if not bus.connected_event.wait(BUS_CONNECT_TIMEOUT):
+                bus.close()
+                raise ConnectionError("no answer")
+        except Exception as exc:  # no bus here: the next utterance delivers the answer
+            LOG.info("no OVOS messagebus reachable (%s); the answer comes with the next utterance", exc)
+            return None
+        return bus
 
     def stop(self, session_id: Optional[str] = None) -> bool:
         """Stop the turns under way (of ``session_id``, or all): their streams end and the

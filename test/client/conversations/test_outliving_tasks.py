@@ -115,6 +115,32 @@ def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, 
     engine.shutdown()
 
 
+def test_a_messagebus_that_does_not_answer_keeps_no_turn_waiting(agent, tmp_path, monkeypatch):
+    """The named messagebus accepts connections and never answers, and waits for it take 30 s: the
+    turn says its line at its deadline all the same, while the warm-up and the announcing thread
+    still wait for the bus (a turn once waited behind them, up to their whole wait)."""
+    import socket
+    import threading
+
+    import ovos_a2a_solver.engine
+
+    monkeypatch.setattr(ovos_a2a_solver.engine, "BUS_CONNECT_TIMEOUT", 30)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections queue, and nothing ever answers them
+        bus = {"host": "127.0.0.1", "port": silent.getsockname()[1], "route": "/core"}
+        engine = quick_engine(agent, "echo", tmp_path, messagebus=bus)
+        said = []
+        turn = threading.Thread(target=lambda: said.append(engine.continue_chat(user("sleep:2"), session_id="s")),
+                                daemon=True)
+        turn.start()
+        turn.join(20)
+        waited = turn.is_alive()
+        engine.shutdown()
+    assert not waited, "the turn waited for the messagebus"
+    assert said[0].content == DEFAULT_STILL_WORKING  # no bus at hand: the next utterance hears the answer
+
+
 def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
     bus, spoken = messagebus
     engine = quick_engine(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"

@@ -303,3 +303,15 @@ def test_the_messages_kept_for_a_sign_in_are_bounded():
 
     kept = asyncio.run(keep_many())
     assert [text for text, _ in kept] == [f"message {n}" for n in range(3, KEPT_MOST + 3)]
+
+
+def test_closing_the_client_stops_its_sign_ins_under_way(sign_in_agent, authorization_server):
+    watch = SignInWatch()
+    client = client_for(sign_in_agent, authorization_server, watch=watch, timeout=1)
+    try:
+        with pytest.raises(SignInPendingError):
+            client.send_task("my day", session_id="gate")
+    finally:
+        client.close()
+    assert wait_until(lambda: watch.steps, "the sign-in to end", until=lambda steps: len(steps) == 2) == [
+        ("started", "gate"), ("stopped", "gate")]

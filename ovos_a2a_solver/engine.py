@@ -24,6 +24,8 @@ from ovos_a2a_solver.persona_config import newest_user_text
 LOG = logging.getLogger("ovos_a2a_solver")
 #: Seconds to wait for the OVOS messagebus to accept a connection.
 BUS_CONNECT_TIMEOUT = 3.0
+#: Seconds the warm-up waits for it: no turn waits for the warm-up, and a busy device may take longer than that.
+WARM_UP_BUS_TIMEOUT = 30.0
 #: Stack frames searched for the bus message a turn came in on (ovos-persona's handler holds it).
 TURN_MESSAGE_DEPTH = 40
 #: Sessions whose last turn's message is kept (a sign-in's steps are forwarded from it).
@@ -75,7 +77,7 @@ class A2AChatEngine(ChatEngine):
             return False
         finally:
             if self.settings.announce and self.settings.messagebus and not self._closed:
-                self._messagebus()
+                self._messagebus(within=WARM_UP_BUS_TIMEOUT)
             self.warmed_up.set()
 
     @property
@@ -231,12 +233,12 @@ class A2AChatEngine(ChatEngine):
             # forwarded from the turn's message: its destination (a satellite) and session go with it
             bus.emit(turn.forward("speak", {"utterance": answer, "lang": lang or "", "expect_response": question}))
 
-    def _messagebus(self, connect: bool = True):
+    def _messagebus(self, connect: bool = True, within: Optional[float] = None):
         """The OVOS messagebus: the one ``messagebus`` names; else the one of this process
         (ovos-core connects ``SessionManager`` to it), else the device's own. Connected on
-        first use, unless not ``connect``; ``None`` when none is reachable. No lock is held
-        while a connection is waited for: a turn asking whether a bus is at hand
-        (``connect=False``) is answered at once, while another thread connects."""
+        first use, unless not ``connect``, waiting ``within`` seconds (:data:`BUS_CONNECT_TIMEOUT`)
+        for it; ``None`` when none is reachable. No lock is held while a connection is waited
+        for: a turn asking whether a bus is at hand (``connect=False``) is answered at once."""
         with self._bus_lock:
             if self._bus is not None:
                 return self._bus
@@ -247,7 +249,7 @@ class A2AChatEngine(ChatEngine):
                     return SessionManager.bus
             if not connect:
                 return None
-        bus = self._connected_messagebus()
+        bus = self._connected_messagebus(BUS_CONNECT_TIMEOUT if within is None else within)
         with self._bus_lock:
             if bus is not None and self._bus is None and not self._closed:
                 self._bus, bus = bus, None
@@ -256,15 +258,15 @@ class A2AChatEngine(ChatEngine):
             bus.close()
         return kept
 
-    def _connected_messagebus(self):
+    def _connected_messagebus(self, within: float):
         """A new connection to the messagebus ``messagebus`` names (or the device's own), once it
-        is up; ``None`` when none answers within :data:`BUS_CONNECT_TIMEOUT`."""
+        is up; ``None`` when none answers ``within`` seconds."""
         try:
             from ovos_bus_client import MessageBusClient
 
             bus = MessageBusClient(**dict(self.settings.messagebus))
             bus.run_in_thread()
-            if not bus.connected_event.wait(BUS_CONNECT_TIMEOUT):
+            if not bus.connected_event.wait(within):
                 bus.close()
                 raise ConnectionError("no answer")
         except Exception as exc:  # no bus here: the next utterance delivers the answer

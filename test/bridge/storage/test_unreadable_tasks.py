@@ -19,6 +19,7 @@ import pytest
 from a2a.types import Task
 
 from ovos_a2a_solver.bridge.config import STORE_FILE_NAME
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import (HEADERS, answer, get_task, grpc_client, message, rpc, send, state, task_of,
                                 wait_for_state)
@@ -175,7 +176,7 @@ def test_a_damaged_task_is_named_and_every_other_task_is_listed_over_every_bindi
 def test_store_check_lists_and_moves_aside_then_the_task_is_not_found(tmp_path):
     state_dir = tmp_path / "state"
     cli = Cli(tmp_path / "cli-state")
-    with BridgeProcess(state_dir=state_dir) as bridge:
+    with InProcessBridge(state_dir=state_dir) as bridge:
         ids = send_tasks(bridge.url, 5)
     damaged, other = ids[1], ids[3]
     damage_sqlite(state_dir, damaged)
@@ -205,7 +206,7 @@ def test_store_check_lists_and_moves_aside_then_the_task_is_not_found(tmp_path):
         [(damaged, GARBAGE), (other, stranger)])
     assert all(row[2] and row[3] for row in kept)
 
-    with BridgeProcess(state_dir=state_dir) as bridge:
+    with InProcessBridge(state_dir=state_dir) as bridge:
         assert get_task(bridge.url, damaged)["error"]["code"] == TASK_NOT_FOUND
         tasks, totals = jsonrpc_pages(bridge.url, 2)
         assert [t["id"] for t in tasks] == [i for i in ids if i not in (damaged, other)] and totals == {3}
@@ -220,7 +221,7 @@ def test_a_task_whose_work_was_lost_and_whose_row_is_damaged_does_not_stop_the_n
         done = task_of(send(first.url, message("hello")))
         first.kill9()
     damage_sqlite(state_dir, running["id"])
-    with BridgeProcess(state_dir=state_dir) as second:
+    with InProcessBridge(state_dir=state_dir) as second:
         assert_names_unreadable(get_task(second.url, running["id"])["error"], running["id"])
         assert answer(task_of(get_task(second.url, done["id"]))) == "echo: hello"
         assert state(task_of(send(second.url, message("still serving")))) == "TASK_STATE_COMPLETED"
@@ -234,7 +235,7 @@ def test_on_postgresql_too(tmp_path):
     assert POSTGRES, f"CI must provide {POSTGRES_VAR} (see .ci/run)"
     cli = Cli(tmp_path / "cli-state")
     with new_database() as url:
-        with BridgeProcess("--db", url) as bridge:
+        with InProcessBridge("--db", url) as bridge:
             ids = send_tasks(bridge.url, 5)
             damaged = ids[2]
             context_id = task_of(get_task(bridge.url, damaged))["contextId"]

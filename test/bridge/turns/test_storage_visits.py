@@ -16,12 +16,12 @@ a PostgreSQL database of its own when ``OVOS_A2A_TEST_POSTGRES`` is set. Each st
 database runs is counted with what asked for it: a task read or a task write (the task
 store's ``get`` or ``save`` in progress), a task write behind (PostgreSQL's progress, held a
 few milliseconds and written by its timer: how many depends on the machine's pace, so they
-are not counted), else the operation log's claim or finish.
+are not counted), else the operation log's claim or finish. (PostgreSQL's doorbell, a
+``NOTIFY`` after the saves of a few milliseconds on a connection of its own, is not counted.)
 """
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import json
@@ -35,6 +35,7 @@ import pytest
 from ovos_a2a_solver.bridge.app import Bridge
 from ovos_a2a_solver.bridge.backends.echo import EchoBackend
 from ovos_a2a_solver.bridge.config import BridgeSettings
+from support.asgi_lifespan import lifespan
 from support.postgres import new_database
 from support.waiting import WAIT
 
@@ -135,23 +136,6 @@ class _CountedPool:
         return counted
 
 
-@contextlib.asynccontextmanager
-async def served(app):
-    """``app``'s lifespan, started and, on the way out, ended."""
-    to_app, from_app = asyncio.Queue(), asyncio.Queue()
-    await to_app.put({"type": "lifespan.startup"})
-    lifespan = asyncio.get_running_loop().create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, to_app.get, from_app.put))
-    started = await asyncio.wait_for(from_app.get(), WAIT)
-    assert started["type"] == "lifespan.startup.complete", started
-    try:
-        yield
-    finally:
-        await to_app.put({"type": "lifespan.shutdown"})
-        await asyncio.wait_for(from_app.get(), WAIT)
-        await lifespan
-
-
 def settings_for(tmp_path, db: str | None) -> BridgeSettings:
     # a lease (and the sweep for stranded tasks) far longer than the test: no statement of theirs comes between
     values = {"backend": "echo", "state_dir": str(tmp_path / "state"), "port": 0, "replica_lease": 600}
@@ -216,7 +200,7 @@ class Caller:
 def run_with_bridge(tmp_path, db: str | None, scenario) -> None:
     async def go() -> None:
         bridge = Bridge(settings_for(tmp_path, db), EchoBackend())
-        async with served(bridge.app), httpx.AsyncClient(transport=httpx.ASGITransport(app=bridge.app),
+        async with lifespan(bridge.app), httpx.AsyncClient(transport=httpx.ASGITransport(app=bridge.app),
                                                          base_url=BASE, timeout=WAIT) as client:
             caller = Caller(bridge, client)
             await caller.send(user_message("warm up"))  # the first message of a run prepares what it reuses

@@ -23,6 +23,7 @@ import httpx
 import pexpect
 import pytest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of
 from support.postgres import POSTGRES_VAR, new_database
@@ -61,9 +62,10 @@ def operation_states(state_dir, task_id: str) -> list[str]:
         return [row[0] for row in db.execute("SELECT state FROM a2a_bridge_operations WHERE task_id = ?", (task_id,))]
 
 
-def stored_state(state_dir, task_id: str, db: str | None = None, **kwargs) -> dict:
-    """The task as a fresh bridge on the same store (``state_dir``'s, or the database ``db``) reads it."""
-    with BridgeProcess(*(("--db", db) if db else ()), state_dir=state_dir, **kwargs) as again:
+def stored_state(state_dir, task_id: str, db: str | None = None) -> dict:
+    """The task as a fresh bridge on the same store (``state_dir``'s, or the database ``db``) reads it
+    (served in this process: what was stored is read, the process that stored it is gone)."""
+    with InProcessBridge(*(("--db", db) if db else ()), state_dir=state_dir) as again:
         return task_of(get_task(again.url, task_id))
 
 
@@ -223,7 +225,7 @@ def test_kill_9_then_a_restart_under_another_replica_name_fails_the_task(tmp_pat
     with BridgeProcess(state_dir=state_dir, env={"OVOS_A2A_REPLICA": "container-1"}) as first:
         task = start_working(first, "sleep:30")
         first.kill9()
-    with BridgeProcess(state_dir=state_dir, env={"OVOS_A2A_REPLICA": "container-2"}) as second:
+    with InProcessBridge(state_dir=state_dir, env={"OVOS_A2A_REPLICA": "container-2"}) as second:
         stored = task_of(get_task(second.url, task["id"]))
         assert state(stored) == "TASK_STATE_FAILED" and "interrupted by a restart" in status_text(stored).lower()
         refused = cancel(second.url, task["id"])
@@ -237,7 +239,7 @@ def test_a_task_waiting_for_input_survives_any_stop_and_continues(tmp_path, stop
     waiting = task_of(send(first.url, message("ask:which city?")))
     assert state(waiting) == "TASK_STATE_INPUT_REQUIRED"
     first.stop() if stop == "sigterm" else first.kill9()
-    with BridgeProcess(state_dir=state_dir) as second:
+    with InProcessBridge(state_dir=state_dir) as second:
         assert state(task_of(get_task(second.url, waiting["id"]))) == "TASK_STATE_INPUT_REQUIRED"
         done = task_of(send(second.url, message("Lisbon", task_id=waiting["id"], context_id=waiting["contextId"])))
         assert state(done) == "TASK_STATE_COMPLETED" and answer(done).endswith("echo: Lisbon")
@@ -247,9 +249,9 @@ def test_a_follow_up_naming_only_its_task_continues_it_after_a_restart(tmp_path)
     """A2A lets a follow-up name its task without its contextId; the SDK generated a new
     context for it, and refused its own events, once the task was no longer in memory."""
     state_dir = tmp_path / "state"
-    with BridgeProcess(state_dir=state_dir) as first:
+    with InProcessBridge(state_dir=state_dir) as first:
         waiting = task_of(send(first.url, message("ask:which city?")))
-    with BridgeProcess(state_dir=state_dir) as second:
+    with InProcessBridge(state_dir=state_dir) as second:
         done = task_of(send(second.url, message("Porto", task_id=waiting["id"])))
     assert state(done) == "TASK_STATE_COMPLETED" and answer(done).endswith("echo: Porto"), done
     assert done["contextId"] == waiting["contextId"]

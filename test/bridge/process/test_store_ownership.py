@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support import REPO_ROOT
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, BridgeStartError
 from support.cli_run import Cli
 from support.bridge_rpc import answer, get_task, message, rpc, send, task_of
@@ -110,17 +111,17 @@ def test_a_task_is_continued_only_by_the_persona_that_began_it(tmp_path):
     """A store that another persona's bridge used before (not live any more): its tasks are
     read there, but a follow-up is refused, in words; their own persona continues them again."""
     store = tmp_path / "store"
-    with BridgeProcess(state_dir=store) as echo:  # persona "echo"
+    with InProcessBridge(state_dir=store) as echo:  # persona "echo"
         asking = task_of(send(echo.url, message("ask:which city?")))
         assert asking["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" and asking["metadata"]["persona"] == "echo"
     follow_up = message("lisbon", task_id=asking["id"], context_id=asking["contextId"])
-    with BridgeProcess(state_dir=store, backend="scenarios") as other:  # persona "scenarios"
+    with InProcessBridge(state_dir=store, backend="scenarios") as other:  # persona "scenarios"
         assert task_of(get_task(other.url, asking["id"]))["id"] == asking["id"]  # read: yes
         refused = send(other.url, follow_up)["error"]
         assert refused["code"] == -32602, refused
         assert 'begun by the persona "echo", and this bridge serves "scenarios"' in refused["message"], refused
         assert task_of(get_task(other.url, asking["id"]))["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-    with BridgeProcess(state_dir=store) as echo:
+    with InProcessBridge(state_dir=store) as echo:
         assert answer(task_of(send(echo.url, follow_up))) == "echo: lisbon"
 
 

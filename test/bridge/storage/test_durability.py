@@ -14,7 +14,7 @@ def test_every_task_survives_kill_9_and_restart(tmp_path):
         tasks = [task_of(send(first.url, message(f"hello {n}"))) for n in range(5)]
         waiting = task_of(send(first.url, message("ask:which city?")))
         first.kill9()
-    with BridgeProcess(state_dir=state_dir) as second:
+    with InProcessBridge(state_dir=state_dir) as second:
         for task in tasks:
             again = task_of(get_task(second.url, task["id"]))
             assert state(again) == "TASK_STATE_COMPLETED" and answer(again) == answer(task)
@@ -29,7 +29,7 @@ def test_work_cut_short_by_a_crash_is_failed_on_restart_not_left_working(tmp_pat
         running = task_of(send(first.url, message("sleep:30"), blocking=False))
         wait_for_state(first.url, running["id"], "TASK_STATE_WORKING")
         first.kill9()
-    with BridgeProcess(state_dir=state_dir) as second:
+    with InProcessBridge(state_dir=state_dir) as second:
         task = task_of(get_task(second.url, running["id"]))
         assert state(task) == "TASK_STATE_FAILED"
         assert "interrupted by a restart" in status_text(task).lower()
@@ -41,7 +41,7 @@ def test_a_resend_after_restart_returns_the_stored_task_without_a_new_turn(tmp_p
     with BridgeProcess(state_dir=state_dir, call_log=str(log)) as first:
         original = task_of(send(first.url, msg))
         first.kill9()
-    with BridgeProcess(state_dir=state_dir, call_log=str(log)) as second:
+    with InProcessBridge(state_dir=state_dir, call_log=str(log)) as second:
         again = task_of(send(second.url, msg))
     assert again["id"] == original["id"] and answer(again) == answer(original)
     assert len(log.read_text().splitlines()) == 1
@@ -78,6 +78,6 @@ def test_postgresql_store_survives_restart_too():
     with BridgeProcess("--db", POSTGRES, state_dir=None) as first:
         done = task_of(send(first.url, message("hello postgres")))
         first.kill9()
-    with BridgeProcess("--db", POSTGRES, state_dir=None) as second:
+    with InProcessBridge("--db", POSTGRES, state_dir=None) as second:
         again = task_of(get_task(second.url, done["id"]))
         assert state(again) == "TASK_STATE_COMPLETED" and answer(again) == "echo: hello postgres"

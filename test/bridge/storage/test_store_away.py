@@ -17,6 +17,7 @@ import uuid
 import httpx
 import pytest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess, echo_log
 from support.bridge_rpc import HEADERS, grpc_refusal, grpc_retry_info, message, state, task_of
 from support.waiting import wait_until
@@ -110,7 +111,7 @@ def test_a_message_refused_while_the_store_was_away_is_answered_when_sent_again_
         _answered(bridge, "first", uuid.uuid4().hex)
         bridge.limit_file_size(1)
         _assert_temporary(_jsonrpc(bridge, "SendMessage", {"message": message("refused", refused)}))
-    with BridgeProcess(state_dir=state_dir, call_log=calls) as bridge:  # started again, with room
+    with InProcessBridge(state_dir=state_dir, call_log=calls) as bridge:  # started again, with room
         _answered(bridge, "refused", refused)
         assert bridge.calls("refused") == 1
 

@@ -4,9 +4,9 @@
 password come from the environment or from files only their owner may read, and the client
 commands take ``--auth`` from the environment too.
 
-Every check runs the real command (test/support/bridge_process.py, test/support/cli_run.py)
-and looks where another user of the machine would: ``/proc/PID/cmdline`` of the bridge and
-of each of its workers.
+Every check runs the real command (test/support/bridge_process.py, test/support/cli_run.py;
+the client's asks a bridge served in process) and looks where another user of the machine
+would: ``/proc/PID/cmdline`` of the bridge and of each of its workers.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import HEADERS, OwnerCalls, answer, message, rpc, state, task_of
 from support.cli_run import Cli
@@ -154,7 +155,7 @@ def test_a_secret_and_its_file_at_once_are_refused(tmp_path):
 
 def test_the_client_takes_its_auth_header_from_the_environment(tmp_path):
     cli = Cli(tmp_path / "state")
-    with BridgeProcess(env={"OVOS_A2A_TOKENS": TOKEN}) as bridge:
+    with InProcessBridge(env={"OVOS_A2A_TOKENS": TOKEN}) as bridge:
         env = {"A2A_CLIENT_AUTH": f"Bearer {TOKEN}", "A2A_CLIENT_PEER_URL": bridge.root}
         allowed = cli.run("send", bridge.url, "hi", env=env)
         elsewhere = cli.run("send", bridge.url, "hi", env={**env, "A2A_CLIENT_PEER_URL": "http://127.0.0.1:9"})

@@ -24,16 +24,13 @@ import argparse
 import contextlib
 import dataclasses
 import os
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Mapping, Optional
 
-from support.bridge_process import READY_TIMEOUT, db_in_environment, echo_calls
+from support.bridge_process import READY_TIMEOUT, BridgeUnderTest, db_in_environment
 from support.network import serving
 
 
-class InProcessBridge:
+class InProcessBridge(BridgeUnderTest):
     """One bridge served in this process; a context manager. ``stop()`` is idempotent."""
 
     def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
@@ -49,13 +46,7 @@ class InProcessBridge:
         unread = sorted(name for name in env or {} if not name.startswith("OVOS_A2A_"))
         if unread:  # the process's environment it would have been: this bridge has none of its own
             raise ValueError(f"a bridge in this process reads OVOS_A2A_* settings only, not {', '.join(unread)}")
-        if default_state_dir and state_dir is not None:
-            raise ValueError("give state_dir or default_state_dir=True, not both")
-        self._own_state = state_dir is None and not default_state_dir
-        self.state_dir: Optional[Path] = (None if default_state_dir else
-                                          Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None
-                                          else Path(state_dir))
-        self.call_log = Path(call_log) if call_log is not None else None
+        super().__init__(state_dir, default_state_dir, call_log)
         db_env, args = db_in_environment(args)
         environment = {**os.environ, **(env or {}), **db_env}
         if self.call_log is not None:
@@ -75,7 +66,7 @@ class InProcessBridge:
             settings = dataclasses.replace(settings, port=listener.getsockname()[1], grpc_port=grpc_port(settings))
             bridge = bridge_of(settings, personas_of(settings, files, 0), read_card_signing_key(settings))
             guard = connection_guard(settings)
-            self.port = self._serving.enter_context(serving(
+            port = self._serving.enter_context(serving(
                 guard.app(bridge.app), listener=listener, start_within=READY_TIMEOUT,
                 stop_within=2 * settings.shutdown_grace + 15, **server_options(settings, guard)))
         except BaseException:
@@ -83,30 +74,14 @@ class InProcessBridge:
             self.stop()
             raise
         self.settings = settings
-        # the first persona served, as the first line of a bridge process's banner names it
-        self.name, first = bridge.served[0]
-        self.url: str = first.public_url
-        self.card_url: str = first.card_url
-        scheme, rest = self.url.split("://", 1)
-        self.root: str = f"{scheme}://{rest.split('/', 1)[0]}"
         self.grpc_port: Optional[int] = settings.grpc_port
+        # the first persona served, as the first line of a bridge process's banner names it
+        name, first = bridge.served[0]
+        self._serving_at(name, first.public_url, first.card_url, port)
 
     def stop(self) -> None:
         """Stop serving (gracefully, as uvicorn stops: the app's shutdown runs) and wait for it."""
         try:
             self._serving.close()
         finally:
-            if self._own_state and self.state_dir is not None:
-                shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    def __enter__(self) -> "InProcessBridge":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def calls(self, text: Optional[str] = None) -> int:
-        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
-        if self.call_log is None:
-            raise RuntimeError("InProcessBridge was started without call_log=")
-        return echo_calls(self.call_log, text)
+            self._forget_state()

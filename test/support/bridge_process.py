@@ -55,14 +55,15 @@ class BridgeStartError(RuntimeError):
         self.stderr = stderr
 
 
-class BridgeProcess:
-    """One bridge process; a context manager. ``stop()`` and ``kill9()`` are idempotent."""
+class BridgeUnderTest:
+    """What a test knows of a bridge, however it is served (:class:`BridgeProcess`, or
+    ``support.bridge_in_process.InProcessBridge``): where it answers (``url``, ``root``,
+    ``card_url``, ``port``), the name of the persona it serves, its state directory (a fresh
+    temporary one unless ``state_dir`` is given, or none with ``default_state_dir``: the
+    bridge's default) and the echo backend's call log; a context manager that stops it."""
 
-    def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
-                 env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
-                 call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
-                 default_state_dir: bool = False, fd_limit: Optional[int] = None,
-                 command_prefix: Sequence[str] = (), piped_output: bool = False) -> None:
+    def __init__(self, state_dir: Optional[os.PathLike | str], default_state_dir: bool,
+                 call_log: Optional[os.PathLike | str]) -> None:
         if default_state_dir and state_dir is not None:
             raise ValueError("give state_dir or default_state_dir=True, not both")
         self._own_state = state_dir is None and not default_state_dir
@@ -70,6 +71,49 @@ class BridgeProcess:
                                           Path(tempfile.mkdtemp(prefix="ovos_a2a_bridge_")) if state_dir is None
                                           else Path(state_dir))
         self.call_log = Path(call_log) if call_log is not None else None
+        self.name: str = ""
+        self.url: str = ""
+        self.card_url: str = ""
+        self.root: str = ""
+        self.port: int = 0
+
+    def _serving_at(self, name: str, url: str, card_url: str, port: Optional[int] = None) -> None:
+        """It serves the persona ``name`` at ``url`` (its root and port read from it, unless ``port`` is given)."""
+        self.name, self.url, self.card_url = name, url.rstrip("/"), card_url
+        scheme, rest = self.url.split("://", 1)
+        self.root = f"{scheme}://{rest.split('/', 1)[0]}"
+        self.port = port if port is not None else int(self.root.rsplit(":", 1)[1])
+
+    def _forget_state(self) -> None:
+        """Remove the state directory made for it (one given is kept)."""
+        if self._own_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def calls(self, text: Optional[str] = None) -> int:
+        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
+        if self.call_log is None:
+            raise RuntimeError(f"{type(self).__name__} was started without call_log=")
+        return echo_calls(self.call_log, text)
+
+
+class BridgeProcess(BridgeUnderTest):
+    """One bridge process; a context manager. ``stop()`` and ``kill9()`` are idempotent."""
+
+    def __init__(self, *args: str, state_dir: Optional[os.PathLike | str] = None,
+                 env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
+                 call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
+                 default_state_dir: bool = False, fd_limit: Optional[int] = None,
+                 command_prefix: Sequence[str] = (), piped_output: bool = False) -> None:
+        super().__init__(state_dir, default_state_dir, call_log)
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         port_flag = ["--port", str(port)] if port is not None else []
         db_env, args = db_in_environment(args)
@@ -84,11 +128,6 @@ class BridgeProcess:
         self._stdout_path = self._logs / "stdout.log"
         self._stderr_path = self._logs / "stderr.log"
         self._final_stderr: Optional[str] = None
-        self.name: str = ""
-        self.url: str = ""
-        self.card_url: str = ""
-        self.root: str = ""
-        self.port: int = 0
         self._copiers: list[threading.Thread] = []
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
             outputs = (subprocess.PIPE, subprocess.PIPE) if piped_output else (out, err)
@@ -123,12 +162,7 @@ class BridgeProcess:
             if time.monotonic() > deadline:
                 raise BridgeStartError(f"the bridge was not ready after {timeout:.0f} s", None, self.stderr_text())
             time.sleep(0.05)
-        self.name = match.group("name")
-        self.url = match.group("url").rstrip("/")
-        self.card_url = match.group("card")
-        scheme, rest = self.url.split("://", 1)
-        self.root = f"{scheme}://{rest.split('/', 1)[0]}"
-        self.port = int(self.root.rsplit(":", 1)[1])
+        self._serving_at(match.group("name"), match.group("url"), match.group("card"))
 
     def stdout_text(self) -> str:
         return self._stdout_path.read_text(errors="replace") if self._stdout_path.exists() else ""
@@ -185,22 +219,7 @@ class BridgeProcess:
             self._final_stderr = (self._stderr_path.read_text(errors="replace")
                                   if self._stderr_path.exists() else "")
             shutil.rmtree(self._logs, ignore_errors=True)
-            if self._own_state:
-                shutil.rmtree(self.state_dir, ignore_errors=True)
-
-    def __enter__(self) -> "BridgeProcess":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    # -- the echo backend's call log ------------------------------------------
-
-    def calls(self, text: Optional[str] = None) -> int:
-        """How many times the echo backend was called (for ``text`` only, if given); needs ``call_log=``."""
-        if self.call_log is None:
-            raise RuntimeError("BridgeProcess was started without call_log=")
-        return echo_calls(self.call_log, text)
+            self._forget_state()
 
 
 def echo_calls(call_log: os.PathLike | str, text: Optional[str] = None) -> int:

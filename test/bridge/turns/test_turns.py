@@ -62,7 +62,9 @@ def test_a_turn_runs_on_a_thread_an_earlier_turn_left_idle():
 
     threads, before, after = asyncio.run(scenario())
     assert threading.main_thread() not in threads
-    assert set(threads[1:]) <= before and after == before  # no thread was started for the later turns
+    # no thread was started for the later turns (an idle one of an earlier turn may have ended meanwhile: the
+    # turn threads are the process's, and a bridge served in this process by an earlier test leaves some)
+    assert set(threads[1:]) <= before and not after - before
 
 
 def test_an_idle_turn_thread_ends_after_its_idle_time_and_a_new_one_takes_the_next_job():

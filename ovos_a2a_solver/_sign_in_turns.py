@@ -138,12 +138,9 @@ class SignInTurns:
         the person's token was taken away (revoked at the provider, which refused its refresh too)."""
         if http_status(refused) != 401 or answer.events:
             return None
-        sign_in = await self.client.sign_in()
+        sign_in = await self._not_signed_in(session_id)
         if sign_in is None:
-            return None
-        with for_person(self.client.person(session_id)):
-            if await _signed_in(sign_in):
-                return None  # a token it still has: the refusal is the agent's own
+            return None  # no sign-in, or a token it still has: the refusal is the agent's own
         LOG.info("%s refused the person's token, and it could not be refreshed: they sign in again",
                  self.client.base_url)
         return sign_in
@@ -153,12 +150,17 @@ class SignInTurns:
         declares one the credentials answer, and the person has not signed in for it."""
         if answer.state != TaskState.TASK_STATE_AUTH_REQUIRED or not answer.task_id:
             return None
+        # None too when signed in, and asked all the same: the agent's words say why
+        return await self._not_signed_in(session_id)
+
+    async def _not_signed_in(self, session_id: str | None) -> PersonToken | None:
+        """The sign-in the agent's card declares, unless the session's person is signed in for it."""
         sign_in = await self.client.sign_in()
         if sign_in is None:
             return None
         with for_person(self.client.person(session_id)):
             if await _signed_in(sign_in):
-                return None  # signed in, and asked all the same: the agent's words say why
+                return None
         return sign_in
 
     async def _signing_in(self, sign_in: PersonToken, text: str, session_id: str | None, lang: str | None,

@@ -2,7 +2,8 @@
 (test/support/a2a_agent.py) and is started once per test session.
 
 No test may write to the user's own state: at import, before any fixture or test runs,
-``XDG_STATE_HOME`` is pointed at a private temporary directory (support/state_home.py).
+``XDG_STATE_HOME`` is pointed at a private temporary directory (support/state_home.py), and
+the trust store at an empty one (support/trust_store.py).
 
 Run with pytest-xdist (``-n``), each worker has that directory, its session servers, and
 (with ``OVOS_A2A_TEST_POSTGRES``) a PostgreSQL database of its own (support/postgres.py). A
@@ -21,9 +22,11 @@ from support.alone import one_at_a_time
 from support.authorization_server import AuthorizationServer
 from support.bridge_in_process import InProcessBridge
 from support.postgres import POSTGRES_VAR, create_database, drop_database
-from support.state_home import PRIVATE_STATE_HOME_VAR, isolate_user_state
+from support.state_home import PRIVATE_STATE_HOME_VAR, RUN_STATE_HOME_VAR, isolate_user_state
+from support.trust_store import trust_no_authority
 
 isolate_user_state()
+trust_no_authority(os.environ[RUN_STATE_HOME_VAR])
 
 _SHARED_POSTGRES = "A2A_SOLVER_TESTS_SHARED_POSTGRES"  # the database given to the run, under a worker's own
 

@@ -28,6 +28,7 @@ from typing import IO, Dict, List, Mapping, Optional, Tuple
 import pytest
 
 from support.network import free_port
+from support.trust_store import installer_environment
 
 HERE = Path(__file__).resolve().parent
 LEGACY_AGENT_SCRIPT = HERE / "legacy" / "v03_agent.py"
@@ -118,7 +119,7 @@ def _index_reachable(python: Path) -> bool:
     try:
         out = subprocess.run([str(python), "-m", "pip", "index", "versions", "pip",
                               "--disable-pip-version-check"],
-                             capture_output=True, text=True, timeout=300)
+                             capture_output=True, text=True, timeout=300, env=installer_environment())
     except (OSError, subprocess.TimeoutExpired):
         return False
     return out.returncode == 0
@@ -166,7 +167,7 @@ def _build(venv: Path, peer: PeerVenv) -> None:
         log.append("$ " + " ".join(cmd))
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=_PIP_TIMEOUT)
+                               text=True, timeout=_PIP_TIMEOUT, env=installer_environment())
         except (OSError, subprocess.TimeoutExpired) as e:
             log.append(getattr(e, "output", None) or "")
             log.append(repr(e))

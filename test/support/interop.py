@@ -42,6 +42,12 @@ _READY_MARKER = ".ovos-a2a-ready"
 _PIP_TIMEOUT = 900  # seconds for the whole pip install
 
 
+def _pip_for(python: Path) -> list[str]:
+    """pip of the tests' own interpreter, working on the venv of ``python``: a peer venv is made
+    without a pip of its own (copying one in costs several seconds of CPU per venv)."""
+    return [sys.executable, "-m", "pip", "--python", str(python)]
+
+
 @dataclass(frozen=True)
 class PeerVenv:
     """A requirement set, installed once into a venv of its own (see :func:`peer_python`)."""
@@ -117,8 +123,7 @@ def _check_python(python: Path, peer: PeerVenv) -> Optional[str]:
 def _index_reachable(python: Path) -> bool:
     """Whether pip reaches its package index (as configured): it can list the versions of pip."""
     try:
-        out = subprocess.run([str(python), "-m", "pip", "index", "versions", "pip",
-                              "--disable-pip-version-check"],
+        out = subprocess.run([*_pip_for(python), "index", "versions", "pip", "--disable-pip-version-check"],
                              capture_output=True, text=True, timeout=300, env=installer_environment())
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -178,9 +183,9 @@ def _build(venv: Path, peer: PeerVenv) -> None:
         return p.returncode == 0
 
     try:
-        if not run([sys.executable, "-m", "venv", str(venv)]):
+        if not run([sys.executable, "-m", "venv", "--without-pip", str(venv)]):
             raise RuntimeError(f"creating the {peer.name} venv failed:\n" + "\n".join(log))
-        if not run([str(python), "-m", "pip", "install", "--disable-pip-version-check",
+        if not run([*_pip_for(python), "install", "--disable-pip-version-check",
                     "--no-input", *peer.requirements]):
             if not _index_reachable(python):
                 pytest.skip(f"the package index is unreachable, so the {peer.name} venv cannot be"

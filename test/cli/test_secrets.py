@@ -82,7 +82,8 @@ def test_secrets_from_private_files_are_on_no_command_line_of_the_bridge_or_its_
         assert password, "the test database's URL has no password to hide"
         db_password = f":{password}@"  # as a URL holds it (the password alone may be a common word)
         args += ["--db-file", str(private_file(tmp_path / "db", POSTGRES))]
-    with BridgeProcess(*args, env={"OVOS_A2A_REPLICA": f"secrets-{os.getpid()}"}) as bridge:
+    # fresh: its own command line is what is read (a forked one shows its fork server's)
+    with BridgeProcess(*args, env={"OVOS_A2A_REPLICA": f"secrets-{os.getpid()}"}, fresh=True) as bridge:
         unauthorized_without_credentials(bridge)
         answers_with_the_password(bridge)
         answers_with_the_token(bridge)

@@ -7,7 +7,9 @@
 
 The process runs ``python -m ovos_a2a_solver.bridge --port PORT --backend BACKEND
 --state-dir DIR *args`` (``port=None``: no ``--port``, so the environment or the default
-decides). A state dir given by the caller is kept (so a bridge can be restarted on the same
+decides), forked from a process that has its libraries imported already (support/preloaded.py)
+unless ``fresh=True`` or it needs a plain process (a ``command_prefix``, an ``fd_limit``,
+``piped_output``, ``--workers``). A state dir given by the caller is kept (so a bridge can be restarted on the same
 store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
@@ -35,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
+
+from support import preloaded
 
 #: the banner's line of a bridge with ``--workers``
 WORKERS_LINE = re.compile(r"^  (\d+) workers, process ids ([\d ]+)$", re.M)
@@ -112,13 +116,13 @@ class BridgeProcess(BridgeUnderTest):
                  env: Optional[Mapping[str, str]] = None, backend: str = "echo", port: Optional[int] = 0,
                  call_log: Optional[os.PathLike | str] = None, ready_timeout: float = READY_TIMEOUT,
                  default_state_dir: bool = False, fd_limit: Optional[int] = None,
-                 command_prefix: Sequence[str] = (), piped_output: bool = False) -> None:
+                 command_prefix: Sequence[str] = (), piped_output: bool = False, fresh: bool = False) -> None:
         super().__init__(state_dir, default_state_dir, call_log)
         state_args = [] if self.state_dir is None else ["--state-dir", str(self.state_dir)]
         port_flag = ["--port", str(port)] if port is not None else []
         db_env, args = db_in_environment(args)
-        self.args = [*command_prefix, sys.executable, "-m", "ovos_a2a_solver.bridge", *port_flag,
-                     "--backend", backend, *state_args, *args]
+        argv = [*port_flag, "--backend", backend, *state_args, *args]
+        self.args = [*command_prefix, sys.executable, "-m", "ovos_a2a_solver.bridge", *argv]
         full_env = dict(os.environ)
         full_env.update(env or {})
         full_env.update(db_env)
@@ -131,8 +135,12 @@ class BridgeProcess(BridgeUnderTest):
         self._copiers: list[threading.Thread] = []
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
             outputs = (subprocess.PIPE, subprocess.PIPE) if piped_output else (out, err)
-            self.proc = subprocess.Popen(self.args, stdout=outputs[0], stderr=outputs[1], stdin=subprocess.DEVNULL,
-                                         env=full_env, preexec_fn=_file_limit(fd_limit))
+            if command_prefix or fd_limit is not None or piped_output or "--workers" in args:
+                fresh = True  # a program before it, a limit set before it runs, or workers it starts itself
+            self.proc = (subprocess.Popen(self.args, stdout=outputs[0], stderr=outputs[1], stdin=subprocess.DEVNULL,
+                                          env=full_env, preexec_fn=_file_limit(fd_limit)) if fresh else
+                         preloaded.start("ovos_a2a_solver.bridge", argv, env=full_env,
+                                         stdout=out, stderr=err))
         if piped_output:
             for pipe, path in ((self.proc.stdout, self._stdout_path), (self.proc.stderr, self._stderr_path)):
                 copier = threading.Thread(target=_copy_out, args=(pipe, path), daemon=True)

@@ -1,4 +1,6 @@
-"""Run the ``ovos-a2a`` command line as a real subprocess, for test/cli/test_cli.py.
+"""Run the ``ovos-a2a`` command line as a real subprocess, for test/cli/test_cli.py: forked
+from a process that has its libraries imported already (support/preloaded.py), or, with
+``Cli(..., fresh=True)``, started from scratch.
 
     cli = Cli(tmp_path / "state")                  # a private conversation store
     result = cli.run("send", url, "hello")         # -> Result(returncode, stdout, stderr)
@@ -17,7 +19,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-COMMAND = [sys.executable, "-m", "ovos_a2a_solver.cli"]
+from support import preloaded
+
+MODULE = "ovos_a2a_solver.cli"
+COMMAND = [sys.executable, "-m", MODULE]
 DROPPED_PREFIXES = ("A2A_CLIENT_", "OVOS_A2A_")
 DEFAULT_TIMEOUT = 60.0
 
@@ -54,14 +59,14 @@ class Pending:
     command runs); with ``typed``, a test types its input as it goes (:meth:`type`)."""
 
     def __init__(self, argv: tuple[str, ...], env: dict[str, str], input: str | None,
-                 stderr_file: str | os.PathLike | None = None, typed: bool = False) -> None:
+                 stderr_file: str | os.PathLike | None = None, typed: bool = False, fresh: bool = False) -> None:
         self.argv = argv
         self.input = input
         self.stderr_file = Path(stderr_file) if stderr_file is not None else None
         with (open(self.stderr_file, "w") if self.stderr_file else open(os.devnull)) as err:
-            self.proc = subprocess.Popen([*COMMAND, *argv], env=env, text=True,
-                                         stdin=subprocess.PIPE if input is not None or typed else subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=err if self.stderr_file else subprocess.PIPE)
+            self.proc = preloaded.start(MODULE, argv, env=env, text=True, fresh=fresh,
+                                        stdin=subprocess.PIPE if input is not None or typed else subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=err if self.stderr_file else subprocess.PIPE)
 
     def type(self, text: str) -> None:
         """Type ``text`` at the command's standard input (started ``typed``)."""
@@ -92,8 +97,9 @@ class Pending:
 class Cli:
     """``ovos-a2a`` with a private state directory and a clean environment."""
 
-    def __init__(self, state_home: str | os.PathLike, **env: str) -> None:
+    def __init__(self, state_home: str | os.PathLike, *, fresh: bool = False, **env: str) -> None:
         Path(state_home).mkdir(parents=True, exist_ok=True)
+        self.fresh = fresh
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(DROPPED_PREFIXES)}
         self.env.update(XDG_STATE_HOME=str(state_home), NO_COLOR="1", COLUMNS="120", LINES="40")
         self.env.update(env)
@@ -103,7 +109,7 @@ class Cli:
 
     def start(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None,
               stderr_file: str | os.PathLike | None = None, typed: bool = False) -> Pending:
-        return Pending(tuple(argv), self.with_env(**(env or {})), input, stderr_file, typed)
+        return Pending(tuple(argv), self.with_env(**(env or {})), input, stderr_file, typed, self.fresh)
 
     def run(self, *argv: str, input: str | None = None, env: dict[str, str] | None = None,
             timeout: float = DEFAULT_TIMEOUT) -> Result:

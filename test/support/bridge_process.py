@@ -8,8 +8,7 @@
 The process runs ``python -m ovos_a2a_solver.bridge --port PORT --backend BACKEND
 --state-dir DIR *args`` (``port=None``: no ``--port``, so the environment or the default
 decides), forked from a process that has its libraries imported already (support/preloaded.py)
-unless ``fresh=True`` or it needs a plain process (a ``command_prefix``, an ``fd_limit``,
-``piped_output``, ``--workers``). A state dir given by the caller is kept (so a bridge can be restarted on the same
+unless ``fresh=True`` or a ``command_prefix`` runs before it. A state dir given by the caller is kept (so a bridge can be restarted on the same
 store); otherwise a fresh temporary one is made and removed on stop.
 ``default_state_dir=True`` passes no ``--state-dir``: the bridge uses its default,
 ``$XDG_STATE_HOME/ovos_a2a_solver/bridge`` (private to the test run, see conftest.py).
@@ -135,12 +134,12 @@ class BridgeProcess(BridgeUnderTest):
         self._copiers: list[threading.Thread] = []
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
             outputs = (subprocess.PIPE, subprocess.PIPE) if piped_output else (out, err)
-            if command_prefix or fd_limit is not None or piped_output or "--workers" in args:
-                fresh = True  # a program before it, a limit set before it runs, or workers it starts itself
-            self.proc = (subprocess.Popen(self.args, stdout=outputs[0], stderr=outputs[1], stdin=subprocess.DEVNULL,
-                                          env=full_env, preexec_fn=_file_limit(fd_limit)) if fresh else
-                         preloaded.start("ovos_a2a_solver.bridge", argv, env=full_env,
-                                         stdout=out, stderr=err))
+            if command_prefix:  # a program that ends by executing the bridge: a plain process
+                self.proc = subprocess.Popen(self.args, stdout=outputs[0], stderr=outputs[1],
+                                             stdin=subprocess.DEVNULL, env=full_env)
+            else:
+                self.proc = preloaded.start("ovos_a2a_solver.bridge", argv, env=full_env, stdout=outputs[0],
+                                            stderr=outputs[1], open_files=fd_limit, fresh=fresh)
         if piped_output:
             for pipe, path in ((self.proc.stdout, self._stdout_path), (self.proc.stderr, self._stderr_path)):
                 copier = threading.Thread(target=_copy_out, args=(pipe, path), daemon=True)
@@ -272,19 +271,6 @@ def db_in_environment(args) -> tuple[dict[str, str], list[str]]:
         return {}, args
     at = args.index("--db")
     return {"OVOS_A2A_DB": args[at + 1]}, args[:at] + args[at + 2:]
-
-
-def _file_limit(count: Optional[int]):
-    """A ``preexec_fn`` that limits the child to ``count`` open files (``None``: no change)."""
-    if count is None:
-        return None
-
-    def limit() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
-
-    return limit
 
 
 def echo_log(tmp_path: os.PathLike | str) -> Path:

@@ -122,15 +122,17 @@ class PreloadedProcess:
 
 def start(module: str, argv: Sequence[str], *, env: Mapping[str, str], stdin: Any = subprocess.DEVNULL,
           stdout: Any = None, stderr: Any = None, text: bool = False, cwd: Optional[str] = None,
-          fresh: bool = False):
+          open_files: Optional[int] = None, fresh: bool = False):
     """``python -m module *argv`` with ``env``, forked from the fork server, or a plain
     :class:`subprocess.Popen` when ``fresh`` (or it could not match a fresh interpreter).
     ``stdin``/``stdout``/``stderr``: ``subprocess.PIPE``, ``subprocess.DEVNULL``, ``None``
-    (this process's), or an open file."""
+    (this process's), or an open file. ``open_files``: the most files it may have open
+    (``RLIMIT_NOFILE``, set before it runs)."""
     args = [sys.executable, "-m", module, *argv]
     env = dict(env)
     if fresh or not hasattr(os, "fork") or _startup_differs(env, _server().environment):
-        return subprocess.Popen(args, env=env, stdin=stdin, stdout=stdout, stderr=stderr, text=text, cwd=cwd)
+        return subprocess.Popen(args, env=env, stdin=stdin, stdout=stdout, stderr=stderr, text=text, cwd=cwd,
+                                preexec_fn=None if open_files is None else lambda: _limit_open_files(open_files))
     child_ends, ours = [], []
     for number, spec in enumerate((stdin, stdout, stderr)):
         if spec == subprocess.PIPE:
@@ -150,7 +152,7 @@ def start(module: str, argv: Sequence[str], *, env: Mapping[str, str], stdin: An
             ours.append(None)
     try:
         request = json.dumps({"module": module, "argv": [module, *argv], "env": env,
-                              "cwd": cwd or os.getcwd()}).encode()
+                              "cwd": cwd or os.getcwd(), "open_files": open_files}).encode()
         status = _the_server.request(len(request).to_bytes(_HEADER, "big") + request, child_ends)
     finally:
         for fd in child_ends:
@@ -162,6 +164,12 @@ def start(module: str, argv: Sequence[str], *, env: Mapping[str, str], stdin: An
 def _startup_differs(env: Mapping[str, str], server_env: Mapping[str, str]) -> bool:
     names = {name for name in (*env, *server_env) if name.startswith(_STARTUP_VARIABLES)}
     return any(env.get(name) != server_env.get(name) for name in names)
+
+
+def _limit_open_files(count: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
 
 def _read_all(stream: IO, into: list) -> None:
@@ -284,6 +292,8 @@ def _become(request: dict, fds: list[int], sockets: list[socket.socket]) -> None
         os.dup2(fd, number)
         os.close(fd)
     os.chdir(request["cwd"])
+    if request["open_files"] is not None:
+        _limit_open_files(request["open_files"])
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = list(request["argv"])

@@ -11,8 +11,8 @@ from support import preloaded
 from support.waiting import WAIT
 
 PROBE = '''
-import json, os, sys, time
-said = {"pid": os.getpid(), "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
+import json, os, resource, sys, time
+said = {"open_files": resource.getrlimit(resource.RLIMIT_NOFILE)[0], "pid": os.getpid(), "argv": sys.argv[1:], "cwd": os.getcwd(), "marker": os.environ.get("PROBE_MARKER"),
         "stdin": sys.stdin.read(), "main": __name__, "seen_at_import": SEEN}
 print(json.dumps(said), flush=True)
 print("to stderr", file=sys.stderr, flush=True)
@@ -31,24 +31,27 @@ def probe_dir(tmp_path):
     return tmp_path
 
 
-def run_probe(probe_dir, *argv, input="", **env):
+def run_probe(probe_dir, *argv, input="", open_files=None, **env):
     proc = preloaded.start("probe", list(argv), env={**os.environ, **env}, cwd=str(probe_dir), text=True,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           open_files=open_files)
     out, err = proc.communicate(input, timeout=WAIT)
     return proc, json.loads(out), err
 
 
-def test_a_forked_command_has_its_own_process_arguments_environment_directory_streams_and_status(probe_dir):
-    proc, said, err = run_probe(probe_dir, "one", "two words", input="typed", PROBE_MARKER="m-1", PROBE_EXIT="3")
+def test_a_forked_command_has_its_own_process_arguments_environment_directory_streams_limits_and_status(probe_dir):
+    proc, said, err = run_probe(probe_dir, "one", "two words", input="typed", open_files=99,
+                                PROBE_MARKER="m-1", PROBE_EXIT="3")
     assert isinstance(proc, preloaded.PreloadedProcess)  # not the plain process it falls back to
-    assert said == {"pid": proc.pid, "argv": ["one", "two words"], "cwd": str(probe_dir), "marker": "m-1",
+    assert said == {"open_files": 99, "pid": proc.pid, "argv": ["one", "two words"], "cwd": str(probe_dir), "marker": "m-1",
                     "stdin": "typed", "main": "__main__", "seen_at_import": "m-1"}
     assert proc.pid != os.getpid() and err == "to stderr\n" and proc.returncode == 3
 
 
 def test_each_forked_command_imports_with_its_own_environment(probe_dir):
-    seen = [run_probe(probe_dir, PROBE_MARKER=marker)[1]["seen_at_import"] for marker in ("first", "second")]
-    assert seen == ["first", "second"]
+    said = [run_probe(probe_dir, PROBE_MARKER=marker)[1] for marker in ("first", "second")]
+    assert [each["seen_at_import"] for each in said] == ["first", "second"]
+    assert said[0]["open_files"] == said[1]["open_files"] != 99  # a limit is the command's own
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -407,3 +407,52 @@ def test_a_replica_of_another_persona_is_refused_while_one_is_live(pair):
     assert refused.value.returncode == 2, refused.value.stderr
     a = Caller(pair[0])
     assert answer(a.send(message("still one persona"))) == "echo: still one persona"
+
+
+def take_over_as_a_survivor_would(replica_name: str, task_id: str, text: str) -> None:
+    """Do in the shared database what a replica does when it takes over a lost one (whose lease
+    it found expired): mark that one's lease lost, and write its task ``task_id`` failed,
+    saying ``text``, at the row's next version."""
+    from a2a.types import Message, Part, Role, Task, TaskState
+
+    from support.postgres import run_on
+
+    assert run_on(POSTGRES, "UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $1 AND state = 'live' "
+                            "RETURNING boot", replica_name) is not None, f"{replica_name} holds no live lease"
+    task = Task()
+    task.ParseFromString(run_on(POSTGRES, "SELECT task FROM bridge_tasks WHERE id = $1", task_id))
+    task.status.state = TaskState.TASK_STATE_FAILED
+    task.status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task_id,
+                                         context_id=task.context_id, parts=[Part(text=text)]))
+    assert run_on(POSTGRES, "UPDATE bridge_tasks SET state = $2, version = version + 1, task = $3 WHERE id = $1 "
+                            "RETURNING version", task_id, int(task.status.state),
+                  task.SerializeToString()) is not None, f"task {task_id} is not in the database"
+
+
+@pytest.mark.parametrize("turn", ["ends", "is-given-up"])
+def test_a_turn_that_ends_after_its_replica_was_taken_over_is_answered_with_the_survivors_end(call_log, turn):
+    """A replica's turn ends just after another replica took it over (its lease had lapsed, as a
+    paused one's does) and failed its task, before the replica itself noticed: its end is not
+    written (the lease fence), and the caller still waiting on it is answered the task as the
+    survivor stored it, not an internal error."""
+    import threading
+
+    release, said = f"release-{uuid.uuid4().hex[:8]}", "taken over: this replica's lease lapsed"
+    with replica_with_tokens("taken-over", call_log=call_log) as process:
+        caller, context = Caller(process), uuid.uuid4().hex
+        replies: list = []
+        waiting = threading.Thread(target=lambda: replies.append(caller.call(
+            "SendMessage", {"message": message(f"hold:{release}", context_id=context)})), daemon=True)
+        waiting.start()
+        listed = wait_until(lambda: caller.call("ListTasks", {"contextId": context})["result"].get("tasks", []),
+                            "the task to be listed", until=lambda tasks: len(tasks) == 1)
+        task_id = listed[0]["id"]
+        caller.wait_for_state(task_id, "TASK_STATE_WORKING")
+        take_over_as_a_survivor_would(process.replica, task_id, said)
+        if turn == "ends":  # at once: before the replica's next renewal finds its lease lost
+            (call_log.parent / release).write_text("")
+        waiting.join(30)  # else the replica finds its lease lost, and gives its turn up
+        assert not waiting.is_alive(), "the caller was not answered within 30 s of the turn's end"
+    assert "error" not in replies[0], replies[0]
+    answered = replies[0]["result"]["task"]
+    assert (answered["id"], state(answered), status_text(answered)) == (task_id, "TASK_STATE_FAILED", said), answered

@@ -53,7 +53,7 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.types import (CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsResponse, Message, Part,
                        Role, SendMessageRequest, SubscribeToTaskRequest, Task, TaskPushNotificationConfig, TaskState,
                        TaskStatus, TaskStatusUpdateEvent)
-from a2a.utils.errors import (A2AError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
+from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
                               UnsupportedOperationError)
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
@@ -93,11 +93,37 @@ def _store_away_is_temporary(method):
         try:
             return await method(self, params, context)
         except Exception as exc:
+            refused = refused_write(exc)
+            if refused is not None:
+                return await self.stored_end_of(refused, context)
             if not store_unavailable(exc):
                 raise
             await self.refuse_for_now(exc, context)
 
     return call
+
+
+#: what the SDK's refusal of a write says around the task's id: its message processing passes it
+#: on as an ``InternalError`` with these words (taken from the SDK's own exception, not copied)
+_REFUSED_BEFORE_ID, _REFUSED_AFTER_ID = str(ConcurrentTaskModificationError("\0")).split("\0")
+
+
+def refused_write(exc: BaseException) -> str | None:
+    """The id of the task whose write ``exc`` (or an exception it was raised from or while
+    handling) is the store's refusal of: another writer's write stands (a replica that took over
+    this one's lapsed lease and failed its tasks, a cancel), or this replica's lease is lost, so
+    that nothing it writes counts. ``None`` for any other exception."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, ConcurrentTaskModificationError):
+            return exc.task_id
+        if isinstance(exc, InternalError):  # the SDK's consumer passes the refusal on as one
+            said = str(getattr(exc, "message", None) or exc)
+            if said.startswith(_REFUSED_BEFORE_ID) and said.endswith(_REFUSED_AFTER_ID):
+                return said[len(_REFUSED_BEFORE_ID):len(said) - len(_REFUSED_AFTER_ID)] or None
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _store_away_ends_stream(method):
@@ -119,6 +145,13 @@ def _store_away_ends_stream(method):
                     yield event
                     last = event
         except Exception as exc:
+            refused = refused_write(exc)
+            if refused is not None:
+                if last is None:
+                    yield await self.stored_end_of(refused, context)
+                else:
+                    yield await self.stored_end_event(refused, last, context)
+                return
             if not store_unavailable(exc):
                 raise
             if last is None:
@@ -202,6 +235,35 @@ class BridgeRequestHandler(RequestHandler):
         if self.on_busy is not None:
             await self.on_busy(context, refusal)
         raise refusal from None
+
+    async def stored_end_of(self, task_id: str, context: ServerCallContext) -> Task:
+        """The answer to a call whose write of task ``task_id`` the store refused (see
+        :func:`refused_write`): the task as stored, once it has ended or waits for input (the
+        write that stands is its end); otherwise "unavailable, retry shortly", as for a store
+        that is away, since nothing this replica writes may count (on another replica, the same
+        message is answered with its end)."""
+        try:
+            task = await read_task(self.task_store, task_id, context)
+        except Exception:  # noqa: BLE001 - the store is away as well: the caller tries again
+            task = None
+        if task is not None and task.status.state in SETTLED:
+            return task
+        refusal = StoreUnavailableError()
+        if self.on_busy is not None:
+            await self.on_busy(context, refusal)
+        raise refusal from None
+
+    async def stored_end_event(self, task_id: str, last, context: ServerCallContext) -> TaskStatusUpdateEvent:
+        """The last event of a stream whose write of task ``task_id`` the store refused after
+        ``last`` was sent: the status the task has as stored once it has ended or waits for
+        input, else one that says the stream ends before the task did (read it again)."""
+        try:
+            task = await read_task(self.task_store, task_id, context)
+        except Exception:  # noqa: BLE001 - the store is away as well
+            task = None
+        if task is None or task.status.state not in SETTLED:
+            return _stream_cut_short(last)
+        return TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
 
     # ---- messages ----------------------------------------------------------------------
 

@@ -456,3 +456,25 @@ def test_a_turn_that_ends_after_its_replica_was_taken_over_is_answered_with_the_
     assert "error" not in replies[0], replies[0]
     answered = replies[0]["result"]["task"]
     assert (answered["id"], state(answered), status_text(answered)) == (task_id, "TASK_STATE_FAILED", said), answered
+
+
+@pytest.mark.parametrize("method", ["SendMessage", "SendStreamingMessage"])
+def test_a_message_that_comes_after_its_replica_was_taken_over_is_refused_for_a_retry_elsewhere(call_log, method):
+    """The replica's lease was taken over (it lapsed, as a paused one's does) and the replica has
+    not noticed yet when a message comes: nothing of the message may be written under the lost
+    lease, so the caller is told to try again (503, Retry-After), not given an internal error
+    with the store's words."""
+    import httpx
+
+    from support.postgres import run_on
+
+    with replica_with_tokens("taken-over-first", call_log=call_log) as process:
+        caller = Caller(process)
+        caller.send(message("hello"))  # it serves
+        assert run_on(POSTGRES, "UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $1 AND state = 'live' "
+                                "RETURNING boot", process.replica) is not None
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message("are you there")}}
+        reply = httpx.post(caller.url, json=body, headers={**caller.headers, "Accept": "text/event-stream"},
+                           timeout=30)
+    assert reply.status_code == 503 and reply.headers.get("retry-after"), (reply.status_code, reply.text)
+    assert "modified concurrently" not in reply.text and "-32603" not in reply.text, reply.text

@@ -1,5 +1,6 @@
 """Agent cards: where they are found, how often they are fetched, when they are fetched again."""
 import re
+import socket
 import tracemalloc
 
 import httpx
@@ -12,6 +13,7 @@ from ovos_a2a_solver import A2AChatEngine, A2AClient, AgentCard, CardTrust
 from support.agent_process import AgentProcess
 from support.clock import ManualClock
 from support.network import free_port
+from support.waiting import WAIT
 
 
 ECHO = re.compile(r"echo\[[^\]]+\]: (?P<text>.*)")
@@ -55,13 +57,18 @@ def test_card_is_fetched_once_across_turns_and_modes(agent):
     assert card_fetches(agent, "jsonrpc-only") - before == 1
 
 
-def test_engine_construction_does_no_network_io():
-    # an agent of its own: the session's one is also asked by whatever earlier tests of this process left
-    # running, so its count is not this engine's alone (a run under load once read one fetch more)
-    with AgentProcess() as own:
+def test_building_an_engine_waits_on_no_network_and_its_card_is_read_once_for_it_and_its_first_turn():
+    """The card is read ahead of the first turn, on the engine's warm-up thread: building the
+    engine returns while an agent has not answered yet, and the first turn reads no card again."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # takes connections, never answers
+        silent_url = f"http://127.0.0.1:{silent.getsockname()[1]}/echo"
+        waiting = A2AChatEngine({"agent_url": silent_url, "timeout": 10})
+        assert not waiting.warmed_up.is_set()  # built, while its warm-up still waits for the card
+    A2AChatEngine({"agent_url": f"http://127.0.0.1:{free_port()}/nobody"})  # nothing listens: still built
+    with AgentProcess() as own:  # an agent of its own: what it counts is this engine's alone
         engine = A2AChatEngine({"agent_url": own.agent("echo")})
-        A2AChatEngine({"agent_url": f"http://127.0.0.1:{free_port()}/nobody"})  # nothing listens: still fine
-        assert card_fetches(own, "echo") == 0
+        assert engine.warmed_up.wait(WAIT)
+        assert card_fetches(own, "echo") == 1
         engine.get_response("hello")
         assert card_fetches(own, "echo") == 1
 

@@ -150,14 +150,20 @@ def start(module: str, argv: Sequence[str], *, env: Mapping[str, str], stdin: An
         else:
             child_ends.append(os.dup(spec if isinstance(spec, int) else spec.fileno()))
             ours.append(None)
+    status = None
     try:
         request = json.dumps({"module": module, "argv": [module, *argv], "env": env,
                               "cwd": cwd or os.getcwd(), "open_files": open_files}).encode()
         status = _the_server.request(len(request).to_bytes(_HEADER, "big") + request, child_ends)
+        pid = int(status.makefile("r").readline())  # empty (ValueError) when the server could not fork
+    except BaseException:
+        for own in (*ours, status):
+            if own is not None:
+                own.close()
+        raise
     finally:
         for fd in child_ends:
             os.close(fd)
-    pid = int(status.makefile("r").readline())
     return PreloadedProcess(args, pid, status, *ours)
 
 
@@ -205,7 +211,11 @@ class _ForkServer:
 
     def close(self) -> None:
         self.process.stdin.close()
-        self.process.wait(10)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:  # at exit: a stuck server must not keep the test run from ending
+            self.process.kill()
+            self.process.wait()
         for name in os.listdir(self.directory):
             os.unlink(os.path.join(self.directory, name))
         os.rmdir(self.directory)

@@ -42,8 +42,9 @@ class LocalTurns(Protocol):
 
     async def fail_stranded(self, live_runs: str | None, older_than: float) -> int:
         """Fail the tasks still submitted or working, untouched for ``older_than`` seconds, that
-        no operation of a live run works on (``live_runs``: a query of their boot ids; None:
-        every run with work not ended is live); how many were failed."""
+        no operation of a live run works on (``live_runs``: a query of their boot ids, where a run
+        whose lease expired stays live until it was taken over; None: every run with work not ended
+        is live); how many were failed."""
 
     async def give_up_turns(self) -> int:
         """Stop every turn running here (this process lost the right to write them); how many."""

@@ -21,7 +21,9 @@ What a replica needs from the others, and how it gets it:
   without waiting for it to restart; then the row says ``lost``. The take-over holds a
   lease of the taker's until then: if failing the work breaks off (the database went away,
   the taker died), the take-over expires and is taken over again. A run that shuts down
-  gracefully marks its row ``stopped``.
+  gracefully marks its row ``stopped``. The sweep for stranded tasks (once a lease) leaves the
+  work of live runs, expired or not, and of runs being taken over to the take-over: such a
+  run's tasks say its lease expired, whichever replica looks first.
 * The shared event log is pruned: the events of tasks that ended ``EVENTS_KEPT`` seconds
   ago are deleted (the store appends, and deletes only with a task).
 
@@ -95,6 +97,10 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_cancels_runner ON a2a_bridge_cancels (runner, state)",
     "CREATE INDEX IF NOT EXISTS ix_a2a_bridge_cancels_asker ON a2a_bridge_cancels (asker, state)",
 )
+#: the boot ids of the runs whose work the take-over fails, not the sweep for stranded tasks: those
+#: live (an expired lease included: it awaits its take-over) or being taken over
+RUNS_NOT_SWEPT = (f"SELECT boot FROM a2a_bridge_replicas "
+                  f"WHERE state IN ('{LeaseState.LIVE.value}', '{LeaseState.TAKING_OVER.value}')")
 #: rings the doorbell once the statement it is the tail of changed a row (``changed``)
 RING = f"SELECT pg_notify('{CHANNEL}', '') FROM changed"
 
@@ -268,15 +274,18 @@ class ReplicaGroup:
         return pruned
 
     async def sweep_stranded(self) -> int:
-        """Fail the tasks still submitted or working that no live run works on (see
-        ``LocalTurns.fail_stranded``); at most once a lease. Return how many."""
+        """Fail the tasks still submitted or working that no run works on (see
+        ``LocalTurns.fail_stranded``); at most once a lease. Return how many.
+
+        The work of a run that is live, its lease expired or not, or being taken over is the
+        take-over's (:meth:`take_over_expired`), which fails it saying its replica's lease expired:
+        whichever replica sweeps first, it leaves that work alone. Only the rest (the runs that
+        stopped, or were taken over, and those with no lease row) is the sweep's."""
         loop = asyncio.get_running_loop()
         if loop.time() - self._swept_at < self.lease:
             return 0
         self._swept_at = loop.time()
-        live_runs = (f"SELECT boot FROM a2a_bridge_replicas WHERE state = '{LeaseState.LIVE.value}' "
-                     f"AND expires > {NOW}")
-        return await self._here.fail_stranded(live_runs, self.lease)
+        return await self._here.fail_stranded(RUNS_NOT_SWEPT, self.lease)
 
     async def _keep_renewing(self) -> None:
         every = self.lease / 3

@@ -70,9 +70,15 @@ class RetryPolicy(CheckedSettings):
     gRPC RESOURCE_EXHAUSTED) did not take the message: it is asked again until the deadline."""
 
     max_retries: int = setting(DEFAULT_MAX_RETRIES, kind=int, bounds=(0, 10),
-                               help="resends of a message after a transient failure")
+                               help=(
+        "Resends of a message after a transient failure (connection failure, HTTP 502, 503, 504) before any answer "
+        "arrived: the same `messageId`, so never a second turn. `GetTask` on a known task is retried the same way. "
+        "An agent that says it is busy (HTTP 429, gRPC `RESOURCE_EXHAUSTED`) did not take the message: it is asked "
+        "again, at its `Retry-After`, until the turn's `timeout`."))
     retry_base_delay: float = setting(DEFAULT_RETRY_BASE_DELAY, kind=float, positive=True,
-                                      help="seconds of the first backoff; it doubles from there")
+                                      help=(
+        "Seconds of the first backoff; each retry waits a random time up to twice the previous bound (full jitter, "
+        "at most 5 s), at least the agent's `Retry-After`, and never past the turn's `timeout`."))
 
 
 @dataclass(frozen=True)
@@ -84,9 +90,14 @@ class BreakerPolicy(CheckedSettings):
     ``breaker_cooldown``.)"""
 
     threshold: int = setting(DEFAULT_BREAKER_THRESHOLD, kind=int, positive=True,
-                             help="failed turns in a row that open the circuit")
+                             help=(
+        "Failed turns in a row (the agent could not be asked or did not answer) after which the next turns fail at "
+        "once (`CircuitOpenError`), without asking the agent."))
     cooldown: float = setting(DEFAULT_BREAKER_COOLDOWN, kind=float, positive=True,
-                              help="seconds the circuit stays open before a probe")
+                              help=(
+        "Seconds the circuit stays open; then one turn is let through as a probe: an answer closes it, a failure "
+        "opens it again. Logged each time. It bounds how long the persona keeps failing at once after the agent is "
+        "back (`bench/bench_recovery.py`)."))
 
 
 @dataclass(frozen=True)
@@ -100,9 +111,16 @@ class CardTrust(CheckedSettings):
     refuse it."""
 
     require_signed_card: bool = setting(False, kind=bool,
-                                        help="refuse a card without a valid signature (A2A 1.0 §8.4)")
-    card_public_key: str | None = setting(None, help="PEM / JWK / JWK Set file of the card's signing keys")
-    card_jwks_url: str | None = setting(None, help="URL of the JWK Set of the card's signing keys")
+                                        help=(
+        "`true` refuses a card without a valid signature (A2A 1.0 §8.4) by a key from `card_public_key`, "
+        "`card_jwks_url` or, without those, the URL the signature names (`jku`) when it is on the agent's own "
+        "origin: `CardSignatureError`, and no message is sent. Needs the `signing` extra."))
+    card_public_key: str | None = setting(None, help=(
+        "A PEM, JWK or JWK Set file of the keys that may sign the agent's card; a signature names its key by `kid` "
+        "(a PEM key's is its RFC 7638 thumbprint, as the bridge names its key). Requires a signed card."))
+    card_jwks_url: str | None = setting(None, help=(
+        "The URL of the JWK Set whose keys may sign the card, on any origin; the card's own `jku` is then not used. "
+        "Requires a signed card. Not with `card_public_key`."))
     signature_verifier: Callable[[Any], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -133,7 +151,20 @@ class AnswerLimits(CheckedSettings):
     ``ReplyTooLargeError`` and the connection is closed."""
 
     max_answer_chars: int = setting(DEFAULT_MAX_ANSWER_CHARS, kind=int, positive=True,
-                                    help="characters of an answer read and said; a longer one is cut")
-    answer_cut: str = setting(DEFAULT_ANSWER_CUT, help="said after an answer cut at max_answer_chars")
+                                    help=(
+        "The most characters of one answer read and handed to speech (256 Ki), counting what is said again when "
+        "the agent rewrites an artifact (`append: false`: from the sentence that changed). A longer answer is cut "
+        "after its last whole sentence within them (or its last word, if no sentence ends there), and the "
+        "`answer_cut` line is said after it; the rest of a streamed answer is not read. A blocking reply "
+        "(`SendMessage`, `streaming: false`) arrives in one piece, of at most `max_reply_bytes`, and is cut the "
+        "same way."))
+    answer_cut: str = setting(DEFAULT_ANSWER_CUT, help=(
+        "Said after an answer cut at `max_answer_chars` (`stream_task` shows it on a line of its own; `send_task` "
+        "returns it as the answer's last line)."))
     max_reply_bytes: int = setting(DEFAULT_MAX_REPLY_BYTES, kind=int, positive=True,
-                                   help="bytes of one reply body (a stream: one line) read")
+                                   help=(
+        "The most bytes read of one reply of the agent (4 MiB), counted as they arrive, before anything parses or "
+        "holds them: a JSON body (a blocking answer, GetTask, ListTasks, a token), one line of an event stream (an "
+        "SSE event), one gRPC message. A reply past it fails the turn with `ReplyTooLargeError`: reading stops "
+        "there and the connection is closed. A stream's whole length is bounded by `max_answer_chars` and "
+        "`timeout`, not by this."))

@@ -20,7 +20,7 @@ file by the same specs, with its own rules for a value that does not fit (``brid
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
@@ -50,6 +50,10 @@ class Spec:
     is the default as the help says it when the plain value would not (``None`` meaning "the
     persona's", a computed default...). A secret setting of the bridge also has a
     ``--NAME-file`` flag and an ``OVOS_A2A_NAME_FILE`` variable, naming a file that holds it.
+
+    For the plugin's settings table (``_settings.settings_table``): ``shown`` likewise, and
+    ``described_with`` names the key in whose row this setting is described, a pair set
+    together (``password`` with ``username``): its own ``help`` is then empty.
     """
 
     help: str = ""
@@ -64,6 +68,7 @@ class Spec:
     flag: bool = True
     metavar: str | None = None
     shown: str | None = None
+    described_with: str | None = None
 
 
 def setting(default: Any = MISSING, *, default_factory: Callable[[], Any] | Any = MISSING, **spec: Any) -> Any:
@@ -89,17 +94,17 @@ def declared(cls: Any) -> list[Field]:
     return [f for f in fields(cls) if "spec" in f.metadata]
 
 
-def keys_of(cls: Any, prefix: str = "") -> list[str]:
-    """The keys of a block that the settings of the dataclass ``cls`` are read from, a group's
-    included (``breaker_threshold``)."""
-    keys = []
+def keyed_fields(cls: Any, prefix: str = "") -> list[tuple[str, Field]]:
+    """The settings of the dataclass ``cls``, a group's included, each with the key of a block
+    it is read from (``breaker_threshold``), in the order they are declared."""
+    keyed = []
     for f in declared(cls):
         spec = spec_of(f)
         if dataclasses.is_dataclass(spec.kind):
-            keys += keys_of(spec.kind, prefix + spec.prefix)
+            keyed += keyed_fields(spec.kind, prefix + spec.prefix)
         else:
-            keys.append(prefix + f.name)
-    return keys
+            keyed.append((prefix + f.name, f))
+    return keyed
 
 
 def yes_or_no(value: Any) -> bool | None:
@@ -117,6 +122,26 @@ def yes_or_no(value: Any) -> bool | None:
 def number_text(value: float) -> str:
     """A number as a person reads it: ``15``, ``0.1``."""
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def bounds_text(f: Field) -> str:
+    """``1–300`` for a bounded number, else ``""``."""
+    bounds = spec_of(f).bounds
+    return f"{number_text(bounds[0])}–{number_text(bounds[1])}" if bounds else ""
+
+
+def default_cell(f: Field, shown: str, plain: Collection[str] = ()) -> str:
+    """The default column of a settings table: ``shown`` (the default as that table says it) in
+    backticks, as a value is, unless it is words (it has a space) or one of ``plain`` (``none``);
+    then a number's bounds (``2 (0–10)``)."""
+    cell = shown if shown in plain or " " in shown else f"`{shown}`"
+    return f"{cell} ({bounds_text(f)})" if bounds_text(f) else cell
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table (the docs' settings tables): the ``head`` row, its rule, a line per row."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 class _NotGiven:

@@ -5,7 +5,7 @@
 Each field of :class:`BridgeSettings` carries a :class:`~ovos_a2a_solver.setting_specs.Spec`
 (help text, bounds, whether it has a flag), declared as every setting of the package is
 (:mod:`~ovos_a2a_solver.setting_specs`). From it come the ``serve`` command's flags and help (:func:`add_flags`) and the
-README's settings table (:func:`settings_table`), so a default or a bound is written once.
+docs/bridge.md's settings table (:func:`settings_table`), so a default or a bound is written once.
 
 Values come from command-line flags, then ``OVOS_A2A_*`` environment variables, then the
 settings file (``--config``), then defaults. A flag out of range is a usage error (argparse
@@ -42,7 +42,8 @@ from ovos_a2a_solver.bridge.backends.persona_file import persona_file_name
 from ovos_a2a_solver.bridge.storage.database_url import (POSTGRES_HINT, check_database_url, has_password, redact_url,
                                                          sqlite_path)
 from ovos_a2a_solver.local_state import package_state_dir
-from ovos_a2a_solver.setting_specs import number_text, setting, spec_of, yes_or_no
+from ovos_a2a_solver.setting_specs import (bounds_text, default_cell, markdown_table, number_text, setting, spec_of,
+                                           yes_or_no)
 
 LOG = logging.getLogger("ovos_a2a_solver.bridge")
 
@@ -685,12 +686,6 @@ def default_text(f: Field) -> str:
     return number_text(f.default) if spec.kind in (int, float) else str(f.default)
 
 
-def bounds_text(f: Field) -> str:
-    """``1–300`` for a bounded number, else ``""``."""
-    bounds = spec_of(f).bounds
-    return f"{number_text(bounds[0])}–{number_text(bounds[1])}" if bounds else ""
-
-
 def _about(f: Field) -> str:
     """``default 15, 1–300; OVOS_A2A_HEARTBEAT``: the default, bounds and variable of a setting."""
     default = "" if default_text(f) == "—" else f"default {default_text(f)}"
@@ -747,8 +742,8 @@ def environment_only_help() -> str:
 
 
 def settings_table() -> str:
-    """The README's bridge settings table (Markdown), one row per setting."""
-    rows = ["| flag | environment | default | meaning |", "|---|---|---|---|"]
+    """docs/bridge.md's settings table (Markdown), one row per setting."""
+    rows = []
     for f in fields(BridgeSettings):
         spec = spec_of(f)
         flag = flag_name(f) + (f" {spec.metavar}" if spec.metavar else "") if spec.flag else "—"
@@ -757,9 +752,5 @@ def settings_table() -> str:
         if spec.secret:
             flag = f"`{secret_file_flag(f)} FILE`" if flag == "—" else f"{flag}, `{secret_file_flag(f)} FILE`"
             env, meaning = f"{env}, `{secret_file_env(f)}`", f"{meaning} ({secret_help(f)})"
-        default = default_text(f)
-        default = default if default in ("—", "on", "off") or " " in default else f"`{default}`"
-        if bounds_text(f):
-            default += f" ({bounds_text(f)})"
-        rows.append(f"| {flag} | {env} | {default} | {meaning} |")
-    return "\n".join(rows)
+        rows.append((flag, env, default_cell(f, default_text(f), plain=("—", "on", "off")), meaning))
+    return markdown_table(("flag", "environment", "default", "meaning"), rows)

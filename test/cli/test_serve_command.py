@@ -26,7 +26,7 @@ import pytest
 from ovos_a2a_solver.bridge.config import (BridgeSettings, bounds_text, default_text, env_name, flag_name,
                                            settings_table, spec_of)
 
-from support import REPO_ROOT
+from support import REPO_ROOT, load_tool
 from support.network import free_port
 from support.bridge_process import READY_LINE, BridgeProcess
 from support.bridge_rpc import answer, message, send, state, task_of
@@ -335,7 +335,7 @@ def test_serve_help_states_every_setting_default_and_bound_from_the_settings(tmp
 
 
 def test_the_bridge_settings_table_is_the_settings():
-    assert settings_table() in BRIDGE_DOC.read_text(encoding="utf-8"), settings_table()
+    assert load_tool("settings_tables").written_table(BRIDGE_DOC) == settings_table(), settings_table()
 
 
 def test_one_timeout_default_for_plugin_client_and_command_line(tmp_path):

@@ -20,22 +20,12 @@ circles alone.
 """
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from support import REPO_ROOT
+from support import REPO_ROOT, load_tool
 
-
-def _load_import_graph():
-    """``tools/import_graph.py``: the reader of the imports, the rules and the picture."""
-    spec = importlib.util.spec_from_file_location("import_graph", REPO_ROOT / "tools" / "import_graph.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-graph_tool = _load_import_graph()
+#: ``tools/import_graph.py``: the reader of the imports, the rules and the picture
+graph_tool = load_tool("import_graph")
 PACKAGE, BRIDGE, SHARED = graph_tool.PACKAGE, graph_tool.BRIDGE, graph_tool.SHARED
 BRIDGE_ROOMS, MODULES = graph_tool.BRIDGE_ROOMS, graph_tool.MODULES
 half_of, bridge_room, room_violations = graph_tool.half_of, graph_tool.bridge_room, graph_tool.room_violations

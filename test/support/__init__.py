@@ -6,12 +6,22 @@ replicas on PostgreSQL (``replicas``) and its relay persona (``personas``), call
 (``bridge_rpc``, ``malformed``), the plugin's chat engine as a persona uses it (``chat``), the
 command line (``cli_run``), waiting (``waiting``), free ports (``network``), the interop venvs
 (``interop``), the failure plugin's lines (``no_brain``) and the run's private state directory
-(``state_home``).
+(``state_home``); and the scripts of ``tools/`` (:func:`load_tool`).
 
 pytest puts ``test/`` on ``sys.path`` (``pythonpath`` in pyproject.toml), so tests import
 ``from support.bridge_process import BridgeProcess``.
 """
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 #: the checkout's root (README.md, persona_examples/, tools/, ovos_a2a_solver/)
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_tool(name: str) -> ModuleType:
+    """The script ``tools/NAME.py`` as a module (``import_graph``, ``settings_tables``)."""
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -105,6 +105,75 @@ class _Running:
     task: "asyncio.Task | None"
     stopped: "asyncio.Future | None" = None  # set by stop(): True once the agent canceled the task
     sent: bool = False                       # the message went out: the agent may be working on it
+    unnamed: "_Reply | None" = None          # left while its reply had not named the task yet (see _Reply)
+
+
+async def _next_event(events: AsyncIterator[StreamResponse]) -> StreamResponse | None:
+    """The reply's next event; ``None`` once it ended."""
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None
+
+
+class _Reply:
+    """The events of the agent's reply to one message, closed on leaving (``async with``).
+
+    Until an event names the agent's task, each is read on an asyncio task of its own that the
+    turn only waits for (shielded): a turn canceled in that gap (the agent has the message, the
+    client not yet the id of its task) leaves that read going, handed to ``running.unnamed``,
+    for the cancel it owes (:meth:`_BaseClient._cancel_remote`) to learn the id from.
+    """
+
+    def __init__(self, events: AsyncIterator[StreamResponse], running: _Running) -> None:
+        self._events, self._running = events, running
+        self._reading: asyncio.Task | None = None
+
+    async def __aenter__(self) -> "_Reply":
+        return self
+
+    async def __aexit__(self, exc_type, exc, traceback) -> None:
+        if exc_type is asyncio.CancelledError and self._reading is not None:
+            self._running.unnamed = self  # whoever canceled the turn decides what becomes of the read
+        else:
+            await self.aclose()
+
+    def __aiter__(self) -> "_Reply":
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        if self._running.answer.task_id:
+            return await anext(self._events)
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(_next_event(self._events))
+        event = await asyncio.shield(self._reading)  # canceled: the read goes on, see __aexit__
+        self._reading = None
+        if event is None:
+            raise StopAsyncIteration
+        return event
+
+    async def named(self) -> str:
+        """Read on until an event names the agent's task (fed to the answer, as the turn would
+        have); its id, "" when the reply ended, or was a message, without naming one. Closes the reply."""
+        answer = self._running.answer
+        try:
+            while not answer.task_id and not answer.message_reply:
+                reading, self._reading = self._reading, None
+                event = await (reading if reading is not None else _next_event(self._events))
+                if event is None:
+                    break
+                answer.feed(event)
+        finally:
+            await self.aclose()
+        return answer.task_id
+
+    async def aclose(self) -> None:
+        """Stop reading (a read under way is canceled) and release the reply's stream."""
+        reading, self._reading = self._reading, None
+        if reading is not None:
+            reading.cancel()
+            await asyncio.wait([reading])  # an error it ended with was taken by the shield's or named()'s await
+        await self._events.aclose()
 
 
 def _task_goes_on(answer: AnswerAssembler) -> bool:
@@ -201,6 +270,7 @@ class _BaseClient:
         self._lock = threading.Lock()
         self._closed = False
         self._running: set[_Running] = set()  # exchanges under way (touched on their event loop only)
+        self._owed: set[asyncio.Task] = set()  # cancels owed by turns stopped before their task was named
         self._clock = clock
         self._breaker = CircuitBreaker(base_url, breaker, clock=clock)
         self._outliving = OutlivingTasks(_OutlivingSide(self))
@@ -275,6 +345,8 @@ class _BaseClient:
         return request
 
     async def _aclose(self) -> None:
+        if self._owed:  # each is bounded (CANCEL_TIMEOUT): the tasks they cancel are not left running
+            await asyncio.wait(list(self._owed))
         with self._lock:
             connection, self._connection, self._closed = self._connection, None, True
         self._sign_in_turns.close()
@@ -362,6 +434,9 @@ class _BaseClient:
             raise
         finally:
             self._running.discard(running)
+            if running.unnamed is not None:  # e.g. the deadline passed: nothing to cancel, the read ends
+                reply, running.unnamed = running.unnamed, None
+                await reply.aclose()
         self._breaker.succeeded()
         for revision in self._ending(answer, session_id, conv):
             yield revision
@@ -389,7 +464,7 @@ class _BaseClient:
                 client = await connection.client(streaming)
                 streamed = streaming and (await connection.card()).capabilities.streaming
                 running.sent = True  # from here on the agent may be working on the message
-                async with aclosing(client.send_message(SendMessageRequest(message=message))) as events:
+                async with _Reply(client.send_message(SendMessageRequest(message=message)), running) as events:
                     async for event in events:
                         unreadable += not event.WhichOneof("payload")
                         for revision in answer.feed(event):
@@ -522,8 +597,32 @@ class _BaseClient:
             delay = min(delay * 2, FOLLOW_POLL_MAX)
 
     async def _cancel_remote(self, running: "_Running", conv: Conversation | None) -> None:
-        """The turn was left before its answer ended: cancel the agent's task (CancelTask)."""
+        """The turn was left before its answer ended: cancel the agent's task (CancelTask).
+
+        Left before the agent named its task (it has the message), the turn ends now and the
+        cancel is owed: it reads the reply on until the task is named, within ``CANCEL_TIMEOUT``,
+        then cancels it; :meth:`stop` returns once it did, and closing the client waits for it."""
+        reply, running.unnamed = running.unnamed, None
+        if reply is None:
+            await self._cancel_named(running, conv)
+            return
+        owed = asyncio.ensure_future(self._cancel_named(running, conv, reply))
+        self._owed.add(owed)
+        owed.add_done_callback(self._owed.discard)
+
+    async def _cancel_named(self, running: "_Running", conv: Conversation | None,
+                            unnamed: "_Reply | None" = None) -> None:
+        """Cancel the task the agent named for the turn's message, if it goes on: named already,
+        or by the reply ``unnamed`` still reads; settle what :meth:`stop` waits for."""
         answer, ok = running.answer, True
+        if unnamed is not None:
+            try:
+                async with asyncio.timeout(min(self.timeout, CANCEL_TIMEOUT)):
+                    await unnamed.named()
+            except Exception as exc:  # A2AError, TimeoutError: what stop() waits for is settled all the same
+                ok = False
+                LOG.error("stopped before %s named the task of the message, and it named none (%s): its work on "
+                          "it may go on", self.base_url, str(exc) or "not in time")
         if answer.task_id and answer.state not in TERMINAL and not answer.message_reply:  # not yet ended
             try:
                 async with asyncio.timeout(min(self.timeout, CANCEL_TIMEOUT)):

@@ -7,6 +7,7 @@ import pytest
 
 from ovos_a2a_solver import A2AClient
 
+from support.agent_process import AgentProcess
 from support.bridge_in_process import InProcessBridge
 from support.bridge_process import BridgeProcess
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of, wait_for_task
@@ -48,6 +49,25 @@ def test_stop_ends_the_turn_and_cancels_the_task(agent, tmp_path):
     wait_until(lambda: stopped, "stop() to return")
     assert stopped == [True]
     assert cancels(agent, "drip") == before + 1
+
+
+def test_a_stop_before_the_agent_named_its_task_ends_the_turn_and_cancels_the_task_once_named(tmp_path):
+    """The agent has the message but has not said which task it is (``stall-held`` holds even its
+    first event): a stop in that gap ends the turn at once, and the task is canceled as soon as
+    the agent names it, not left working."""
+    with AgentProcess() as own:  # of its own: its /_admin/release lets go of this turn and no other
+        engine = chat_engine(own.agent("stall-held"), tmp_path)
+        said, stopped = [], []
+        turn = threading.Thread(target=lambda: said.extend(engine.stream_sentences(user("go"), session_id="s")))
+        turn.start()
+        wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message")
+        threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
+        wait_until(lambda: not turn.is_alive(), "the stopped turn to end while the agent has not named its task")
+        assert said == [] and own.stats()["cancels"]["stall-held"] == 0
+        own.release()  # the agent names its task now, and starts working on it
+        wait_until(lambda: own.stats()["cancels"]["stall-held"], "the agent to receive a CancelTask")
+        wait_until(lambda: stopped, "stop() to return")
+        assert stopped == [True]
 
 
 def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):

@@ -56,6 +56,7 @@ Streaming shapes (about 30 ms between events):
   stream-gated     "First sentence. ", waits for POST /_admin/release, "Second sentence."
   stream-gated-number  the same with "Sentence 1." and "Sentence 2." (the first one's end is unsure: "1.5"?)
   stall            working, then sleeps 600 s (cancellable)
+  stall-held       says nothing, not even its task, until POST /_admin/release; then as stall
   push             echo, with push notifications by the a2a-sdk's own config store and sender
   cut              three chunks 0.3 s apart, then completed; a SendStreamingMessage
                    response is cut (connection dropped) after the first; the task goes on
@@ -157,7 +158,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/forget   empty every task store (agent restart that lost tasks)
   POST   /_admin/finish   mark INPUT_REQUIRED / AUTH_REQUIRED tasks COMPLETED
   POST   /_admin/expire   expire every context issued so far
-  POST   /_admin/release  let stream-gated(-number) send its second sentence, a gated status-* its artifact
+  POST   /_admin/release  let stream-gated(-number) send its second sentence, a gated status-* its artifact,
+                          stall-held its task
   POST   /_admin/flaky?count=N&status=S&retry_after=R[&agent=NAME]   see the flaky agent (NAME: refuse
                           another agent's requests instead)
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
@@ -449,6 +451,18 @@ async def stall(turn: Turn) -> None:
     await turn.updater.start_work(turn.msg('working...'))
     await asyncio.sleep(600)
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
+
+
+def held(release: asyncio.Event, script: Script) -> Script:
+    """``script``, once POST /_admin/release came: until then the agent has the message and
+    has said nothing of it, not even which task it is (the caller cannot name it yet)."""
+    async def hold_then_run(turn: Turn) -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(release.wait(), 30)
+        release.clear()
+        await script(turn)
+
+    return hold_then_run
 
 
 class MemoryScript:
@@ -977,6 +991,8 @@ def agent_catalogue(obs: Observations, foreign_url: str | None, token_url: str |
         AgentSpec('stream-gated-number', 'Like stream-gated, its first sentence ending in a number.',
                   gated(obs.release, 'Sentence 1.', 'Sentence 2.')),
         AgentSpec('stall', 'Works for 600 seconds.', stall),
+        AgentSpec('stall-held', 'Names its task only after POST /_admin/release, then works for 600 seconds.',
+                  held(obs.release, stall)),
         AgentSpec('push', 'Echo with push notifications (the SDK\'s own store and sender).', echo, push=True),
         AgentSpec('cut', 'Streams three chunks; the stream breaks after the first, the task goes on.', cut,
                   bindings=(JSONRPC_1,)),

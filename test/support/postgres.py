@@ -22,16 +22,20 @@ from typing import Iterator
 POSTGRES_VAR = "OVOS_A2A_TEST_POSTGRES"
 
 
+def plain_dsn(url: str) -> str:
+    """The database of ``url`` (SQLAlchemy form) as asyncpg names it."""
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
 def run_on(url: str, statement: str, *args):
     """The value of ``statement`` (its first column of its first row) on the database of ``url``
     (SQLAlchemy form), outside a transaction."""
     import asyncpg
-    from sqlalchemy.engine import make_url
-
-    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
     async def run():
-        connection = await asyncpg.connect(dsn)
+        connection = await asyncpg.connect(plain_dsn(url))
         try:
             return await connection.fetchval(statement, *args)
         finally:

@@ -16,9 +16,10 @@ can never overwrite a newer one. Past ``max_concurrent`` admitted messages the a
 
 A cancel is honest: the persona turn is stopped first, and only once it stopped does the
 SDK record ``canceled``; a turn that cannot stop in time gets TaskNotCancelable and goes
-on. A task running in another process (a replica on one PostgreSQL database, see
-``replicas``, or a sibling worker on one SQLite file, see ``siblings``) is canceled the
-same way: that process is asked to stop the turn, and the answer waits for it. A
+on. A cancel whose task another process ended meanwhile is TaskNotCancelable too, unless
+that end is ``canceled``. A task running in another process (a replica on one PostgreSQL
+database, see ``replicas``, or a sibling worker on one SQLite file, see ``siblings``) is
+canceled the same way: that process is asked to stop the turn, and the answer waits for it. A
 subscription to such a task gets its live events relayed from there (workers), or from
 the shared event log (replicas). Work cut short by a crash or ``kill -9`` is marked
 ``failed`` on the next start (a worker's, when it is started again), or, with several
@@ -110,9 +111,10 @@ _REFUSED_BEFORE_ID, _REFUSED_AFTER_ID = str(ConcurrentTaskModificationError("\0"
 
 def refused_write(exc: BaseException) -> str | None:
     """The id of the task whose write ``exc`` (or an exception it was raised from or while
-    handling) is the store's refusal of: another writer's write stands (a replica that took over
-    this one's lapsed lease and failed its tasks, a cancel), or this replica's lease is lost, so
-    that nothing it writes counts. ``None`` for any other exception."""
+    handling, unless raised ``from None``: an answer to the refusal already) is the store's
+    refusal of: another writer's write stands (a replica that took over this one's lapsed lease
+    and failed its tasks, a cancel), or this replica's lease is lost, so that nothing it writes
+    counts. ``None`` for any other exception."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, ConcurrentTaskModificationError):
@@ -122,7 +124,7 @@ def refused_write(exc: BaseException) -> str | None:
             if said.startswith(_REFUSED_BEFORE_ID) and said.endswith(_REFUSED_AFTER_ID):
                 return said[len(_REFUSED_BEFORE_ID):len(said) - len(_REFUSED_AFTER_ID)] or None
         seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return None
 
 
@@ -236,17 +238,18 @@ class BridgeRequestHandler(RequestHandler):
             await self.on_busy(context, refusal)
         raise refusal from None
 
-    async def stored_end_of(self, task_id: str, context: ServerCallContext) -> Task:
+    async def stored_end_of(self, task_id: str, context: ServerCallContext,
+                            ends: frozenset[int] = SETTLED) -> Task:
         """The answer to a call whose write of task ``task_id`` the store refused (see
-        :func:`refused_write`): the task as stored, once it has ended or waits for input (the
-        write that stands is its end); otherwise "unavailable, retry shortly", as for a store
-        that is away, since nothing this replica writes may count (on another replica, the same
-        message is answered with its end)."""
+        :func:`refused_write`): the task as stored, once it is in one of the states ``ends`` (by
+        default: it has ended or waits for input; the write that stands is its end); otherwise
+        "unavailable, retry shortly", as for a store that is away, since nothing this replica
+        writes may count (on another replica, the same message is answered with its end)."""
         try:
             task = await read_task(self.task_store, task_id, context)
         except Exception:  # noqa: BLE001 - the store is away as well: the caller tries again
             task = None
-        if task is not None and task.status.state in SETTLED:
+        if task is not None and task.status.state in ends:
             return task
         refusal = StoreUnavailableError()
         if self.on_busy is not None:
@@ -461,10 +464,21 @@ class BridgeRequestHandler(RequestHandler):
                             f"step takes longer than that to end); the task goes on.")
             if turn.outcome is not None and not turn.outcome.stopped:
                 task = await self._task_once_settled(params.id, context)
-                state = "gone" if task is None else state_name(task.status.state)
-                raise TaskNotCancelableError(message=f"Task {params.id} finished before it could be canceled: "
-                                                     f"{state}")
-        return await self.inner.on_cancel_task(params, context)
+                raise _ended_before_canceled(params.id, "gone" if task is None else state_name(task.status.state))
+        try:
+            task = await self.inner.on_cancel_task(params, context)
+        except Exception as exc:
+            refused = refused_write(exc)
+            if refused is None:
+                raise
+            # the cancel's write was refused: a task still going, or waiting for input, was not
+            # canceled (on another replica, the cancel is carried out): "retry shortly"
+            task = await self.stored_end_of(refused, context, ends=TERMINAL)
+        # another writer (a replica that took this one over, another replica's cancel) ended the
+        # task meanwhile; the SDK answers with that end: only ``canceled`` is what was asked
+        if task.status.state != TaskState.TASK_STATE_CANCELED:
+            raise _ended_before_canceled(params.id, state_name(task.status.state))
+        return task
 
     async def _cancel_elsewhere(self, operation: Operation, context: ServerCallContext) -> Task:
         """Cancel a task whose turn runs in another process: ask it to stop the turn (it
@@ -644,6 +658,11 @@ class BridgeRequestHandler(RequestHandler):
 
     async def on_get_extended_agent_card(self, params, context):
         return await self.inner.on_get_extended_agent_card(params, context)
+
+
+def _ended_before_canceled(task_id: str, state: str) -> TaskNotCancelableError:
+    """The answer to a cancel of a task that ended (in ``state``) while the cancel was under way."""
+    return TaskNotCancelableError(message=f"Task {task_id} finished before it could be canceled: {state}")
 
 
 def _settles(event) -> bool:

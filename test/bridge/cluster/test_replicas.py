@@ -409,24 +409,81 @@ def test_a_replica_of_another_persona_is_refused_while_one_is_live(pair):
     assert answer(a.send(message("still one persona"))) == "echo: still one persona"
 
 
-def take_over_as_a_survivor_would(replica_name: str, task_id: str, text: str) -> None:
-    """Do in the shared database what a replica does when it takes over a lost one (whose lease
-    it found expired): mark that one's lease lost, and write its task ``task_id`` failed,
-    saying ``text``, at the row's next version."""
+#: another writer's write of a task's end ($1 its id, $2 its state, $3 the task), at the row's next version
+END_WRITE = "UPDATE bridge_tasks SET state = $2, version = version + 1, task = $3 WHERE id = $1 RETURNING version"
+
+
+def ended(task_id: str, end: str, text: str) -> tuple:
+    """The parameters of :data:`END_WRITE` that end task ``task_id`` as stored in state ``end``
+    (a ``TaskState`` name), its status saying ``text``."""
     from a2a.types import Message, Part, Role, Task, TaskState
 
     from support.postgres import run_on
 
-    assert run_on(POSTGRES, "UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $1 AND state = 'live' "
-                            "RETURNING boot", replica_name) is not None, f"{replica_name} holds no live lease"
     task = Task()
     task.ParseFromString(run_on(POSTGRES, "SELECT task FROM bridge_tasks WHERE id = $1", task_id))
-    task.status.state = TaskState.TASK_STATE_FAILED
+    task.status.state = TaskState.Value(end)
     task.status.message.CopyFrom(Message(role=Role.ROLE_AGENT, message_id=uuid.uuid4().hex, task_id=task_id,
                                          context_id=task.context_id, parts=[Part(text=text)]))
-    assert run_on(POSTGRES, "UPDATE bridge_tasks SET state = $2, version = version + 1, task = $3 WHERE id = $1 "
-                            "RETURNING version", task_id, int(task.status.state),
-                  task.SerializeToString()) is not None, f"task {task_id} is not in the database"
+    return task_id, int(task.status.state), task.SerializeToString()
+
+
+def lose_lease(replica_name: str) -> None:
+    """Mark ``replica_name``'s lease lost in the shared database, as a replica that takes it over
+    (having found it expired) does: from then on, nothing that replica writes counts."""
+    from support.postgres import run_on
+
+    assert run_on(POSTGRES, "UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $1 AND state = 'live' "
+                            "RETURNING boot", replica_name) is not None, f"{replica_name} holds no live lease"
+
+
+def take_over_as_a_survivor_would(replica_name: str, task_id: str, text: str) -> None:
+    """Do in the shared database what a replica does when it takes over a lost one (whose lease
+    it found expired): mark that one's lease lost, and write its task ``task_id`` failed,
+    saying ``text``, at the row's next version."""
+    from support.postgres import run_on
+
+    lose_lease(replica_name)
+    assert run_on(POSTGRES, END_WRITE, *ended(task_id, "TASK_STATE_FAILED", text)) is not None, \
+        f"task {task_id} is not in the database"
+
+
+class EndNotYetCommitted:
+    """Another writer that has written a task's end (:data:`END_WRITE`) in a transaction it has not
+    committed yet (a context manager): every other write of that task waits for it, while reads
+    still find the task as it was. :meth:`waiting` counts the statements that wait for it;
+    :meth:`commit` lets them go on, against the end it wrote."""
+
+    def __init__(self, task_id: str, end: str, text: str) -> None:
+        self.parameters = ended(task_id, end, text)
+
+    def __enter__(self) -> "EndNotYetCommitted":
+        import asyncio
+
+        import asyncpg
+
+        from support.postgres import plain_dsn
+
+        self.loop = asyncio.new_event_loop()
+        self.connection = self.loop.run_until_complete(asyncpg.connect(plain_dsn(POSTGRES)))
+        self.transaction = self.connection.transaction()
+        self.loop.run_until_complete(self.transaction.start())
+        assert self.loop.run_until_complete(self.connection.fetchval(END_WRITE, *self.parameters)) is not None
+        return self
+
+    def waiting(self) -> int:
+        return self.loop.run_until_complete(self.connection.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+            self.connection.get_server_pid()))
+
+    def commit(self) -> None:
+        self.loop.run_until_complete(self.transaction.commit())
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            self.loop.run_until_complete(self.connection.close())
+        finally:
+            self.loop.close()
 
 
 @pytest.mark.parametrize("turn", ["ends", "is-given-up"])
@@ -466,15 +523,66 @@ def test_a_message_that_comes_after_its_replica_was_taken_over_is_refused_for_a_
     with the store's words."""
     import httpx
 
-    from support.postgres import run_on
-
     with replica_with_tokens("taken-over-first", call_log=call_log) as process:
         caller = Caller(process)
         caller.send(message("hello"))  # it serves
-        assert run_on(POSTGRES, "UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $1 AND state = 'live' "
-                                "RETURNING boot", process.replica) is not None
+        lose_lease(process.replica)
         body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"message": message("are you there")}}
         reply = httpx.post(caller.url, json=body, headers={**caller.headers, "Accept": "text/event-stream"},
                            timeout=30)
+    assert reply.status_code == 503 and reply.headers.get("retry-after"), (reply.status_code, reply.text)
+    assert "modified concurrently" not in reply.text and "-32603" not in reply.text, reply.text
+
+
+@pytest.mark.parametrize("end", ["TASK_STATE_FAILED", "TASK_STATE_CANCELED"])
+def test_a_cancel_whose_task_another_writer_ended_meanwhile_is_answered_by_that_end(call_log, end):
+    """A cancel finds the task working and stops its turn, but another writer (a replica that took
+    this one over and failed the task, or another replica's cancel) stores the task's end just
+    before the cancel's own write, which the store then refuses. A task that failed so is not
+    cancelable (-32002, A2A's answer for a final task), not answered as if the cancel had
+    succeeded; one that another writer canceled is the answer: the cancel asked for that."""
+    import threading
+
+    release, said = f"release-{uuid.uuid4().hex[:8]}", f"ended by another writer: {end}"
+    with replica_with_tokens("cancel-overtaken", "--heartbeat", "300", call_log=call_log) as process:
+        caller = Caller(process)
+        task_id = caller.send(message(f"hold:{release}"), blocking=False)["id"]
+        caller.wait_for_state(task_id, "TASK_STATE_WORKING")
+        replies: list = []
+        with EndNotYetCommitted(task_id, end, said) as other_writer:
+            canceling = threading.Thread(target=lambda: replies.append(caller.call("CancelTask", {"id": task_id})),
+                                         daemon=True)
+            canceling.start()
+            wait_until(other_writer.waiting, "the cancel's write to wait for the other writer's")
+            other_writer.commit()
+        canceling.join(30)
+        assert not canceling.is_alive(), "the cancel was not answered within 30 s of the other writer's end"
+        stored = caller.get(task_id)
+    assert replies, "the cancel had no JSON-RPC answer"
+    assert (state(stored), status_text(stored)) == (end, said), stored
+    if end == "TASK_STATE_CANCELED":
+        assert "error" not in replies[0], replies[0]
+        answered = replies[0]["result"]
+        assert (answered["id"], state(answered), status_text(answered)) == (task_id, end, said), answered
+    else:
+        error = replies[0].get("error", replies[0])
+        assert error.get("code") == TASK_NOT_CANCELABLE and "failed" in error["message"].lower(), replies[0]
+
+
+def test_a_cancel_on_a_replica_whose_lease_was_taken_over_is_refused_for_a_retry_elsewhere(call_log):
+    """The replica's lease was taken over and the replica has not noticed yet when a cancel of a
+    task waiting for input comes: the cancel's write is refused, and the task still waits, so
+    the caller is told to try again (503, Retry-After), not given the task as it waits as if it
+    were the cancel's answer."""
+    import httpx
+
+    # a long lease: the replica does not renew it (and find it lost) while the test runs
+    with replica_with_tokens("cancel-lease-lost", call_log=call_log, OVOS_A2A_REPLICA_LEASE="60") as process:
+        caller = Caller(process)
+        waiting = caller.send(message("ask:which city?"))
+        assert state(waiting) == "TASK_STATE_INPUT_REQUIRED", waiting
+        lose_lease(process.replica)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": waiting["id"]}}
+        reply = httpx.post(caller.url, json=body, headers=caller.headers, timeout=30)
     assert reply.status_code == 503 and reply.headers.get("retry-after"), (reply.status_code, reply.text)
     assert "modified concurrently" not in reply.text and "-32603" not in reply.text, reply.text

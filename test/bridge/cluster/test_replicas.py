@@ -26,6 +26,8 @@ pytestmark = pytest.mark.skipif(not POSTGRES and not os.environ.get("CI"),
 
 TOKEN_X, TOKEN_Y = "replica-owner-x-4kPw9", "replica-owner-y-7Hn2q"
 LEASE = 2.0  # seconds: short, so that a lost replica is noticed within a test's time
+#: seconds: a lease no renewal misses (however busy the machine), or finds lost, while a test runs
+STEADY_LEASE = "60"
 TASK_NOT_FOUND, TASK_NOT_CANCELABLE = -32001, -32002
 
 
@@ -544,7 +546,8 @@ def test_a_cancel_whose_task_another_writer_ended_meanwhile_is_answered_by_that_
     import threading
 
     release, said = f"release-{uuid.uuid4().hex[:8]}", f"ended by another writer: {end}"
-    with replica_with_tokens("cancel-overtaken", "--heartbeat", "300", call_log=call_log) as process:
+    with replica_with_tokens("cancel-overtaken", "--heartbeat", "300", call_log=call_log,
+                             OVOS_A2A_REPLICA_LEASE=STEADY_LEASE) as process:
         caller = Caller(process)
         task_id = caller.send(message(f"hold:{release}"), blocking=False)["id"]
         caller.wait_for_state(task_id, "TASK_STATE_WORKING")
@@ -576,8 +579,7 @@ def test_a_cancel_on_a_replica_whose_lease_was_taken_over_is_refused_for_a_retry
     were the cancel's answer."""
     import httpx
 
-    # a long lease: the replica does not renew it (and find it lost) while the test runs
-    with replica_with_tokens("cancel-lease-lost", call_log=call_log, OVOS_A2A_REPLICA_LEASE="60") as process:
+    with replica_with_tokens("cancel-lease-lost", call_log=call_log, OVOS_A2A_REPLICA_LEASE=STEADY_LEASE) as process:
         caller = Caller(process)
         waiting = caller.send(message("ask:which city?"))
         assert state(waiting) == "TASK_STATE_INPUT_REQUIRED", waiting

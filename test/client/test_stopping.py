@@ -70,6 +70,24 @@ def test_a_stop_before_the_agent_named_its_task_ends_the_turn_and_cancels_the_ta
         assert stopped == [True]
 
 
+def test_a_stop_before_the_agent_named_its_task_gives_up_on_an_agent_that_names_none(tmp_path, caplog):
+    """The agent keeps the message without a word: the stop waits for its task's name within a
+    bound (``CANCEL_TIMEOUT``), then says it could not cancel, instead of waiting on."""
+    with AgentProcess() as own:  # of its own: never released, its held turn is this one
+        engine = chat_engine(own.agent("stall-held"), tmp_path)
+        turn = threading.Thread(target=lambda: list(engine.stream_sentences(user("go"), session_id="s")))
+        turn.start()
+        wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message")
+        stopped = []
+        with caplog.at_level("ERROR", logger="ovos_a2a_solver"):
+            threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
+            wait_until(lambda: not turn.is_alive(), "the stopped turn to end")
+            wait_until(lambda: stopped, "stop() to give up on the agent that names no task")
+        assert stopped == [False]
+        assert any("named none" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+        assert own.stats()["cancels"]["stall-held"] == 0
+
+
 def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):
     engine = chat_engine(agent.agent("echo"), tmp_path)
     assert engine.stop() is True

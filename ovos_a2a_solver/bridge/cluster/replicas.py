@@ -131,6 +131,8 @@ class ReplicaGroup:
         self._here: LocalTurns | None = None
         self._epoch = 0                 # the epoch of the lease this run holds
         self._held_until = 0.0          # the loop's time until which the lease surely holds
+        self._lapse: asyncio.TimerHandle | None = None  # gives the lease up at ``_held_until``
+        self._giving_up: asyncio.Task | None = None  # the lease is over: its turns are being given up
         self._swept_at = 0.0
 
     @property
@@ -169,7 +171,9 @@ class ReplicaGroup:
     async def stop(self) -> None:
         """Stop listening and renewing; mark this run's lease ``stopped`` (at shutdown, once
         its unfinished work was failed)."""
-        for background in (self._renewer, self._reader):
+        if self._lapse is not None:
+            self._lapse.cancel()
+        for background in (self._renewer, self._reader, self._giving_up):
             if background is not None:
                 background.cancel()
                 await asyncio.gather(background, return_exceptions=True)
@@ -205,32 +209,64 @@ class ReplicaGroup:
             {"boot": self.boot, "replica": self.operations.replica, "live": LeaseState.LIVE, "lease": self.lease,
              "persona": self.persona})
         self._epoch = rows[0]["epoch"]
-        self._held_until = sent + self.lease
         if self.store is not None:
             self.store.lease = (self.boot, self._epoch)
+        self._giving_up = None
+        self._hold_until(sent + self.lease)
 
-    async def renew(self) -> None:
-        """Renew this run's lease, within a third of it. A lease that expired meanwhile (the
-        database was away, or this process stalled, for longer than the lease) is over, whether
-        or not another replica took it over: the turns running here are given up (another replica
-        failed their tasks, or the sweep for stranded tasks does), and a lease is taken again in a
-        new epoch, so that nothing those turns still write changes a task."""
-        sent = asyncio.get_running_loop().time()
-        renewed = await asyncio.wait_for(self.db.execute(
-            f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND epoch = :epoch "
-            f"AND state = :live AND expires > {NOW}",
-            {"lease": self.lease, "boot": self.boot, "epoch": self._epoch, "live": LeaseState.LIVE}), self.lease / 3)
-        self.metrics.lease_renewal("renewed" if renewed else "lost")
-        if renewed:
-            self._held_until = sent + self.lease
+    def _hold_until(self, until: float) -> None:
+        """The lease surely holds until ``until`` (the loop's time): it is given up then by this
+        run's own clock (:meth:`_give_up`), unless renewed before."""
+        self._held_until = until
+        if self._lapse is not None:
+            self._lapse.cancel()
+        self._lapse = asyncio.get_running_loop().call_at(until, self._give_up)
+
+    def _give_up(self) -> None:
+        """The lease is over (unrenewed by its end, by this run's own clock, or found expired by
+        a renewal): nothing this run writes changes a task from now on, so its running turns are
+        given up at once (their callers answered "unavailable, retry shortly": on another replica,
+        which fails their tasks once the lease expired in the database too), without waiting for
+        the database to say so: it may be out of reach."""
+        if self._giving_up is not None:
             return
+        if self._lapse is not None:
+            self._lapse.cancel()
+        self.metrics.lease_renewal("lost")
         LOG.error("this replica's lease expired (it could not renew it for %g s): its running turns are given "
                   "up, and their tasks failed; it takes a new lease and serves again", self.lease)
         if self.store is not None:
             self.store.lease = None  # nothing of the lost lease's turns is written from now on
-        given_up = await self._here.give_up_turns()
+        self._giving_up = asyncio.get_running_loop().create_task(self._give_up_turns())
+
+    async def _give_up_turns(self) -> None:
+        try:
+            given_up = await self._here.give_up_turns()
+        except Exception as exc:  # noqa: BLE001 - the lease is taken again all the same
+            LOG.warning("could not give up the turns of the expired lease (%s)", exc)
+            return
         if given_up:
             LOG.warning("gave up %d turn(s) of the expired lease", given_up)
+
+    async def renew(self) -> None:
+        """Renew this run's lease, within a third of it. A lease that ended meanwhile (the
+        database was away, or this process stalled, for longer than the lease) is over, whether
+        or not another replica took it over: the turns running here are given up (:meth:`_give_up`:
+        another replica fails their tasks, or the sweep for stranded tasks does), and a lease is
+        taken again in a new epoch, so that nothing those turns still write changes a task."""
+        sent = asyncio.get_running_loop().time()
+        if self._giving_up is None:
+            renewed = await asyncio.wait_for(self.db.execute(
+                f"UPDATE a2a_bridge_replicas SET expires = {NOW} + :lease WHERE boot = :boot AND epoch = :epoch "
+                f"AND state = :live AND expires > {NOW}",
+                {"lease": self.lease, "boot": self.boot, "epoch": self._epoch, "live": LeaseState.LIVE}),
+                self.lease / 3)
+            if renewed and self._giving_up is None:  # (not ended by this run's clock while it was renewed)
+                self.metrics.lease_renewal("renewed")
+                self._hold_until(sent + self.lease)
+                return
+            self._give_up()
+        await asyncio.shield(self._giving_up)
         await self._take_lease()
 
     async def take_over_expired(self) -> int:

@@ -43,6 +43,12 @@ PROBE_WRITE = ("INSERT INTO bridge_store_probe (id, checked) VALUES (1, :checked
 _MOST_LINKS = 8  # how far along an exception's causes to look
 
 
+class StoreOutOfReach(Exception):
+    """This process may no longer write its tasks to the store for now (a replica whose lease
+    ended unrenewed: nothing it writes counts until it holds a lease again), so the calls that
+    wait for a write of its are answered "unavailable" at once, as when the store is away."""
+
+
 def store_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised from or while handling) says that the
     store is away for now: it cannot be reached, it restarts or shuts down, it is read-only
@@ -74,6 +80,8 @@ def _away_kind(exc: BaseException) -> str | None:
 
 
 def _kind_of(exc: BaseException) -> str | None:
+    if isinstance(exc, StoreOutOfReach):
+        return type(exc).__name__
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
         if code is not None and code & 0xFF in SQLITE_AWAY:

@@ -44,8 +44,8 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from typing import NoReturn
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
+from typing import NoReturn, TypeVar
 
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
 from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion, VersionedTaskStore
@@ -59,7 +59,7 @@ from a2a.utils.errors import (A2AError, InternalError, InvalidParamsError, TaskN
 
 from ovos_a2a_solver.bridge.cluster.peers import Peers, PeerUnreachable
 from ovos_a2a_solver.bridge.config import BridgeSettings
-from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, store_unavailable
+from ovos_a2a_solver.bridge.storage.availability import StoreAvailability, StoreOutOfReach, store_unavailable
 from ovos_a2a_solver.bridge.storage.call_reads import CallReads
 from ovos_a2a_solver.bridge.storage.ids import TimeOrderedIds, time_ordered_id
 from ovos_a2a_solver.bridge.storage.lost_work import (INTERRUPTED_BY_LOST_REPLICA, INTERRUPTED_BY_RESTART,
@@ -83,6 +83,8 @@ REPLICA_ANSWER_MARGIN = 3.0  # seconds a cancel waits for another replica beyond
 #: seconds a replay waits, once the first delivery's work ended, for the end of its task to be
 #: stored (its executor waits up to ``executor.END_STORED_WITHIN`` for that before it ends)
 STORED_END_GRACE = 2.0
+
+T = TypeVar("T")
 
 
 def _store_away_is_temporary(method):
@@ -227,6 +229,8 @@ class BridgeRequestHandler(RequestHandler):
         self.on_busy = on_busy  # tells the binding a message was refused for now
         # what was last seen of the task store (``/health`` reads it)
         self.availability = availability if availability is not None else StoreAvailability()
+        self._given_up = asyncio.Event()  # set when the turns running now are given up (then replaced)
+        self._let_go: set[asyncio.Task] = set()  # the work of calls answered when their turns were given up
 
     async def refuse_for_now(self, exc: BaseException, context: ServerCallContext) -> NoReturn:
         """The task store failed the call with ``exc``, which says it is away for now: log it
@@ -272,6 +276,9 @@ class BridgeRequestHandler(RequestHandler):
 
     @_store_away_is_temporary
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        return await self._unless_given_up(self._message_send(params, context))
+
+    async def _message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
         check_send(params, self.settings.max_parts)
         with self._at_work(params, context) as new_task:
@@ -288,9 +295,91 @@ class BridgeRequestHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator:
         # the fields are checked in _admit, not by the SDK's generic walk of the request (the
         # inner handler makes that walk once)
-        async with contextlib.aclosing(self._message_stream(params, context)) as events:
+        async with contextlib.aclosing(self._events_unless_given_up(self._message_stream(params, context))) as events:
             async for event in events:
                 yield event
+
+    # A call waits for its turn's end (a blocking SendMessage) or events (a stream). Should this
+    # process give its turns up (its replica's lease ended unrenewed, see ``give_up_turns``), a
+    # call whose turn's end was not answered within a cancel's grace waits no longer: nothing this
+    # process writes counts any more, and its database may be out of reach, so that its writes and
+    # reads wait for the statement's time-out, again and again. The call is answered as when the
+    # store is away ("unavailable, retry shortly"), and another replica answers its retry with the
+    # task's end. So a call in flight on a replica cut off from its database is answered at the
+    # latest a cancel's grace after its lease ends by the replica's own clock, which is one lease
+    # after its last renewal, less than a third of a lease before the cut: within a lease and a
+    # cancel's grace of the cut, whatever the turn's deadline.
+
+    async def _unless_given_up(self, call: Coroutine[object, object, T]) -> T:
+        """What ``call`` returns, unless the turns are given up first: then
+        :class:`StoreOutOfReach` at once, and ``call`` is cancelled in the background (its clean-up
+        may wait for the store)."""
+        given_up = asyncio.ensure_future(self._given_up.wait())
+        work = asyncio.ensure_future(call)
+        try:
+            await asyncio.wait((work, given_up), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the caller went away: the call's clean-up runs first, as without this
+            work.cancel()
+            await asyncio.wait((work,))
+            raise
+        finally:
+            given_up.cancel()
+        if work.done():
+            return work.result()
+        self._leave(work)
+        raise StoreOutOfReach()
+
+    async def _events_unless_given_up(self, events: AsyncGenerator) -> AsyncGenerator:
+        """``events``, unless the turns are given up first: then :class:`StoreOutOfReach` at once
+        (before the first event, the call is answered "unavailable"; after it, the stream ends with
+        a last status, see :func:`_store_away_ends_stream`), and ``events`` are closed in the
+        background. A task of their own reads them, one event when one is wanted (so that, when
+        the stream is closed, they are closed where they yielded, as without this), and it can be
+        left to end alone."""
+        wanted, read = asyncio.Event(), asyncio.Queue()
+
+        async def reading() -> None:
+            async with contextlib.aclosing(events):
+                while True:
+                    await wanted.wait()
+                    wanted.clear()
+                    try:
+                        event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    read.put_nowait(event)
+
+        given_up = asyncio.ensure_future(self._given_up.wait())
+        reader = asyncio.ensure_future(reading())
+        try:
+            while True:
+                wanted.set()
+                got = asyncio.ensure_future(read.get())
+                try:
+                    await asyncio.wait((got, reader, given_up), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    got.cancel()
+                if got.done() and not got.cancelled():
+                    yield got.result()
+                elif reader.done():
+                    reader.result()  # raises what the events raised
+                    return
+                else:
+                    self._leave(reader)
+                    raise StoreOutOfReach()
+        finally:
+            given_up.cancel()
+            if reader not in self._let_go and not reader.done():  # closed: they are, before this returns
+                reader.cancel()
+                await asyncio.wait((reader,))
+
+    def _leave(self, work: asyncio.Task) -> None:
+        """Cancel the work of a call answered because its turn was given up, and let it end in
+        the background."""
+        work.cancel()
+        self._let_go.add(work)
+        work.add_done_callback(self._let_go.discard)
+        work.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved: it is over
 
     async def _message_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator:
         check_send(params, self.settings.max_parts)
@@ -556,9 +645,12 @@ class BridgeRequestHandler(RequestHandler):
         return count
 
     async def give_up_turns(self) -> int:
-        """Stop every turn running here, and wait (a cancel's grace) for them to end."""
+        """Stop every turn running here, and wait (a cancel's grace) for them to end; the calls
+        still waiting for them then are answered at once (see :meth:`_unless_given_up`)."""
         count = self.turns.interrupt_all()
         await self.tracker.wait_idle(self.settings.cancel_grace)
+        given_up, self._given_up = self._given_up, asyncio.Event()
+        given_up.set()
         return count
 
     # ---- everything else: the SDK's own ----------------------------------------------------

@@ -133,7 +133,7 @@ class ReplicaGroup:
         self._held_until = 0.0          # the loop's time until which the lease surely holds
         self._lapse: asyncio.TimerHandle | None = None  # gives the lease up at ``_held_until``
         self._giving_up: asyncio.Task | None = None  # the lease is over: its turns are being given up
-        self._swept_at = 0.0
+        self._swept_at = float("-inf")  # the loop's time of the last sweep: none yet
 
     @property
     def boot(self) -> str:

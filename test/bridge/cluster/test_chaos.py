@@ -45,8 +45,11 @@ HEALTH_WITHIN = 3.0  # seconds: /health not answered by then says nothing
 TOKEN = "chaos-owner-6gQz2vWp"
 RUN_TIMEOUT = 200  # seconds: a run takes about a minute; a hung bridge makes callers wait ANSWER_WITHIN each
 
+# Not marked ``alone``: the bounds checked here (an answer within a deadline and a lease, 503 on
+# /health before the lease ends) are what callers rely on, so they must hold while the machine
+# is busy with other tests too; a replica that misses one under load has a defect (one did: a
+# replica cut off from its database kept a blocking call open until the heal).
 pytestmark = [
-    pytest.mark.alone,  # measures time (leases, deadlines, when /health says what)
     pytest.mark.skipif(postgres_bin() is None, reason="the PostgreSQL server programs (initdb, pg_ctl) are not "
                                                       "installed (apt-get install postgresql)"),
 ]

@@ -432,12 +432,15 @@ def lose_lease(replica_name: str) -> None:
 def take_over_as_a_survivor_would(replica_name: str, task_id: str, text: str) -> None:
     """Do in the shared database what a replica does when it takes over a lost one (whose lease
     it found expired): mark that one's lease lost, and write its task ``task_id`` failed,
-    saying ``text``, at the row's next version."""
+    saying ``text``, at the row's next version; in one statement, so that the replica finds
+    both done or neither (a survivor has failed the task by the time it records the lease lost)."""
     from support.postgres import run_on
 
-    lose_lease(replica_name)
-    assert run_on(POSTGRES, END_WRITE, *ended(task_id, "TASK_STATE_FAILED", text)) is not None, \
-        f"task {task_id} is not in the database"
+    lease_lost_and_task_failed = (
+        "WITH lost AS (UPDATE a2a_bridge_replicas SET state = 'lost' WHERE replica = $4 AND state = 'live' "
+        "RETURNING boot) " + END_WRITE.replace(" RETURNING", " AND EXISTS (SELECT 1 FROM lost) RETURNING"))
+    assert run_on(POSTGRES, lease_lost_and_task_failed, *ended(task_id, "TASK_STATE_FAILED", text),
+                  replica_name) is not None, f"task {task_id} is not in the database, or {replica_name} holds no live lease"
 
 
 class EndNotYetCommitted:

@@ -59,6 +59,9 @@ class Peers(Protocol):
     #: whether the a2a-sdk may keep a task waiting for input parked in this process's memory
     #: (it must not where a peer may take the follow-up and write what this process would not see)
     keeps_parked_tasks: bool
+    #: whether this process may be made to give up the turns running here (a lease that ends):
+    #: only then do the calls waiting for those turns watch for it (see ``handler``)
+    gives_up_turns: bool
 
     async def start(self, here: LocalTurns) -> None:
         """Join the group; answer the peers' requests with ``here``."""

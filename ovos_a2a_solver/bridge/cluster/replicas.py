@@ -110,6 +110,7 @@ class ReplicaGroup:
     relays_streams = False  # the shared event log carries every replica's events
     metrics: Metrics = NO_METRICS  # what the leases are counted in (the bridge's, when metrics are on)
     keeps_parked_tasks = True  # the shared event log keeps a parked task up to date
+    gives_up_turns = True  # when its lease ends unrenewed
 
     def __init__(self, db, operations: OperationLog, lease: float, persona: str,
                  notices: dict[str, Callable[[str | None], None]] | None = None, store=None) -> None:

@@ -129,6 +129,7 @@ class Siblings:
 
     relays_streams = True  # a subscription to a sibling's task is relayed here (see ``handler``)
     keeps_parked_tasks = False  # a follow-up may reach a sibling, which writes what this one would not see
+    gives_up_turns = False  # siblings share one file and no lease
 
     def __init__(self, operations: OperationLog) -> None:
         self.operations = operations

@@ -229,6 +229,9 @@ class BridgeRequestHandler(RequestHandler):
         self.on_busy = on_busy  # tells the binding a message was refused for now
         # what was last seen of the task store (``/health`` reads it)
         self.availability = availability if availability is not None else StoreAvailability()
+        # a call waits for its turn only while this process keeps the right to run it (a replica's
+        # lease): watching for that costs two tasks a call and a hop an event, paid only where it may end
+        self._may_give_up = peers is not None and peers.gives_up_turns
         self._given_up = asyncio.Event()  # set when the turns running now are given up (then replaced)
         self._let_go: set[asyncio.Task] = set()  # the work of calls answered when their turns were given up
 
@@ -276,7 +279,8 @@ class BridgeRequestHandler(RequestHandler):
 
     @_store_away_is_temporary
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        return await self._unless_given_up(self._message_send(params, context))
+        call = self._message_send(params, context)
+        return await (self._unless_given_up(call) if self._may_give_up else call)
 
     async def _message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
         mode = CallMode.POLL if params.configuration.return_immediately else CallMode.BLOCK
@@ -295,7 +299,10 @@ class BridgeRequestHandler(RequestHandler):
                                      context: ServerCallContext) -> AsyncGenerator:
         # the fields are checked in _admit, not by the SDK's generic walk of the request (the
         # inner handler makes that walk once)
-        async with contextlib.aclosing(self._events_unless_given_up(self._message_stream(params, context))) as events:
+        events = self._message_stream(params, context)
+        if self._may_give_up:
+            events = self._events_unless_given_up(events)
+        async with contextlib.aclosing(events) as events:
             async for event in events:
                 yield event
 

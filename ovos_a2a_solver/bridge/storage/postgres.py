@@ -62,6 +62,9 @@ UNRUNG_READ_SECONDS = 1.0  # a subscriber reads at least this often, rung or not
 #: database is away; the replica then tells callers to try again (see ``storage.availability``).
 CONNECT_SECONDS = 5.0
 STATEMENT_SECONDS = 10.0
+#: the longest closing the pool waits for connections still in use (a statement's time-out and
+#: a margin); those are then cut (asyncpg's own close would wait for them without end)
+CLOSE_SECONDS = STATEMENT_SECONDS + 2.0
 TERMINAL_STATES = "(" + ", ".join(str(int(state)) for state in sorted(TERMINAL)) + ")"
 ACTIVE_STATES = "(" + ", ".join(str(int(state)) for state in sorted(ACTIVE)) + ")"
 
@@ -292,12 +295,17 @@ class PostgresDatabase:
             self._listening = asyncio.Lock()
         return self._listening
 
-    async def aclose(self) -> None:
+    async def aclose(self, within: float = CLOSE_SECONDS) -> None:
+        """Close the connections: those still in use are waited for ``within`` seconds, then cut
+        (a statement that never returns, a connection never given back must not hold a shutdown)."""
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 await self._listener.close()
         if self._pool is not None:
-            await self._pool.close()
+            try:
+                await asyncio.wait_for(self._pool.close(), within)  # cancelled, asyncpg cuts them all
+            except TimeoutError:
+                LOG.warning("database connections still in use %g s into the shutdown were cut", within)
 
 
 class StoreVersion(TaskVersion):

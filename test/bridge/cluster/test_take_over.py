@@ -105,7 +105,8 @@ def test_a_take_over_that_breaks_off_is_taken_over_again_once_its_claim_expires(
             await taker.stop()
             await db.aclose()
 
-    asyncio.run(scenario())
+    # every wait above has its own bound; this one says where the scenario hung if one did not hold
+    asyncio.run(asyncio.wait_for(scenario(), 90))
 
 
 #: how the lease of a killed replica's run stands when a survivor sweeps for stranded tasks, as a

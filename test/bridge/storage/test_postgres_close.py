@@ -30,8 +30,10 @@ def test_closing_the_database_cuts_a_connection_still_in_use_once_its_bound_pass
         sleeping = None
         if held_by == "a statement that does not return":
             sleeping = asyncio.ensure_future(held.execute("SELECT pg_sleep(60)", timeout=120))
+            deadline = time.monotonic() + 10
             while not await pool.fetchval("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(60)' "
                                           "AND state = 'active'"):
+                assert time.monotonic() < deadline, "the statement was not seen running within 10 s"
                 await asyncio.sleep(0.05)
         began = time.monotonic()
         async with asyncio.timeout(30):  # asyncpg's own close waits for the connection without end

@@ -32,3 +32,10 @@ def relay_bridge(directory: Path, agent_url: str, *args: str, env: Optional[Mapp
     if serve is BridgeProcess:
         env = {"XDG_STATE_HOME": str(Path(directory) / "bridge-xdg"), **(env or {})}
     return serve("--persona", persona, *args, backend="persona", env=env)
+
+
+def shut_down_personas(service) -> None:
+    """Shut down the handlers of every persona an ``ovos_persona.PersonaService`` loaded (it
+    never does so itself): this package's engines close their agent and messagebus connections."""
+    for persona in service.personas.values():
+        persona.solvers.shutdown()

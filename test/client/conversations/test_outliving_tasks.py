@@ -275,6 +275,7 @@ def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(a
     from ovos_persona import PersonaService
 
     from support import REPO_ROOT
+    from support.personas import shut_down_personas
 
     bus, spoken = messagebus
     peer = "tcp4:10.0.0.7:52014"  # hivemind-core names a satellite's connection so
@@ -314,4 +315,5 @@ def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(a
         still = [d["utterance"] for d, c in spoken if c.get("session", {}).get("session_id") == "sat-porch"]
         assert still[0] == DEFAULT_STILL_WORKING_ANNOUNCED, still
     finally:
+        shut_down_personas(service)
         hub.close()

@@ -345,7 +345,6 @@ def running_operation(task_id: str) -> dict:
     return asyncio.run(read())
 
 
-@pytest.mark.alone  # measures time
 def test_a_listener_on_the_replicas_channel_learns_nothing_and_its_answers_are_not_taken(pair):
     """A cancel between replicas: a bystander listening on the channel hears only empty
     rings (no task id, owner or boot id), and its forged refusal does not answer the cancel."""
@@ -360,7 +359,9 @@ def test_a_listener_on_the_replicas_channel_learns_nothing_and_its_answers_are_n
         assert state(canceled) == "TASK_STATE_CANCELED", canceled
         wait_until(lambda: len(bystander.heard), "the rings of the request and of its answer",
                    until=lambda count: count >= 2)
-    assert took < 2, f"the cancel between replicas took {took:.2f} s"
+    # answered by the replica doing the task, not given up after the 5 s the asker waits for an
+    # answer (cancel grace 2 s + 3 s): 0.8 s here with three other processes using the two cores
+    assert took < 3, f"the cancel between replicas took {took:.2f} s"
     for payload in bystander.heard:
         assert task["id"] not in payload and run["boot"] not in payload and run["owner"] not in payload, payload
     assert set(bystander.heard) == {""}, bystander.heard

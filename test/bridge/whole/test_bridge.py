@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -358,20 +359,21 @@ def test_a_blocking_answer_known_at_once_is_the_whole_answer_once_and_stored_as_
     assert MessageToDict(stored) == MessageToDict(task)
 
 
-@pytest.mark.alone  # measures time
 def test_a_blocking_answer_known_at_once_comes_back_in_milliseconds(echo_bridge):
-    # a few milliseconds here; a wait that crept into every message (a store, a lock, a timer) shows
+    # a few milliseconds here, 15 at the median with three other processes using the two cores; a
+    # wait that crept into every message (a store, a lock, a timer) shows
     body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
         "role": "ROLE_USER", "parts": [{"text": "hello"}]}}}
     took = []
     with httpx.Client(timeout=30, headers={"A2A-Version": "1.0"}) as client:
-        for _ in range(7):
+        for _ in range(15):
             body["params"]["message"]["messageId"] = uuid.uuid4().hex
             started = time.perf_counter()
             reply = client.post(echo_bridge.url + "/", json=body)
             took.append(time.perf_counter() - started)
             assert reply.json()["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", reply.text
-    assert sorted(took)[3] < 0.1, f"a blocking echo answer took {sorted(took)[3] * 1000:.0f} ms at the median"
+    median = statistics.median(took)
+    assert median < 0.1, f"a blocking echo answer took {median * 1000:.0f} ms at the median"
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

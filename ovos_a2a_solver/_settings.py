@@ -5,7 +5,7 @@ defaulted and described here and nowhere else (docs/plugin.md's settings table i
 them: :func:`settings_table`)."""
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ovos_a2a_solver.agent.credentials import Credentials, origin_of, token_origins_of
@@ -14,8 +14,7 @@ from ovos_a2a_solver._defaults import (DEFAULT_SIGN_IN_WAITING, DEFAULT_STILL_WO
                                       CardTrust, RetryPolicy)
 from ovos_a2a_solver.persona_config import (DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, PLUGIN_ID,
                                             agent_url_of)
-from ovos_a2a_solver.setting_specs import (BLANK_KEPT, default_cell, group, keyed_fields, markdown_table, number_text,
-                                           read_settings, setting, spec_of)
+from ovos_a2a_solver.setting_specs import BLANK_KEPT, group, persona_block_table, quoted, read_settings, setting
 
 #: The settings that make a :class:`Credentials` (one key per field, the same name).
 CREDENTIAL_KEYS = tuple(f.name for f in fields(Credentials))
@@ -34,11 +33,6 @@ def _bus_address(value: Any) -> tuple[tuple[str, Any], ...]:
     if not isinstance(value, Mapping) or not set(value) <= {"host", "port", "route", "ssl"}:
         raise ValueError("must be an object with host, port, route or ssl")
     return tuple(sorted(value.items()))
-
-
-def _sentence(text: str) -> str:
-    """A default sentence as the settings table shows it: in quotes."""
-    return f'"{text}"'
 
 
 @dataclass(frozen=True)
@@ -107,7 +101,7 @@ class EngineSettings:
         "Said when `timeout` passes while the agent is still working on the task; the task stays bound to the "
         "session and its answer comes before the next one."))
     still_working_announced: str = setting(
-        DEFAULT_STILL_WORKING_ANNOUNCED, shown=f'{_sentence(DEFAULT_STILL_WORKING_ANNOUNCED)} (your `still_working`, '
+        DEFAULT_STILL_WORKING_ANNOUNCED, shown=f'{quoted(DEFAULT_STILL_WORKING_ANNOUNCED)} (your `still_working`, '
                                                f'when only that is set)', help=(
             "Said in its place when the answer will be announced: `announce` is on and a messagebus is at hand."))
     sign_in_waiting: str = setting(DEFAULT_SIGN_IN_WAITING, help=(
@@ -155,36 +149,7 @@ class EngineSettings:
         return credentials if credentials else None
 
 
-#: what a default of no value, or of none, reads as in the table
-_PLAIN_DEFAULTS = ("(required)", "none")
-
-
-def default_text(f: Field) -> str:
-    """The default of a persona's key as its JSON value reads (``30``, ``false``, ``[]``), a
-    sentence in quotes, ``none``, ``(required)``, or the spec's ``shown``."""
-    spec = spec_of(f)
-    if spec.shown is not None:
-        return spec.shown
-    if f.default is MISSING:
-        return "(required)"
-    if f.default is None:
-        return "none"
-    if spec.kind in (int, float):
-        return number_text(f.default)
-    import json  # only the docs' table needs it
-    return _sentence(f.default) if isinstance(f.default, str) and " " in f.default else json.dumps(f.default)
-
-
 def settings_table() -> str:
     """docs/plugin.md's table of the keys of a persona's block (Markdown): a row per setting
     (a pair set together shares one), its default and bounds, and its ``help``."""
-    rows: dict[str, tuple[list[str], str, str]] = {}
-    for key, f in keyed_fields(EngineSettings):
-        spec = spec_of(f)
-        if spec.described_with:
-            rows[spec.described_with][0].append(key)
-            continue
-        rows[key] = ([key], default_cell(f, default_text(f), plain=_PLAIN_DEFAULTS), spec.help)
-    return markdown_table(("key", "default", "meaning"),
-                          ((", ".join(f"`{key}`" for key in keys), default, meaning)
-                           for keys, default, meaning in rows.values()))
+    return persona_block_table(EngineSettings)

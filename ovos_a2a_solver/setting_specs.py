@@ -144,6 +144,47 @@ def markdown_table(head: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
+#: what a default of no value, or of none, reads as in a persona block's table
+PLAIN_DEFAULTS = ("(required)", "none")
+
+
+def quoted(text: str) -> str:
+    """A default sentence as a settings table shows it: in quotes."""
+    return f'"{text}"'
+
+
+def json_default_text(f: Field) -> str:
+    """The default of a persona block's key as its JSON value reads (``30``, ``false``, ``[]``), a
+    sentence in quotes, ``none``, ``(required)``, or the spec's ``shown``."""
+    spec = spec_of(f)
+    if spec.shown is not None:
+        return spec.shown
+    if f.default is MISSING:
+        return "(required)"
+    if f.default is None:
+        return "none"
+    if spec.kind in (int, float):
+        return number_text(f.default)
+    import json  # only the docs' tables need it
+    return quoted(f.default) if isinstance(f.default, str) and " " in f.default else json.dumps(f.default)
+
+
+def persona_block_table(cls: Any) -> str:
+    """The docs' table of the keys of a persona's block whose settings are the dataclass ``cls``
+    (Markdown): a row per setting (a pair set together shares one), its default and bounds, and
+    its ``help``."""
+    rows: dict[str, tuple[list[str], str, str]] = {}
+    for key, f in keyed_fields(cls):
+        spec = spec_of(f)
+        if spec.described_with:
+            rows[spec.described_with][0].append(key)
+            continue
+        rows[key] = ([key], default_cell(f, json_default_text(f), plain=PLAIN_DEFAULTS), spec.help)
+    return markdown_table(("key", "default", "meaning"),
+                          ((", ".join(f"`{key}`" for key in keys), default, meaning)
+                           for keys, default, meaning in rows.values()))
+
+
 class _NotGiven:
     def __repr__(self) -> str:
         return "NOT_GIVEN"

@@ -30,7 +30,7 @@ from ovos_plugin_manager.templates.agents import AgentMessage, ChatEngine, Messa
 from ovos_a2a_solver.local_state import package_state_dir
 from ovos_a2a_solver.persona_config import DEFAULT_CONVERSATION_TTL, DEFAULT_MAX_CONVERSATIONS, newest_user_text
 from ovos_a2a_solver.sentence_units import units_of
-from ovos_a2a_solver.setting_specs import BLANK_REFUSED, read_settings, setting
+from ovos_a2a_solver.setting_specs import BLANK_REFUSED, persona_block_table, read_settings, setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from ovos_a2a_solver.rivescript.memory import SessionMemory
@@ -53,8 +53,8 @@ class RiveScriptSettings:
     brain: str | None = setting(None, blank=BLANK_REFUSED, means="a path",
                                 help="a directory of .rive files; none: the embedded small-talk brain")
     state_file: str | None = setting(None, blank=BLANK_REFUSED, means="a path",
-                                     help="the session file; none: $XDG_STATE_HOME/ovos_a2a_solver/"
-                                          "rivescript-sessions.sqlite")
+                                     help="the session file, which keeps the memory across restarts; none: "
+                                          "$XDG_STATE_HOME/ovos_a2a_solver/rivescript-sessions.sqlite")
     persist_conversations: bool = setting(True, kind=bool,
                                           help="false: memory in RAM only (lost on restart)")
     max_conversations: int = setting(DEFAULT_MAX_CONVERSATIONS, kind=int, positive=True,
@@ -62,7 +62,9 @@ class RiveScriptSettings:
     conversation_ttl: float = setting(DEFAULT_CONVERSATION_TTL, kind=float, positive=True,
                                       help="seconds a conversation may sit idle before it is forgotten")
     persona: str | None = setting(None, blank=BLANK_REFUSED, means="a persona's name",
-                                  help="whose memory this is (the bridge sets the persona's name); none: one for all")
+                                  help="whose memory this is: the bridge gives each persona its own name here, so two "
+                                       "personas of one bridge that share the file and a context each remember on "
+                                       "their own (two that name one persona share it); none: one for all")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any] | None) -> "RiveScriptSettings":
@@ -70,6 +72,11 @@ class RiveScriptSettings:
         keys (``enabled``, ``lang`` …) are ignored, and so is a ``null``: the default."""
         given = {key: value for key, value in (config or {}).items() if value is not None}
         return cls(**read_settings(cls, given, PLUGIN_ID))
+
+
+def settings_table() -> str:
+    """docs/bridge.md's table of the keys of the ``"ovos-a2a-rivescript"`` block (Markdown)."""
+    return persona_block_table(RiveScriptSettings)
 
 
 class RiveScriptChatEngine(ChatEngine):

@@ -217,6 +217,15 @@ def test_a_bad_setting_stops_the_engine_with_its_name(config, key):
         RiveScriptChatEngine(config)
 
 
+def test_the_settings_table_of_the_bridge_doc_is_the_engines_settings():
+    from ovos_a2a_solver.rivescript.engine import settings_table
+    from support import REPO_ROOT, load_tool
+
+    written = load_tool("settings_tables").written_table(REPO_ROOT / "docs" / "bridge.md",
+                                                         "ovos_a2a_solver.rivescript.engine")
+    assert written == settings_table(), settings_table()
+
+
 def test_a_brain_of_ones_own_replaces_the_embedded_one(tmp_path):
     brain = tmp_path / "brain"
     brain.mkdir()

@@ -40,7 +40,6 @@ TOKEN = "cut-off-owner-q8Vn3x"
 AUTH = {**HEADERS, "Authorization": f"Bearer {TOKEN}"}
 
 pytestmark = [
-    pytest.mark.alone,  # measures time (a lease, when an answer comes)
     pytest.mark.skipif(postgres_bin() is None, reason="the PostgreSQL server programs (initdb, pg_ctl) are not "
                                                       "installed (apt-get install postgresql)"),
 ]

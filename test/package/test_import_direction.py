@@ -32,30 +32,41 @@ half_of, bridge_room, room_violations = graph_tool.half_of, graph_tool.bridge_ro
 import_circles = graph_tool.import_circles
 PLUGIN_ROOMS, plugin_room = graph_tool.PLUGIN_ROOMS, graph_tool.plugin_room
 plugin_room_violations, alike_names = graph_tool.plugin_room_violations, graph_tool.alike_names
-GRAPH = graph_tool.import_graph()
-GRAPH_FOR_TYPE_CHECKING = graph_tool.import_graph(type_checking=True)
 
 
-def test_the_check_reads_imports_inside_functions():
+@pytest.fixture(scope="module")
+def graph() -> dict:
+    """The package's imports (module -> the modules it imports), read once by the worker that runs
+    these tests (not at collection, by every worker)."""
+    return graph_tool.import_graph()
+
+
+@pytest.fixture(scope="module")
+def graph_for_type_checking() -> dict:
+    """The package's imports, those made for type checking alone included."""
+    return graph_tool.import_graph(type_checking=True)
+
+
+def test_the_check_reads_imports_inside_functions(graph):
     # the bridge's command imports serve() inside its run(): a check that missed function
     # bodies would not see it
-    assert f"{BRIDGE}.process.serve" in GRAPH[f"{BRIDGE}.process.command"]
+    assert f"{BRIDGE}.process.serve" in graph[f"{BRIDGE}.process.command"]
 
 
 @pytest.mark.parametrize("room", ["plugin", "bridge", "rivescript"])
-def test_a_room_imports_only_itself_and_the_shared_leaf_modules(room):
-    crossings = {(module, target) for module, targets in GRAPH.items() if half_of(module) == room
+def test_a_room_imports_only_itself_and_the_shared_leaf_modules(room, graph):
+    crossings = {(module, target) for module, targets in graph.items() if half_of(module) == room
                  for target in targets if half_of(target) not in (room, "shared")}
     assert crossings == set()
 
 
-def test_the_shared_leaf_modules_import_nothing_of_the_package():
-    imports = {(module, target) for module in SHARED for target in GRAPH_FOR_TYPE_CHECKING[module]}
+def test_the_shared_leaf_modules_import_nothing_of_the_package(graph_for_type_checking):
+    imports = {(module, target) for module in SHARED for target in graph_for_type_checking[module]}
     assert imports == set()
 
 
-def test_nothing_imports_the_command_line():
-    importers = {(module, target) for module, targets in GRAPH.items() if not graph_tool.command_line(module)
+def test_nothing_imports_the_command_line(graph):
+    importers = {(module, target) for module, targets in graph.items() if not graph_tool.command_line(module)
                  for target in targets if graph_tool.command_line(target)}
     assert importers == set()
 
@@ -64,8 +75,8 @@ def test_every_room_of_the_bridge_has_a_rule():
     assert {bridge_room(module) for module in MODULES if bridge_room(module)} == set(BRIDGE_ROOMS)
 
 
-def test_each_room_of_the_bridge_imports_only_what_its_rule_allows():
-    assert room_violations(GRAPH) == set()
+def test_each_room_of_the_bridge_imports_only_what_its_rule_allows(graph):
+    assert room_violations(graph) == set()
 
 
 def test_the_room_rules_catch_a_wrong_import():
@@ -80,8 +91,8 @@ def test_every_room_of_the_plugin_has_a_rule():
     assert {plugin_room(module) for module in MODULES if plugin_room(module)} == set(PLUGIN_ROOMS)
 
 
-def test_each_room_of_the_plugin_imports_only_what_its_rule_allows():
-    assert plugin_room_violations(GRAPH) == set()
+def test_each_room_of_the_plugin_imports_only_what_its_rule_allows(graph):
+    assert plugin_room_violations(graph) == set()
 
 
 def test_the_plugin_room_rules_catch_a_wrong_import():
@@ -98,22 +109,22 @@ def test_the_circle_finder_finds_a_circle():
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_import_circles():
+def test_no_import_circles(graph):
     # a package imports its own __init__ implicitly; only module-to-module imports count
-    graph = {module: {t for t in targets if MODULES[t].name != "__init__.py"} for module, targets in GRAPH.items()}
-    assert import_circles(graph) == []
+    own_modules = {module: {t for t in targets if MODULES[t].name != "__init__.py"} for module, targets in graph.items()}
+    assert import_circles(own_modules) == []
 
 
-def test_no_import_circles_even_for_type_checking():
-    graph = {module: {t for t in targets if MODULES[t].name != "__init__.py"}
-             for module, targets in GRAPH_FOR_TYPE_CHECKING.items()}
-    assert import_circles(graph) == []
+def test_no_import_circles_even_for_type_checking(graph_for_type_checking):
+    own_modules = {module: {t for t in targets if MODULES[t].name != "__init__.py"}
+             for module, targets in graph_for_type_checking.items()}
+    assert import_circles(own_modules) == []
 
 
-def test_the_type_checking_graph_reads_imports_made_for_type_checking_alone():
+def test_the_type_checking_graph_reads_imports_made_for_type_checking_alone(graph_for_type_checking, graph):
     # the card cache names the signature checks for type checking only: the graph for circles must see it
     cards, signatures = f"{PACKAGE}.agent.cards", f"{PACKAGE}.agent.signatures"
-    assert signatures in GRAPH_FOR_TYPE_CHECKING[cards] and signatures not in GRAPH[cards]
+    assert signatures in graph_for_type_checking[cards] and signatures not in graph[cards]
 
 
 def test_no_two_modules_are_named_alike():
@@ -128,6 +139,6 @@ def test_the_name_check_finds_two_modules_named_alike():
     assert alike_names(modules) == {"wire": [f"{PACKAGE}._wire", f"{BRIDGE}.edge.wire"]}
 
 
-def test_the_picture_of_the_rooms_is_current():
+def test_the_picture_of_the_rooms_is_current(graph):
     """docs/rooms.md is drawn from the imports as they are (``python tools/import_graph.py --write``)."""
-    assert graph_tool.PICTURE.read_text() == graph_tool.rooms_picture(GRAPH)
+    assert graph_tool.PICTURE.read_text() == graph_tool.rooms_picture(graph)

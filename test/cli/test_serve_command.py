@@ -335,7 +335,8 @@ def test_serve_help_states_every_setting_default_and_bound_from_the_settings(tmp
 
 
 def test_the_bridge_settings_table_is_the_settings():
-    written = load_tool("settings_tables").written_table(BRIDGE_DOC, "ovos_a2a_solver.bridge.config")
+    tables = load_tool("settings_tables")
+    written = tables.written_table(BRIDGE_DOC, tables.BRIDGE)
     assert written == settings_table(), settings_table()
 
 

@@ -81,4 +81,4 @@ def test_a_persona_block_names_its_own_key_for_a_policy_setting(config, says):
 
 
 def test_the_plugin_settings_table_is_the_settings():
-    assert settings_tables.written_table(PLUGIN_DOC, "ovos_a2a_solver._settings") == settings_table(), settings_table()
+    assert settings_tables.written_table(PLUGIN_DOC, settings_tables.PLUGIN) == settings_table(), settings_table()

@@ -111,13 +111,14 @@ def test_the_circle_finder_finds_a_circle():
 
 def test_no_import_circles(graph):
     # a package imports its own __init__ implicitly; only module-to-module imports count
-    own_modules = {module: {t for t in targets if MODULES[t].name != "__init__.py"} for module, targets in graph.items()}
+    own_modules = {module: {t for t in targets if MODULES[t].name != "__init__.py"}
+                   for module, targets in graph.items()}
     assert import_circles(own_modules) == []
 
 
 def test_no_import_circles_even_for_type_checking(graph_for_type_checking):
     own_modules = {module: {t for t in targets if MODULES[t].name != "__init__.py"}
-             for module, targets in graph_for_type_checking.items()}
+                   for module, targets in graph_for_type_checking.items()}
     assert import_circles(own_modules) == []
 
 

@@ -221,8 +221,8 @@ def test_the_settings_table_of_the_bridge_doc_is_the_engines_settings():
     from ovos_a2a_solver.rivescript.engine import settings_table
     from support import REPO_ROOT, load_tool
 
-    written = load_tool("settings_tables").written_table(REPO_ROOT / "docs" / "bridge.md",
-                                                         "ovos_a2a_solver.rivescript.engine")
+    tables = load_tool("settings_tables")
+    written = tables.written_table(REPO_ROOT / "docs" / "bridge.md", tables.RIVESCRIPT)
     assert written == settings_table(), settings_table()
 
 

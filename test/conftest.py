@@ -8,7 +8,7 @@ the trust store at an empty one (support/trust_store.py).
 Run with pytest-xdist (``-n``), each worker has that directory, its session servers, and
 (with ``OVOS_A2A_TEST_POSTGRES``) a PostgreSQL database of its own (support/postgres.py). A
 test marked ``alone`` measures time: it runs while no other worker runs a test
-(support/alone.py).
+(support/alone.py). The modules go to the workers longest first (support/module_order.py).
 """
 
 import os
@@ -21,6 +21,7 @@ from support.agent_process import AgentProcess
 from support.alone import one_at_a_time
 from support.authorization_server import AuthorizationServer
 from support.bridge_in_process import InProcessBridge
+from support.module_order import longest_first, recorded_seconds
 from support.postgres import POSTGRES_VAR, create_database, drop_database
 from support.state_home import PRIVATE_STATE_HOME_VAR, RUN_STATE_HOME_VAR, isolate_user_state
 from support.trust_store import trust_no_authority
@@ -43,6 +44,11 @@ def pytest_configure(config):
         prefix = f"{make_url(given).database}_{worker}"
         os.environ[POSTGRES_VAR] = create_database(given, prefix)
         os.environ[_SHARED_POSTGRES] = given
+
+
+def pytest_collection_modifyitems(items):
+    """The modules longest first, so that the workers end together (support/module_order.py)."""
+    items[:] = longest_first(items, recorded_seconds())
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -95,14 +95,22 @@ class Replica:
         runs = self.ended_runs + ([self.process.stderr_text()] if self.process is not None else [])
         return "".join(f"----- run {n + 1} of {self.label} -----\n{text}" for n, text in enumerate(runs))
 
-    def get(self, task_id: str, timeout: float = 5) -> Optional[dict]:
-        """The task as this replica reads it now (None when it gives none)."""
+    def get(self, task_id: str, timeout: float = 5, client: Optional[httpx.Client] = None) -> Optional[dict]:
+        """The task as this replica reads it now (None when it gives none), through ``client``
+        (a :func:`new_connections` one) if given."""
         try:
-            reply = httpx.post(self.url + "/", json=_rpc("GetTask", {"id": task_id}), timeout=timeout,
-                               headers={**HEADERS, "Authorization": f"Bearer {self.token}"}).json()
+            reply = (client or httpx).post(self.url + "/", json=_rpc("GetTask", {"id": task_id}), timeout=timeout,
+                                           headers={**HEADERS, "Authorization": f"Bearer {self.token}"}).json()
         except (httpx.HTTPError, ValueError):
             return None
         return reply.get("result")
+
+
+def new_connections() -> httpx.Client:
+    """A client that opens a new connection for every request, as ``httpx.post`` does, but is
+    made once: making a client (its TLS context) costs tens of milliseconds of CPU, which a
+    request per client paid on every request, hundreds of times a run."""
+    return httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
 
 
 def _rpc(method: str, params: dict) -> dict:
@@ -183,6 +191,10 @@ class Load:
     # -- one caller ------------------------------------------------------------------
 
     def _caller(self, n: int) -> None:
+        with new_connections() as client:
+            self._send_until_stopped(n, client)
+
+    def _send_until_stopped(self, n: int, client: httpx.Client) -> None:
         count = 0
         while not self._stopping.is_set():
             count += 1
@@ -196,9 +208,9 @@ class Load:
             sent = Sent(uuid.uuid4().hex, text, method)
             with self._lock:
                 self.sent.append(sent)
-            self._deliver(sent, first=(n + count) % len(self.replicas))
+            self._deliver(sent, (n + count) % len(self.replicas), client)
 
-    def _deliver(self, sent: Sent, first: int) -> None:
+    def _deliver(self, sent: Sent, first: int, client: httpx.Client) -> None:
         message = {"role": "ROLE_USER", "messageId": sent.message_id, "parts": [{"text": sent.text}]}
         began = time.monotonic()
         target = first
@@ -206,7 +218,7 @@ class Load:
             replica = self.replicas[target]
             attempt = Attempt(replica.label, sent.method, self.now())
             sent.attempts.append(attempt)
-            pause = self._attempt(replica, sent.method, message, attempt)
+            pause = self._attempt(replica, sent.method, message, attempt, client)
             attempt.ended = self.now()
             if attempt.outcome == "task":
                 if self.witness is not None:
@@ -215,17 +227,18 @@ class Load:
             target = (target + 1) % len(self.replicas)
             time.sleep(pause)
 
-    def _attempt(self, replica: Replica, method: str, message: dict, attempt: Attempt) -> float:
+    def _attempt(self, replica: Replica, method: str, message: dict, attempt: Attempt,
+                 client: httpx.Client) -> float:
         """Fill ``attempt``; the seconds to wait before the next one."""
         headers = {**HEADERS, "Authorization": f"Bearer {self.token}"}
         body = _rpc(method, {"message": message})
         timeout = httpx.Timeout(self.answer_within, connect=3)
         try:
             if method == "SendMessage":
-                response = httpx.post(replica.url + "/", json=body, headers=headers, timeout=timeout)
+                response = client.post(replica.url + "/", json=body, headers=headers, timeout=timeout)
                 return self._read_reply(response.status_code, response.headers, response.text, attempt)
-            with httpx.stream("POST", replica.url + "/", json=body, timeout=timeout,
-                              headers={**headers, "Accept": "text/event-stream"}) as response:
+            with client.stream("POST", replica.url + "/", json=body, timeout=timeout,
+                               headers={**headers, "Accept": "text/event-stream"}) as response:
                 if response.status_code != 200:
                     response.read()
                     return self._read_reply(response.status_code, response.headers, response.text, attempt)
@@ -323,6 +336,10 @@ class TerminalWatch:
                 self.changes.append((task_id, first[0], task_state, where, self.clock()))
 
     def _watch(self, replica: Replica) -> None:
+        with new_connections() as client:
+            self._watch_until_stopped(replica, client)
+
+    def _watch_until_stopped(self, replica: Replica, client: httpx.Client) -> None:
         headers = {**HEADERS, "Authorization": f"Bearer {self.token}"}
         while not self._stopping.is_set():
             token = ""
@@ -330,8 +347,8 @@ class TerminalWatch:
                 while True:
                     asked = self.clock()
                     params = {"pageSize": 100, **({"pageToken": token} if token else {})}
-                    reply = httpx.post(replica.url + "/", json=_rpc("ListTasks", params), headers=headers,
-                                       timeout=3).json()
+                    reply = client.post(replica.url + "/", json=_rpc("ListTasks", params), headers=headers,
+                                        timeout=3).json()
                     result = reply.get("result") or {}
                     for task in result.get("tasks", []):
                         self.note(task["id"], task["status"]["state"], f"{replica.label} (list)", asked)

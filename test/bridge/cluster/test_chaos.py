@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 from support.chaos import (DATABASE_WORDS, INTERNAL_ERROR, SETTLED, Load, Replica, TerminalWatch,
-                           answer_text)
+                           answer_text, new_connections)
 from support.netns import Machines, can_make_machines
 from support.postgres_server import PostgresServer, postgres_bin
 
@@ -63,20 +63,21 @@ def settle(replicas: list[Replica], task_ids: set[str], watch: TerminalWatch) ->
     deadline = time.monotonic() + SETTLE
     pending = set(task_ids)
     readings: dict[str, dict[str, dict]] = collections.defaultdict(dict)
-    while True:
-        for task_id in sorted(pending):
-            for replica in replicas:
-                asked = watch.clock()
-                task = replica.get(task_id)
-                if task is not None:
-                    readings[task_id][replica.label] = task
-                    watch.note(task_id, task["status"]["state"], f"{replica.label} (after)", asked)
-        pending = {t for t in pending
-                   if not all(readings[t].get(r.label, {}).get("status", {}).get("state") in SETTLED
-                              for r in replicas)}
-        if not pending or time.monotonic() > deadline:
-            return readings
-        time.sleep(0.25)
+    with new_connections() as client:
+        while True:
+            for task_id in sorted(pending):
+                for replica in replicas:
+                    asked = watch.clock()
+                    task = replica.get(task_id, client=client)
+                    if task is not None:
+                        readings[task_id][replica.label] = task
+                        watch.note(task_id, task["status"]["state"], f"{replica.label} (after)", asked)
+            pending = {t for t in pending
+                       if not all(readings[t].get(r.label, {}).get("status", {}).get("state") in SETTLED
+                                  for r in replicas)}
+            if not pending or time.monotonic() > deadline:
+                return readings
+            time.sleep(0.25)
 
 
 def echo_calls_by_text(call_log: Path) -> collections.Counter:
@@ -301,14 +302,15 @@ def test_a_replica_cut_off_from_the_database_stops_in_time_and_rewrites_nothing(
         stop_health = threading.Event()
 
         def watch_health() -> None:
-            while not stop_health.is_set():
-                asked, asked_wall = load.now(), time.time()
-                try:
-                    said = str(httpx.get(a.root + "/health", timeout=HEALTH_WITHIN).status_code)
-                except httpx.HTTPError:
-                    said = "no answer"
-                health.append((asked, asked_wall, load.now(), said))
-                stop_health.wait(0.2)
+            with new_connections() as client:
+                while not stop_health.is_set():
+                    asked, asked_wall = load.now(), time.time()
+                    try:
+                        said = str(client.get(a.root + "/health", timeout=HEALTH_WITHIN).status_code)
+                    except httpx.HTTPError:
+                        said = "no answer"
+                    health.append((asked, asked_wall, load.now(), said))
+                    stop_health.wait(0.2)
 
         try:
             with under_load(replicas) as (load, watch):
@@ -374,16 +376,17 @@ def lease_expiry(server: PostgresServer, replica_name: str) -> float:
 def answered_again(replica: Replica, load: Load, within: float = 30) -> float:
     """When (since the load started) ``replica`` first answers a new message ``completed``."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                "params": {"message": {"role": "ROLE_USER", "messageId": f"probe-{time.monotonic_ns()}",
-                                       "parts": [{"text": f"are you back {time.monotonic_ns()}"}]}}}
-        try:
-            reply = httpx.post(replica.url + "/", json=body, timeout=2,
-                               headers={"A2A-Version": "1.0", "Authorization": f"Bearer {TOKEN}"}).json()
-            if reply.get("result", {}).get("task", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED":
-                return load.now()
-        except (httpx.HTTPError, ValueError):
-            pass
-        time.sleep(0.1)
+    with new_connections() as client:
+        while time.monotonic() < deadline:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                    "params": {"message": {"role": "ROLE_USER", "messageId": f"probe-{time.monotonic_ns()}",
+                                           "parts": [{"text": f"are you back {time.monotonic_ns()}"}]}}}
+            try:
+                reply = client.post(replica.url + "/", json=body, timeout=2,
+                                    headers={"A2A-Version": "1.0", "Authorization": f"Bearer {TOKEN}"}).json()
+                if reply.get("result", {}).get("task", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED":
+                    return load.now()
+            except (httpx.HTTPError, ValueError):
+                pass
+            time.sleep(0.1)
     return load.now() + within

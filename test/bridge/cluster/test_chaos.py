@@ -26,6 +26,7 @@ import contextlib
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -241,8 +242,9 @@ class Timeline:
 def under_load(replicas: list[Replica]):
     """The replicas started, sent the load and watched for tasks that end twice; stopped on the way out."""
     try:
-        for replica in replicas:
-            replica.start()
+        with ThreadPoolExecutor(len(replicas)) as starting:  # at once, as replicas deployed together start
+            for started in [starting.submit(replica.start) for replica in replicas]:
+                started.result()
         load = Load(replicas, TOKEN, answer_within=ANSWER_WITHIN)
         watch = TerminalWatch(replicas, TOKEN, clock=lambda: load.now())
         load.witness = watch

@@ -519,7 +519,9 @@ def test_a_message_that_comes_after_its_replica_was_taken_over_is_refused_for_a_
     with the store's words."""
     import httpx
 
-    with replica_with_tokens("taken-over-first", call_log=call_log) as process:
+    # a lease that no renewal of the replica finds lost while the test runs: one of LEASE, renewed a
+    # third of it apart, could be found lost, and a new one taken, before the message came
+    with replica_with_tokens("taken-over-first", call_log=call_log, OVOS_A2A_REPLICA_LEASE=STEADY_LEASE) as process:
         caller = Caller(process)
         caller.send(message("hello"))  # it serves
         lose_lease(process.replica)

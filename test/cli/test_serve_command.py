@@ -26,11 +26,11 @@ import pytest
 from ovos_a2a_solver.bridge.config import (BridgeSettings, bounds_text, default_text, env_name, flag_name,
                                            settings_table, spec_of)
 
-from support import REPO_ROOT, load_tool
+from support import REPO_ROOT, load_tool, preloaded
 from support.network import free_port
 from support.bridge_process import READY_LINE, BridgeProcess
 from support.bridge_rpc import answer, message, send, state, task_of
-from support.cli_run import COMMAND, Cli, Result
+from support.cli_run import MODULE, Cli, Result
 
 BRIDGE_DOC = REPO_ROOT / "docs" / "bridge.md"
 PLUGIN_DOC = REPO_ROOT / "docs" / "plugin.md"
@@ -63,15 +63,20 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def run_side_by_side(cli: Cli, commands: dict[str, tuple[list[str], dict[str, str], list[str]]],
+def run_side_by_side(cli: Cli, commands: dict[str, tuple[list[str], dict[str, str], list[str] | None]],
                      timeout: float = 90) -> dict[str, Result]:
-    """``{name: Result}`` of ``(argv, env, interpreter command)`` run at the same time; a
-    command still running after ``timeout`` seconds fails the test."""
+    """``{name: Result}`` of ``(argv, env, interpreter command)`` run at the same time: with no
+    interpreter command (None), ``ovos-a2a ARGV`` forked from the fork server, as every command
+    of the command line tests (support/preloaded.py); with one, that command and ARGV started plain
+    (a script that changes the interpreter before the command line runs). A command still
+    running after ``timeout`` seconds fails the test."""
     procs = {}
     try:
         for name, (argv, env, command) in commands.items():
-            procs[name] = subprocess.Popen([*command, *argv], env=cli.with_env(**env), text=True,
-                                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            streams = dict(env=cli.with_env(**env), text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+            procs[name] = (preloaded.start(MODULE, argv, **streams) if command is None
+                           else subprocess.Popen([*command, *argv], **streams))
         results = {}
         for name, proc in procs.items():
             try:
@@ -125,7 +130,7 @@ def refusals(tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     cli = Cli(state)
     base = ["serve", "--backend", "echo", "--port", "0", "--state-dir", str(tmp_path_factory.mktemp("bridge"))]
-    cli_command, no_grpc = list(COMMAND), [sys.executable, "-c", WITHOUT_GRPC]
+    cli_command, no_grpc = None, [sys.executable, "-c", WITHOUT_GRPC]  # None: forked, as Cli runs commands
     with ExitStack() as held:
         http_busy = held.enter_context(listening_socket()).getsockname()[1]
         grpc_busy = held.enter_context(listening_socket()).getsockname()[1]

@@ -296,8 +296,6 @@ def failures(agent, finished_task, tmp_path_factory):
         "nowhere": ["send", nowhere, "hi"],
         "nowhere-debug": ["send", nowhere, "hi", "--debug"],
         "fail": ["send", agent.agent("fail"), "hi"],
-        # long enough for the agent to name its task while a dozen commands start at once beside it
-        "stall": ["send", agent.agent("stall"), "hi", "--timeout", "5"],
         "status-unknown": ["status", agent.agent("echo"), "no-such-task"],
         "cancel-unknown": ["cancel", agent.agent("echo"), "no-such-task"],
         "https-to-http": ["send", agent.agent("echo").replace("http://", "https://"), "hi"],
@@ -310,8 +308,18 @@ def failures(agent, finished_task, tmp_path_factory):
         "serve-public": ["serve", "--host", "0.0.0.0", "--port", "0", "--backend", "echo",
                          "--state-dir", str(tmp_path_factory.mktemp("bridge"))],
     }
-    results = Cli(tmp_path_factory.mktemp("state")).run_all(*commands.values())
-    return dict(zip(commands, results))
+    cli = Cli(tmp_path_factory.mktemp("state"))
+    # the one that waits out its timeout starts first, and the others once the agent has its message: its time-out
+    # then passes while they run (started among them, it ended some 3 s after the last of them)
+    stalled = agent.stats()["messages"]["stall"]
+    stall = cli.start("send", agent.agent("stall"), "hi", "--timeout", "5")
+    try:
+        wait_until(lambda: agent.stats()["messages"]["stall"] > stalled, "the stalling agent to have the message")
+        results = dict(zip(commands, cli.run_all(*commands.values())))
+        results["stall"] = stall.result()
+    finally:
+        stall.kill()
+    return results
 
 
 def test_send_to_a_port_with_nothing_listening_fails_in_one_line(failures):

@@ -15,6 +15,7 @@ import re
 import socket
 import subprocess
 import sys
+import uuid
 from urllib.parse import urlsplit
 
 import httpx
@@ -341,56 +342,86 @@ def test_send_gives_up_after_its_timeout_in_one_line(failures, agent):
     assert "still working on task" in line and f"ovos-a2a status {agent.agent('stall')}" in line, line
 
 
-#: a turn that outlives the command's timeout: 3 s, longer than a busy machine may take to start a command and
-#: deliver its message (with 1 s the command gave up before the agent had the message, and left no task)
-LATE_TURN, LATE_TIMEOUT = "sleep:4", "3"
+#: how long a send that must give up waits for its answer: its turn is held by the agent (``hold:NAME``) until the
+#: command gave up, so it outlives the command's timeout whatever the machine's pace; 5 s, for the agent to have the
+#: messages of the four commands started at once on a busy machine (a single command given 1 s once gave up before
+#: the agent had its message, and left no task)
+LATE_TIMEOUT = "5"
+#: the conversations whose first turn times out: ``{case: (agent, flags of its first send)}``
+LATE_CASES = {"streamed": ("echo", ()), "blocking": ("echo", ("--no-stream",)), "text": ("echo", ()),
+              "asks": ("ask", ())}
 
 
-def _timed_out_send(cli, url: str, session: str, *flags: str) -> str:
-    """``send LATE_TURN --timeout LATE_TIMEOUT`` in ``session``: it gives up; the id of the task it
-    left (settled before returning, so the next ``send`` finds its answer ready)."""
-    def task_ids() -> set[str]:
-        return {task["id"] for task in rpc(url, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])}
+def _task_sent(url: str, text: str) -> str | None:
+    """The id of the agent's task whose first message is ``text`` (ListTasks, every page); None if there is none."""
+    token = ""
+    while True:
+        listing = rpc(url, "ListTasks", {"pageSize": 100, "pageToken": token})["result"]
+        for task in listing.get("tasks", []):
+            first = (task.get("history") or [{}])[0]
+            if (first.get("parts") or [{}])[0].get("text") == text:
+                return task["id"]
+        token = listing.get("nextPageToken", "")
+        if not token:
+            return None
 
-    before = task_ids()
-    result = cli.run("send", url, LATE_TURN, "--timeout", LATE_TIMEOUT, "--session", session, *flags)
-    assert result.returncode != 0 and f"within {LATE_TIMEOUT} s" in result.stderr, result.report
-    found = re.search(r"still working on task (\S+)", result.stderr)  # blocking: the agent had not named it
-    task_id = found.group(1) if found else wait_until(lambda: task_ids() - before, "the task it left").pop()
-    wait_for_state(url, task_id, "TASK_STATE_COMPLETED")
-    return task_id
+
+@pytest.fixture(scope="module")
+def timed_out(agent, tmp_path_factory):
+    """``{case: (cli, url, turn, task id)}``: in a conversation store of each case's own, ``send hold:NAME
+    --timeout LATE_TIMEOUT --session late``, which gave up; the four run side by side, once. Each turn is let go
+    only once its command gave up, and has ended (the echo's answered, the ask's question asked) before this
+    returns, so that the next ``send`` of the session finds it settled."""
+    run = uuid.uuid4().hex[:8]
+    cases = {case: (Cli(tmp_path_factory.mktemp(f"late-{case}")), agent.agent(name), f"hold:late-{case}-{run}", flags)
+             for case, (name, flags) in LATE_CASES.items()}
+    pending = {case: cli.start("send", url, turn, "--timeout", LATE_TIMEOUT, "--session", "late", *flags)
+               for case, (cli, url, turn, flags) in cases.items()}
+    try:
+        results = {case: each.result() for case, each in pending.items()}
+        task_ids = {}
+        for case, (cli, url, turn, flags) in cases.items():
+            result = results[case]
+            assert result.returncode != 0 and f"within {LATE_TIMEOUT} s" in result.stderr, result.report
+            found = re.search(r"still working on task (\S+)", result.stderr)  # blocking: the agent had not named it
+            task_ids[case] = found.group(1) if found else wait_until(lambda: _task_sent(url, turn),
+                                                                      f"the task of {turn}")
+    finally:
+        for each in pending.values():
+            each.kill()
+        for _cli, _url, turn, _flags in cases.values():
+            agent.release(turn[len("hold:"):])
+    for case, (cli, url, turn, flags) in cases.items():
+        wait_for_state(url, task_ids[case], "TASK_STATE_INPUT_REQUIRED" if case == "asks" else "TASK_STATE_COMPLETED")
+    return {case: (cli, url, turn, task_ids[case]) for case, (cli, url, turn, flags) in cases.items()}
 
 
-@pytest.mark.parametrize("flags", [(), ("--no-stream",)], ids=["streamed", "blocking"])
-def test_send_after_one_that_timed_out_gives_the_earlier_answer_apart_with_its_own_task(cli, agent, flags):
-    url = agent.agent("echo")
-    earlier_task = _timed_out_send(cli, url, "late", *flags)
+@pytest.mark.parametrize("case", ["streamed", "blocking"])
+def test_send_after_one_that_timed_out_gives_the_earlier_answer_apart_with_its_own_task(timed_out, case):
+    cli, url, turn, earlier_task = timed_out[case]
     result = cli.run("send", url, "hello", "--json", "--session", "late")
     assert result.returncode == 0, result.report
     reply = json.loads(result.stdout)
     assert reply["answer"] == f"echo[{reply['context_id']}]: hello", result.report
-    assert reply["earlier_answer"] == {"answer": f"echo[{reply['context_id']}]: {LATE_TURN}", "task_id": earlier_task}
+    assert reply["earlier_answer"] == {"answer": f"echo[{reply['context_id']}]: {turn}", "task_id": earlier_task}
     assert reply["task_id"] and reply["task_id"] != earlier_task, result.report
     again = json.loads(cli.run("send", url, "again", "--json", "--session", "late").stdout)
     assert again["earlier_answer"] is None and again["answer"].endswith("]: again"), again  # said once
 
 
-def test_send_in_text_labels_the_earlier_answer_on_a_line_of_its_own(cli, agent):
-    url = agent.agent("echo")
-    earlier_task = _timed_out_send(cli, url, "late")
+def test_send_in_text_labels_the_earlier_answer_on_a_line_of_its_own(timed_out):
+    cli, url, turn, earlier_task = timed_out["text"]
     result = cli.run("send", url, "hello", "--session", "late")
     assert result.returncode == 0, result.report
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.report
-    assert re.fullmatch(rf"earlier answer \(task {earlier_task}\): echo\[[^\]]+\]: {LATE_TURN}", lines[0]), result.report
+    assert re.fullmatch(rf"earlier answer \(task {earlier_task}\): echo\[[^\]]+\]: {re.escape(turn)}", lines[0]), \
+        result.report
     assert ECHO.fullmatch(lines[1]).group("text") == "hello", result.report
 
 
-def test_send_after_an_earlier_task_that_asks_says_the_question_and_sends_nothing(cli, agent):
-    url = agent.agent("ask")
-    result = cli.run("send", url, LATE_TURN, "--timeout", LATE_TIMEOUT, "--session", "late")
-    task_id = re.search(r"still working on task (\S+)", result.stderr).group(1)
-    wait_for_state(url, task_id, "TASK_STATE_INPUT_REQUIRED")
+def test_send_after_an_earlier_task_that_asks_says_the_question_and_sends_nothing(timed_out):
+    cli, url, _turn, task_id = timed_out["asks"]
     asked = cli.run("send", url, "lisbon", "--session", "late")
     assert asked.returncode == 0 and asked.stdout == f"earlier answer (task {task_id}): which city?\n", asked.report
     assert "not sent" in asked.stderr, asked.report

@@ -19,13 +19,14 @@ the SDK assigned.
 
 Behaviour agents:
   echo             working "working..." -> artifact "echo[ctx]: TEXT" -> completed.
-                   "sleep:N" sleeps N seconds first (cancellable).
+                   "sleep:N" sleeps N seconds first (cancellable); "hold:NAME" works until
+                   POST /_admin/release?hold=NAME (cancellable).
   memory           per-context memory: "remember X" -> "ok, I will remember X";
                    "recall" -> "you told me X" / "I remember nothing";
                    "login" -> INPUT_REQUIRED "password?", follow-up -> "logged in";
                    anything else -> "memory[ctx]: TEXT".
   ask              INPUT_REQUIRED "which city?"; follow-up -> "continued[ctx]: TEXT".
-                   "sleep:N" works N seconds first.
+                   "sleep:N" works N seconds first; "hold:NAME" works until released, as echo's.
   auth             AUTH_REQUIRED "please sign in"; follow-up -> "signed in[ctx]: TEXT".
   fail             FAILED "the backend exploded".
   reject           REJECTED "I will not do that".
@@ -160,6 +161,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated(-number) send its second sentence, a gated status-* its artifact,
                           stall-held its task
+  POST   /_admin/release?hold=NAME  end the work of the turns "hold:NAME" of echo and ask, and of those to come
+                          (a name stays released)
   POST   /_admin/flaky?count=N&status=S&retry_after=R[&agent=NAME]   see the flaky agent (NAME: refuse
                           another agent's requests instead)
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
@@ -352,11 +355,22 @@ async def pause() -> None:
     await asyncio.sleep(STEP)
 
 
+#: the work of the turns "hold:NAME", each ended by POST /_admin/release?hold=NAME
+HOLDS: dict[str, asyncio.Event] = {}
+
+
+async def work(text: str) -> None:
+    """The work a turn's text asks for: "sleep:N" N seconds, "hold:NAME" until NAME is released."""
+    if text.startswith('sleep:'):
+        await asyncio.sleep(float(text[len('sleep:'):]))
+    elif text.startswith('hold:'):
+        await HOLDS.setdefault(text[len('hold:'):], asyncio.Event()).wait()
+
+
 async def echo(turn: Turn) -> None:
     await turn.open()
     await turn.updater.start_work(turn.msg('working...'))
-    if turn.text.startswith('sleep:'):
-        await asyncio.sleep(float(turn.text[len('sleep:'):]))
+    await work(turn.text)
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
 
 
@@ -495,9 +509,9 @@ def interrupting(state: TaskState, question: str, reply: str) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
         if not turn.is_followup:
-            if turn.text.startswith('sleep:'):  # work a while before asking
+            if turn.text.startswith(('sleep:', 'hold:')):  # work a while before asking
                 await turn.updater.start_work(turn.msg('working...'))
-                await asyncio.sleep(float(turn.text[len('sleep:'):]))
+                await work(turn.text)
             await turn.updater.update_status(state, turn.msg(question))
             return
         await turn.answer(f'{reply}[{turn.context_id}]: {turn.text}')
@@ -1628,6 +1642,9 @@ def admin_routes(obs: Observations) -> list[BaseRoute]:
         return JSONResponse({'expired': True})
 
     async def release(request: Request):
+        if 'hold' in request.query_params:
+            HOLDS.setdefault(request.query_params['hold'], asyncio.Event()).set()
+            return JSONResponse({'released': True})
         obs.release.set()
         return JSONResponse({'released': True})
 

@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 
@@ -144,8 +145,9 @@ class AgentProcess:
     def expire(self) -> None:
         self._admin('POST', 'expire')
 
-    def release(self) -> None:
-        self._admin('POST', 'release')
+    def release(self, hold: str | None = None) -> None:
+        """Let the gated agents go on; with ``hold``, end the work of the turns "hold:HOLD" instead."""
+        self._admin('POST', 'release' if hold is None else f'release?hold={quote(hold)}')
 
     def flaky(self, count: int, status: int = 503, retry_after: str | None = None, agent: str = "flaky") -> None:
         """Make the 'flaky' agent (or ``agent``) refuse its next ``count`` requests with HTTP ``status``."""

@@ -17,7 +17,9 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, S
                        SendMessageRequest, TaskState)
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 
-from support.bridge_rpc import proto_answer
+from support.bridge_rpc import (get_task, message as rpc_message, proto_answer, send as rpc_send, task_of,
+                                wait_for_state)
+from support.waiting import wait_until
 
 
 S = TaskState
@@ -217,6 +219,22 @@ def test_long_work_is_cancellable(agent, name, text):
             assert stored.status.state == S.TASK_STATE_CANCELED
 
     asyncio.run(asyncio.wait_for(main(), 10))
+
+
+@pytest.mark.parametrize('name, done', [('echo', 'TASK_STATE_COMPLETED'), ('ask', 'TASK_STATE_INPUT_REQUIRED')])
+def test_held_work_ends_when_its_name_is_released_and_a_released_name_holds_nothing(agent, name, done):
+    url, hold = agent.agent(name), f'{name}-{uuid.uuid4().hex}'
+    held = task_of(rpc_send(url, rpc_message(f'hold:{hold}'), blocking=False))
+    other = task_of(rpc_send(url, rpc_message(f'hold:{hold}-other'), blocking=False))
+    wait_until(lambda: task_of(get_task(url, held['id'])), 'the held turn to work',
+               until=lambda task: task['status']['state'] == 'TASK_STATE_WORKING')
+    agent.release(hold)
+    wait_for_state(url, held['id'], done)
+    assert task_of(get_task(url, other['id']))['status']['state'] == 'TASK_STATE_WORKING'  # another name: still held
+    agent.release(f'{hold}-other')
+    wait_for_state(url, other['id'], done)
+    again = task_of(rpc_send(url, rpc_message(f'hold:{hold}')))  # released before it came: not held
+    assert again['status']['state'] == done, again
 
 
 @pytest.mark.parametrize('name, state, message', [

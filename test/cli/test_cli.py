@@ -42,6 +42,8 @@ HEAVY_MODULES = ("a2a", "grpc", "ovos_persona", "httpx")
 ECHO = re.compile(r"echo\[(?P<ctx>[^\]\s]+)\]: (?P<text>[^\n]*)")
 #: what the bridge's echo backend says to ``slow:N`` when nothing stops it
 WHOLE_SLOW_ANSWER = "Sentence 1. Sentence 2. Sentence 3. Sentence 4. Sentence 5."
+#: a bridge's heartbeat, as ``send --stream`` shows it
+HEARTBEAT = re.compile(r"Still working \(\d+ s\)\.")
 #: one row of ``ovos-a2a tasks``: ``TASK_ID  STATE  context CONTEXT_ID  TIMESTAMP``
 TASK_ROW = re.compile(r"^(?P<id>\S+)\s+(?P<state>[a-z-]+)\s+context (?P<ctx>\S+)", re.M)
 
@@ -271,12 +273,19 @@ def test_send_stream_prints_an_answer_streamed_in_status_messages_as_it_grows(cl
     assert "Searching…" in result.stderr and "Looking it up." in result.stderr, result.report
 
 
-def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli):
-    with InProcessBridge("--heartbeat", "1") as bridge:
-        result = cli.run("send", bridge.url, "sleep:2.5", "--stream")
+def test_send_stream_shows_the_bridges_heartbeats_on_stderr(cli, tmp_path):
+    """The turn is held (``hold:``) until a heartbeat was shown, and then let go."""
+    log = echo_log(tmp_path)
+    with InProcessBridge("--heartbeat", "1", call_log=log) as bridge:
+        pending = cli.start("send", bridge.url, "hold:beat", "--stream", stderr_file=tmp_path / "stderr")
+        try:
+            wait_until(lambda: HEARTBEAT.search(pending.stderr_so_far()), "a heartbeat on stderr")
+        finally:
+            (log.parent / "beat").touch()
+        result = pending.result()
     assert result.returncode == 0, result.report
-    assert result.stdout == "echo: sleep:2.5\n", result.report
-    assert re.search(r"Still working \(\d+ s\)\.", result.stderr), result.report
+    assert result.stdout == "echo: hold:beat\n", result.report
+    assert HEARTBEAT.search(result.stderr), result.report
 
 
 @pytest.fixture(scope="module")

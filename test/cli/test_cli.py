@@ -863,11 +863,13 @@ def test_send_on_a_pipe_prints_only_the_answer(cli, cli_bridge):
 
 
 def test_send_on_a_terminal_shows_the_wait_and_names_the_task(cli, cli_bridge):
-    child = spawn(cli, "send", cli_bridge.url, "slow:0.5")
+    """The turn is held (``hold:``) until the wait line named its task, then let go."""
+    child = spawn(cli, "send", cli_bridge.url, "hold:terminal-wait")
     try:
         child.expect(r"\r\x1b\[Kwaiting \d+ s · task (\S+)")  # overwritten in place, on the terminal
         task_id = child.match.group(1)
-        child.expect_exact(WHOLE_SLOW_ANSWER)
+        (cli_bridge.call_log.parent / "terminal-wait").touch()
+        child.expect_exact("echo: hold:terminal-wait")
         child.expect(rf"ovos-a2a: task {re.escape(task_id)} \(completed\)")
         child.expect(pytest.importorskip("pexpect").EOF)
     finally:

@@ -63,19 +63,19 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def run_side_by_side(cli: Cli, commands: dict[str, tuple[list[str], dict[str, str], list[str] | None]],
+def run_side_by_side(cli: Cli, commands: dict[str, tuple[list[str], dict[str, str], str | list[str]]],
                      timeout: float = 90) -> dict[str, Result]:
-    """``{name: Result}`` of ``(argv, env, interpreter command)`` run at the same time: with no
-    interpreter command (None), ``ovos-a2a ARGV`` forked from the fork server, as every command
-    of the command line tests (support/preloaded.py); with one, that command and ARGV started plain
-    (a script that changes the interpreter before the command line runs). A command still
-    running after ``timeout`` seconds fails the test."""
+    """``{name: Result}`` of ``(argv, env, module or interpreter command)`` run at the same time: a
+    module (``ovos_a2a_solver.cli``, or one of support/ that runs it) as ``python -m MODULE ARGV``
+    forked from the fork server, as the command line tests run every command (support/preloaded.py);
+    an interpreter command started plain with ARGV (a script that must import what the fork server
+    has imported already). A command still running after ``timeout`` seconds fails the test."""
     procs = {}
     try:
         for name, (argv, env, command) in commands.items():
             streams = dict(env=cli.with_env(**env), text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
-            procs[name] = (preloaded.start(MODULE, argv, **streams) if command is None
+            procs[name] = (preloaded.start(command, argv, **streams) if isinstance(command, str)
                            else subprocess.Popen([*command, *argv], **streams))
         results = {}
         for name, proc in procs.items():
@@ -130,7 +130,7 @@ def refusals(tmp_path_factory):
     state = tmp_path_factory.mktemp("state")
     cli = Cli(state)
     base = ["serve", "--backend", "echo", "--port", "0", "--state-dir", str(tmp_path_factory.mktemp("bridge"))]
-    cli_command, no_grpc = None, [sys.executable, "-c", WITHOUT_GRPC]  # None: forked, as Cli runs commands
+    cli_command, no_grpc = MODULE, [sys.executable, "-c", WITHOUT_GRPC]  # plain: the fork server imported grpc
     with ExitStack() as held:
         http_busy = held.enter_context(listening_socket()).getsockname()[1]
         grpc_busy = held.enter_context(listening_socket()).getsockname()[1]
@@ -216,26 +216,14 @@ def test_a_grpc_port_in_use_is_one_line_naming_the_port(refusals):
 
 
 #: runs the command line with the task store failing to initialize (inside the server's start-up)
-FAILING_STORE = """
-import sys
-from ovos_a2a_solver.bridge.storage import database
-
-async def refuse(self):
-    raise RuntimeError("the task store cannot start (test)")
-
-database.SqliteTaskStore.initialize = refuse
-from ovos_a2a_solver.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+FAILING_STORE = "support.failing_store"
 
 
 def test_a_failure_inside_the_server_start_is_one_line(tmp_path):
     cli = Cli(tmp_path / "state")
     argv = ["serve", "--backend", "echo", "--port", "0", "--state-dir"]
-    result = run_side_by_side(cli, {"plain": ([*argv, str(tmp_path / "plain")], {},
-                                              [sys.executable, "-c", FAILING_STORE]),
-                                    "debug": ([*argv, str(tmp_path / "debug"), "--debug"], {},
-                                              [sys.executable, "-c", FAILING_STORE])})
+    result = run_side_by_side(cli, {"plain": ([*argv, str(tmp_path / "plain")], {}, FAILING_STORE),
+                                    "debug": ([*argv, str(tmp_path / "debug"), "--debug"], {}, FAILING_STORE)})
     line = one_line_error(result["plain"], 1)
     store = tmp_path / "plain" / "bridge.sqlite3"
     assert line == f"ovos-a2a: cannot prepare the task store ({store}): the task store cannot start (test)", line

@@ -118,12 +118,14 @@ def messagebus(tmp_path_factory):
     """A real OVOS messagebus (ovos-messagebus) on a free loopback port, and a listener on it."""
     import json
     import os
+    import socket
     import subprocess
     import sys
 
     from ovos_bus_client import MessageBusClient
 
     from support.network import free_port
+    from support.waiting import wait_until
 
     home = tmp_path_factory.mktemp("bus")
     port = free_port()
@@ -134,8 +136,19 @@ def messagebus(tmp_path_factory):
            "XDG_STATE_HOME": str(home / "state"), "XDG_CACHE_HOME": str(home / "cache")}
     server = subprocess.Popen([sys.executable, "-m", "ovos_messagebus"], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
+
+    def listening() -> bool:
+        assert server.poll() is None, "the messagebus exited before it listened"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
     listener = MessageBusClient(host="127.0.0.1", port=port, route="/core")
     try:
+        # a client that finds nothing listening yet tries again only seconds later (ovos-bus-client's backoff)
+        wait_until(listening, "the messagebus to listen")
         listener.run_in_thread()
         assert listener.connected_event.wait(30), "the messagebus did not accept a connection"
         spoken = []

@@ -86,7 +86,8 @@ Answers in odd places, or none:
                    /_admin/forget) opens its SSE response, then breaks it with "Task not found" inside
                    (see ForgetfulStream)
   fasta2a, fasta2a-rest, fasta2a-v03, fasta2a-stream, fasta2a-stream-rest, fasta2a-stream-v03
-                   echo after 0.2 s submitted and 0.2 s working ("sleep:N": N s), as pydantic-ai's fasta2a answers (see
+                   echo after 0.2 s submitted and 0.2 s working ("sleep:N": N s; "hold:NAME": until released, as
+                   echo's), as pydantic-ai's fasta2a answers (see
                    bent_wire.Fasta2aLike): status timestamps without a zone, and SendMessage answered at
                    once with the submitted task whatever its blocking; over JSON-RPC / HTTP+JSON 1.0 /
                    JSON-RPC 0.3, the card offering no streaming (-stream: offering it)
@@ -161,8 +162,8 @@ Admin endpoints (plain JSON):
   POST   /_admin/expire   expire every context issued so far
   POST   /_admin/release  let stream-gated(-number) send its second sentence, a gated status-* its artifact,
                           stall-held its task
-  POST   /_admin/release?hold=NAME  end the work of the turns "hold:NAME" of echo and ask, and of those to come
-                          (a name stays released)
+  POST   /_admin/release?hold=NAME  end the work of the turns "hold:NAME" of echo, ask and fasta2a*, and of
+                          those to come (a name stays released); unreleased, such work ends after 60 s
   POST   /_admin/flaky?count=N&status=S&retry_after=R[&agent=NAME]   see the flaky agent (NAME: refuse
                           another agent's requests instead)
   GET    /_admin/tokens   {"requests": [{"grant_type", "scope", "client"}, ...], "issued": [token, ...]}
@@ -357,6 +358,8 @@ async def pause() -> None:
 
 #: the work of the turns "hold:NAME", each ended by POST /_admin/release?hold=NAME
 HOLDS: dict[str, asyncio.Event] = {}
+HOLD_AT_MOST = 60.0  # seconds: a test that failed before its release leaves no turn working for good
+WORKS = ('sleep:', 'hold:')  # the texts that ask for work before the answer
 
 
 async def work(text: str) -> None:
@@ -364,7 +367,8 @@ async def work(text: str) -> None:
     if text.startswith('sleep:'):
         await asyncio.sleep(float(text[len('sleep:'):]))
     elif text.startswith('hold:'):
-        await HOLDS.setdefault(text[len('hold:'):], asyncio.Event()).wait()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(HOLDS.setdefault(text[len('hold:'):], asyncio.Event()).wait(), HOLD_AT_MOST)
 
 
 async def echo(turn: Turn) -> None:
@@ -509,7 +513,7 @@ def interrupting(state: TaskState, question: str, reply: str) -> Script:
     async def script(turn: Turn) -> None:
         await turn.open()
         if not turn.is_followup:
-            if turn.text.startswith(('sleep:', 'hold:')):  # work a while before asking
+            if turn.text.startswith(WORKS):  # work a while before asking
                 await turn.updater.start_work(turn.msg('working...'))
                 await work(turn.text)
             await turn.updater.update_status(state, turn.msg(question))
@@ -805,11 +809,11 @@ async def signed_in_calendar(turn: Turn) -> None:
 
 
 async def slow_echo(turn: Turn) -> None:
-    """Echo after 0.2 s submitted and 0.2 s working ("sleep:N": N s working)."""
+    """Echo after 0.2 s submitted and 0.2 s working (or the work "sleep:N" or "hold:NAME" asks for)."""
     await turn.open()
     await asyncio.sleep(0.2)
     await turn.updater.start_work(turn.msg('working...'))
-    await asyncio.sleep(float(turn.text[len('sleep:'):]) if turn.text.startswith('sleep:') else 0.2)
+    await (work(turn.text) if turn.text.startswith(WORKS) else asyncio.sleep(0.2))
     await turn.answer(f'echo[{turn.context_id}]: {turn.text}')
 
 

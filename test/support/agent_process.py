@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
 from pathlib import Path
 from urllib.parse import quote
@@ -149,6 +150,11 @@ class AgentProcess:
         """Let the gated agents go on; with ``hold``, end the work of the turns "hold:HOLD" instead."""
         self._admin('POST', 'release' if hold is None else f'release?hold={quote(hold)}')
 
+    def held_work(self) -> "HeldWork":
+        """A message whose turn works until the test lets it end (a new name: no other test's
+        release ends it)."""
+        return HeldWork(self, f"hold:{uuid.uuid4().hex[:12]}")
+
     def flaky(self, count: int, status: int = 503, retry_after: str | None = None, agent: str = "flaky") -> None:
         """Make the 'flaky' agent (or ``agent``) refuse its next ``count`` requests with HTTP ``status``."""
         query = f'flaky?count={count}&status={status}&agent={agent}' + \
@@ -191,3 +197,14 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+class HeldWork:
+    """``text`` ("hold:NAME") works, on the echo, ask and fasta2a agents, until :meth:`release`,
+    which also ends at once a turn of it that comes later."""
+
+    def __init__(self, agent: AgentProcess, text: str) -> None:
+        self.agent, self.text = agent, text
+
+    def release(self) -> None:
+        self.agent.release(self.text[len("hold:"):])

@@ -35,22 +35,25 @@ def settled(engine, task_id, state):
 
 
 def test_a_task_past_the_deadline_is_announced_in_one_line_and_answered_before_the_next(agent, tmp_path):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     engine = roomy_engine(agent, "echo", tmp_path, still_working=LINE)
-    spoken = list(engine.stream_sentences(user(OUTLIVES_ROOMY), session_id="s"))
+    spoken = list(engine.stream_sentences(user(held.text), session_id="s"))
     assert spoken == [LINE]
     pending = engine.client.conversation("s").pending_task_id
     assert pending
+    held.release()
     settled(engine, pending, 3)  # TASK_STATE_COMPLETED: the agent was not told to stop
     context = engine.client.conversation("s").context_id
 
     spoken = list(engine.stream_sentences(user("hello"), session_id="s"))
-    assert spoken == [f"echo[{context}]: {OUTLIVES_ROOMY}", f"echo[{context}]: hello"]
+    assert spoken == [f"echo[{context}]: {held.text}", f"echo[{context}]: hello"]
     assert engine.client.conversation("s").pending_task_id is None
     assert list(engine.stream_sentences(user("again"), session_id="s")) == [f"echo[{context}]: again"]
 
 
 @pytest.mark.parametrize("way", ["continue_chat", "stream_tokens"])
 def test_every_way_of_asking_says_the_line_and_delivers_the_answer_later(agent, tmp_path, way):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     engine = roomy_engine(agent, "echo", tmp_path)
 
     def ask(text):
@@ -58,29 +61,33 @@ def test_every_way_of_asking_says_the_line_and_delivers_the_answer_later(agent, 
             return engine.continue_chat(user(text), session_id="s").content
         return "".join(engine.stream_tokens(user(text), session_id="s"))
 
-    assert ask(OUTLIVES_ROOMY) == DEFAULT_STILL_WORKING
+    assert ask(held.text) == DEFAULT_STILL_WORKING
+    held.release()
     settled(engine, engine.client.conversation("s").pending_task_id, 3)
     context = engine.client.conversation("s").context_id
-    assert ask("hello") == f"echo[{context}]: {OUTLIVES_ROOMY}\necho[{context}]: hello"
+    assert ask("hello") == f"echo[{context}]: {held.text}\necho[{context}]: hello"
 
 
 def test_a_task_still_working_at_the_next_utterance_stays_bound(agent, tmp_path):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     engine = roomy_engine(agent, "echo", tmp_path)
-    works = f"sleep:{3 * ROOMY}"  # past the first turn's deadline and the whole next turn's
-    with pytest.raises(StillWorkingError) as caught:
-        engine.client.send_task(works, session_id="s")
+    with pytest.raises(StillWorkingError) as caught:  # works past the first turn's deadline and the whole next turn
+        engine.client.send_task(held.text, session_id="s")
     task_id = caught.value.task_id
     context = engine.client.conversation("s").context_id
     assert engine.client.send_task("quick", session_id="s") == f"echo[{context}]: quick"
     assert engine.client.conversation("s").pending_task_id == task_id  # not ready yet: still bound
+    held.release()
     settled(engine, task_id, 3)
-    assert engine.client.send_task("later", session_id="s") == f"echo[{context}]: {works}\necho[{context}]: later"
+    assert engine.client.send_task("later", session_id="s") == f"echo[{context}]: {held.text}\necho[{context}]: later"
 
 
 def test_a_task_that_then_asks_a_question_says_it_and_takes_the_answer(agent, tmp_path):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     engine = quick_engine(agent, "ask", tmp_path)
-    assert engine.continue_chat(user("sleep:2"), session_id="s").content == DEFAULT_STILL_WORKING
+    assert engine.continue_chat(user(held.text), session_id="s").content == DEFAULT_STILL_WORKING
     task_id = engine.client.conversation("s").pending_task_id
+    held.release()
     settled(engine, task_id, 6)  # TASK_STATE_INPUT_REQUIRED
     context = engine.client.conversation("s").context_id
     assert engine.continue_chat(user("anything new?"), session_id="s").content == "which city?"
@@ -114,15 +121,17 @@ def test_a_stream_that_breaks_mid_answer_is_resumed_not_failed(agent, tmp_path, 
 
 
 def test_the_answer_is_said_over_the_messagebus_when_ready_and_not_again(agent, tmp_path, messagebus):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     bus, spoken = messagebus
     engine = quick_engine(agent, "echo", tmp_path, messagebus=bus)
     assert engine.warmed_up.wait(45), "the engine did not warm up"  # which connected the messagebus
-    answer = engine.continue_chat(user("sleep:2"), session_id="kitchen", lang="en-US").content
+    answer = engine.continue_chat(user(held.text), session_id="kitchen", lang="en-US").content
     assert answer == DEFAULT_STILL_WORKING_ANNOUNCED  # not "next time you talk to me": it is announced
     context = engine.client.conversation("kitchen").context_id
+    held.release()
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "kitchen"],
                       "the answer to be said on the messagebus")
-    assert said[0][0]["utterance"] == f"echo[{context}]: sleep:2" and said[0][0]["lang"] == "en-US"
+    assert said[0][0]["utterance"] == f"echo[{context}]: {held.text}" and said[0][0]["lang"] == "en-US"
     assert said[0][0]["expect_response"] is False
     assert engine.client.conversation("kitchen").pending_task_id is None
     assert engine.continue_chat(user("hello"), session_id="kitchen").content == f"echo[{context}]: hello"
@@ -133,16 +142,18 @@ def test_a_messagebus_slower_than_a_turn_waits_is_connected_by_the_warm_up(agent
                                                                           monkeypatch):
     """A turn waits a moment for a messagebus, and here that is never enough (as on a device too busy
     to answer in 3 s): the warm-up, which no turn waits for, waits longer, and the answer is announced."""
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     import ovos_a2a_solver.engine
 
     bus, spoken = messagebus
     monkeypatch.setattr(ovos_a2a_solver.engine, "BUS_CONNECT_TIMEOUT", 0.001)
     engine = quick_engine(agent, "echo", tmp_path, messagebus=bus)
     assert engine.warmed_up.wait(45), "the engine did not warm up"
-    assert engine.continue_chat(user("sleep:2"), session_id="slow-bus").content == DEFAULT_STILL_WORKING_ANNOUNCED
+    assert engine.continue_chat(user(held.text), session_id="slow-bus").content == DEFAULT_STILL_WORKING_ANNOUNCED
+    held.release()
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "slow-bus"],
                       "the answer to be said on the messagebus")
-    assert said[0][0]["utterance"].endswith(": sleep:2")
+    assert said[0][0]["utterance"].endswith(f": {held.text}")
     engine.shutdown()
 
 
@@ -173,9 +184,11 @@ def test_a_messagebus_that_does_not_answer_keeps_no_turn_waiting(agent, tmp_path
 
 
 def test_a_question_announced_later_expects_a_response(agent, tmp_path, messagebus):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     bus, spoken = messagebus
-    engine = quick_engine(agent, "ask", tmp_path, messagebus=bus)  # works 2 s, then asks "which city?"
-    engine.continue_chat(user("sleep:2"), session_id="porch-ask")
+    engine = quick_engine(agent, "ask", tmp_path, messagebus=bus)  # works until released, then asks "which city?"
+    engine.continue_chat(user(held.text), session_id="porch-ask")
+    held.release()
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch-ask"],
                       "the question to be said on the messagebus")
     assert said[0][0]["utterance"] == "which city?" and said[0][0]["expect_response"] is True
@@ -204,25 +217,29 @@ def test_a_question_reopens_the_microphone_on_the_configured_messagebus_once_sai
 
 
 def test_without_announce_the_answer_waits_for_the_next_utterance(agent, tmp_path, messagebus):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     bus, spoken = messagebus
     engine = roomy_engine(agent, "echo", tmp_path, messagebus=bus, announce=False)
-    assert engine.continue_chat(user(OUTLIVES_ROOMY), session_id="hall").content == DEFAULT_STILL_WORKING
+    assert engine.continue_chat(user(held.text), session_id="hall").content == DEFAULT_STILL_WORKING
     task_id = engine.client.conversation("hall").pending_task_id
+    held.release()
     settled(engine, task_id, 3)
     context = engine.client.conversation("hall").context_id
     answer = engine.continue_chat(user("hi"), session_id="hall").content
-    assert answer == f"echo[{context}]: {OUTLIVES_ROOMY}\necho[{context}]: hi"
+    assert answer == f"echo[{context}]: {held.text}\necho[{context}]: hi"
     assert not [s for s in spoken if s[1].get("session", {}).get("session_id") == "hall"]
 
 
 @pytest.mark.parametrize("turn", ["first", "later"])
 def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path, turn):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     engine = roomy_engine(agent, "echo", tmp_path, streaming=False, announce=False)
     if turn == "later":
         engine.continue_chat(user("hello"), session_id="s")
-    assert engine.continue_chat(user(OUTLIVES_ROOMY), session_id="s").content == DEFAULT_STILL_WORKING
+    assert engine.continue_chat(user(held.text), session_id="s").content == DEFAULT_STILL_WORKING
     message_id = engine.client.conversation("s").pending_message_id
     assert message_id
+    held.release()
 
     def completed_task_of_the_message():
         return [t for t in engine.client.list_tasks().tasks
@@ -231,20 +248,22 @@ def test_in_a_blocking_exchange_the_task_is_found_by_its_message(agent, tmp_path
     wait_until(completed_task_of_the_message, "the agent to complete the message's task")
     answer = engine.continue_chat(user("next"), session_id="s").content
     earlier, now = answer.split("\n")
-    assert earlier.endswith(f": {OUTLIVES_ROOMY}") and now.endswith(": next"), answer
+    assert earlier.endswith(f": {held.text}") and now.endswith(": next"), answer
     conversation = engine.client.conversation("s")
     assert conversation.pending_task_id is None and conversation.pending_message_id is None
     assert earlier.split(":")[0] == now.split(":")[0]  # one conversation: echo[ctx]
 
 
 def test_in_a_blocking_exchange_the_answer_is_announced_when_ready(agent, tmp_path, messagebus):
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     bus, spoken = messagebus
     engine = quick_engine(agent, "echo", tmp_path, streaming=False, messagebus=bus)
     assert engine.warmed_up.wait(45), "the engine did not warm up"
-    assert engine.continue_chat(user("sleep:2"), session_id="porch").content == DEFAULT_STILL_WORKING_ANNOUNCED
+    assert engine.continue_chat(user(held.text), session_id="porch").content == DEFAULT_STILL_WORKING_ANNOUNCED
+    held.release()
     said = wait_until(lambda: [s for s in spoken if s[1].get("session", {}).get("session_id") == "porch"],
                       "the answer to be said on the messagebus")
-    assert said[0][0]["utterance"].endswith(": sleep:2")
+    assert said[0][0]["utterance"].endswith(f": {held.text}")
     engine.shutdown()
 
 
@@ -277,6 +296,7 @@ def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(a
     from support import REPO_ROOT
     from support.personas import shut_down_personas
 
+    held = agent.held_work()  # works until released: past any deadline, however busy the machine
     bus, spoken = messagebus
     peer = "tcp4:10.0.0.7:52014"  # hivemind-core names a satellite's connection so
     config = json.loads((REPO_ROOT / "persona_examples" / "remote-agent.json").read_text())
@@ -307,7 +327,8 @@ def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(a
         reopened = wait_until(lambda: listened, "the satellite's microphone to be reopened")
         assert to_satellite(reopened[0], "sat-kitchen") and reopened[0]["peer"] == peer, reopened
 
-        say("sleep:2", "sat-porch")  # works 2 s (past the 1 s deadline), then asks "which city?"
+        say(held.text, "sat-porch")  # works past the 1 s deadline, until released, then asks "which city?"
+        held.release()
         said = wait_until(lambda: [d for d, c in spoken if d["utterance"] == "which city?"
                                    and to_satellite(c, "sat-porch")],
                           "the late question to be said to the satellite", timeout=20)
@@ -315,5 +336,7 @@ def test_a_hivemind_satellite_hears_the_late_answer_and_its_microphone_reopens(a
         still = [d["utterance"] for d, c in spoken if c.get("session", {}).get("session_id") == "sat-porch"]
         assert still[0] == DEFAULT_STILL_WORKING_ANNOUNCED, still
     finally:
-        shut_down_personas(service)
-        hub.close()
+        try:
+            shut_down_personas(service)
+        finally:
+            hub.close()

@@ -110,10 +110,13 @@ def test_a_blocking_answer_while_submitted_is_followed_by_subscribing_where_stre
 
 
 def test_a_task_followed_past_the_turns_deadline_is_still_working_and_its_answer_comes_later(agent):
-    # the task is named at once and works 5 s: the deadline of 3 s passes while it works (one of
-    # 0.25 s could pass before a busy machine had delivered the message: "no answer", not this)
+    # the task is named at once and works until the turn ended (held: released below): the deadline
+    # of 3 s passes while it works (one of 0.25 s could pass before a busy machine had delivered the
+    # message: "no answer", not this)
+    held = agent.held_work()
     with A2AClient(agent.agent("fasta2a"), timeout=3) as client:
         with pytest.raises(StillWorkingError) as caught:
-            client.send_task("sleep:5", session_id="s")
+            client.send_task(held.text, session_id="s")
         assert caught.value.task_id
-        assert client.answer_when_ready("s", caught.value.task_id, within=15).endswith("]: sleep:5")
+        held.release()
+        assert client.answer_when_ready("s", caught.value.task_id, within=15).endswith(f"]: {held.text}")

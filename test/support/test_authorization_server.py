@@ -40,7 +40,7 @@ def test_the_discovery_document_names_the_device_sign_in(authorization_server, m
 
 def test_a_person_who_approves_gives_the_device_tokens_of_their_account(metadata):
     started = start(metadata, "voice-device")
-    assert started["interval"] == 1 and started["expires_in"] == 600
+    assert started["interval"] == 0.5 and started["expires_in"] == 600
     assert started["verification_uri_complete"] == f"{started['verification_uri']}?user_code={started['user_code']}"
     assert poll(metadata, "voice-device", started)["error"] == "authorization_pending"
     assert "Sign-in Success" in Person("ada").approve(started["verification_uri"], started["user_code"])
@@ -59,8 +59,8 @@ def test_a_person_who_aborts_denies_the_device(metadata):
 
 def test_an_unused_code_expires(metadata):
     started = start(metadata, "brief-code")
-    assert started["expires_in"] == 3
-    time.sleep(3.2)
+    assert started["expires_in"] == 2
+    time.sleep(2.2)
     assert poll(metadata, "brief-code", started)["error"] == "expired_token"
 
 

@@ -13,11 +13,12 @@
 // password: the name is the account) and its consent page.
 //
 // Clients (public: no secret; each its own policy, see POLICIES):
-//   voice-device   codes live 600 s, access tokens an hour, refresh tokens a day; poll every 1 s
-//   brief-code     the same, but its codes live 3 s
+//   voice-device   codes live 600 s, access tokens an hour, refresh tokens a day; poll every 0.5 s
+//                  (the least a device takes: each sign-in waits for a poll after the person approved)
+//   brief-code     the same, but its codes live 2 s
 //   brief-token    the same, but its access tokens live 2 s
 //   hasty-device   the same as voice-device, but it answers slow_down to a poll sooner than 3 s
-//                  after the last one of its device code (while announcing an interval of 1 s)
+//                  after the last one of its device code (while announcing an interval of 0.5 s)
 //   calendar-agent (secret "agent-secret") the agents' own client: it introspects the tokens sent to them
 //
 // oidc-provider leaves out the device authorization response's optional "interval" and never
@@ -37,10 +38,10 @@ const http = require('node:http');
 const { pathToFileURL } = require('node:url');
 
 const RESOURCE = 'urn:ovos-a2a-tests:agents';
-const BASE = { interval: 1, least: 0, codeTtl: 600, accessTtl: 3600, refreshTtl: 86400 };
+const BASE = { interval: 0.5, least: 0, codeTtl: 600, accessTtl: 3600, refreshTtl: 86400 };
 const POLICIES = {
   'voice-device': BASE,
-  'brief-code': { ...BASE, codeTtl: 3 },
+  'brief-code': { ...BASE, codeTtl: 2 },
   'brief-token': { ...BASE, accessTtl: 2 },
   'hasty-device': { ...BASE, least: 3 },
 };

@@ -20,6 +20,14 @@ def cancels(agent, name):
     return agent.stats()["cancels"][name]
 
 
+@pytest.fixture(scope="module")
+def held_agent():
+    """An agent server of this module's own for the ``stall-held`` agent: its /_admin/release lets
+    go of the held turn of the test that sends it, and of no other module's."""
+    with AgentProcess() as own:
+        yield own
+
+
 def test_a_stream_closed_early_cancels_the_agents_task(agent, tmp_path):
     engine = chat_engine(agent.agent("drip"), tmp_path)
     before = cancels(agent, "drip")
@@ -51,41 +59,46 @@ def test_stop_ends_the_turn_and_cancels_the_task(agent, tmp_path):
     assert cancels(agent, "drip") == before + 1
 
 
-def test_a_stop_before_the_agent_named_its_task_ends_the_turn_and_cancels_the_task_once_named(tmp_path):
+def test_a_stop_before_the_agent_named_its_task_ends_the_turn_and_cancels_the_task_once_named(held_agent, tmp_path):
     """The agent has the message but has not said which task it is (``stall-held`` holds even its
     first event): a stop in that gap ends the turn at once, and the task is canceled as soon as
     the agent names it, not left working."""
-    with AgentProcess() as own:  # of its own: its /_admin/release lets go of this turn and no other
-        engine = chat_engine(own.agent("stall-held"), tmp_path)
-        said, stopped = [], []
-        turn = threading.Thread(target=lambda: said.extend(engine.stream_sentences(user("go"), session_id="s")))
-        turn.start()
-        wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message")
-        threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
-        wait_until(lambda: not turn.is_alive(), "the stopped turn to end while the agent has not named its task")
-        assert said == [] and own.stats()["cancels"]["stall-held"] == 0
-        own.release()  # the agent names its task now, and starts working on it
-        wait_until(lambda: own.stats()["cancels"]["stall-held"], "the agent to receive a CancelTask")
-        wait_until(lambda: stopped, "stop() to return")
-        assert stopped == [True]
+    own = held_agent
+    engine = chat_engine(own.agent("stall-held"), tmp_path)
+    messages, canceled = own.stats()["messages"]["stall-held"], cancels(own, "stall-held")
+    said, stopped = [], []
+    turn = threading.Thread(target=lambda: said.extend(engine.stream_sentences(user("go"), session_id="s")))
+    turn.start()
+    wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message",
+               until=lambda n: n == messages + 1)
+    threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
+    wait_until(lambda: not turn.is_alive(), "the stopped turn to end while the agent has not named its task")
+    assert said == [] and cancels(own, "stall-held") == canceled
+    own.release()  # the agent names its task now, and starts working on it
+    wait_until(lambda: cancels(own, "stall-held"), "the agent to receive a CancelTask",
+               until=lambda n: n == canceled + 1)
+    wait_until(lambda: stopped, "stop() to return")
+    assert stopped == [True]
 
 
-def test_a_stop_before_the_agent_named_its_task_gives_up_on_an_agent_that_names_none(tmp_path, caplog):
+def test_a_stop_before_the_agent_named_its_task_gives_up_on_an_agent_that_names_none(held_agent, tmp_path, caplog):
     """The agent keeps the message without a word: the stop waits for its task's name within a
     bound (``CANCEL_TIMEOUT``), then says it could not cancel, instead of waiting on."""
-    with AgentProcess() as own:  # of its own: never released, its held turn is this one
-        engine = chat_engine(own.agent("stall-held"), tmp_path)
-        turn = threading.Thread(target=lambda: list(engine.stream_sentences(user("go"), session_id="s")))
-        turn.start()
-        wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message")
-        stopped = []
-        with caplog.at_level("ERROR", logger="ovos_a2a_solver"):
-            threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
-            wait_until(lambda: not turn.is_alive(), "the stopped turn to end")
-            wait_until(lambda: stopped, "stop() to give up on the agent that names no task")
-        assert stopped == [False]
-        assert any("named none" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
-        assert own.stats()["cancels"]["stall-held"] == 0
+    own = held_agent  # never released here: its held turn is let go by itself 30 s later
+    engine = chat_engine(own.agent("stall-held"), tmp_path)
+    messages, canceled = own.stats()["messages"]["stall-held"], cancels(own, "stall-held")
+    turn = threading.Thread(target=lambda: list(engine.stream_sentences(user("go"), session_id="s")))
+    turn.start()
+    wait_until(lambda: own.stats()["messages"]["stall-held"], "the agent to get the message",
+               until=lambda n: n == messages + 1)
+    stopped = []
+    with caplog.at_level("ERROR", logger="ovos_a2a_solver"):
+        threading.Thread(target=lambda: stopped.append(engine.stop("s"))).start()
+        wait_until(lambda: not turn.is_alive(), "the stopped turn to end")
+        wait_until(lambda: stopped, "stop() to give up on the agent that names no task")
+    assert stopped == [False]
+    assert any("named none" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+    assert cancels(own, "stall-held") == canceled
 
 
 def test_stop_with_nothing_running_is_true_and_asks_nothing(agent, tmp_path):

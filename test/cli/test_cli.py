@@ -15,7 +15,6 @@ import re
 import socket
 import subprocess
 import sys
-import uuid
 from urllib.parse import urlsplit
 
 import httpx
@@ -381,28 +380,27 @@ def timed_out(agent, tmp_path_factory):
     --timeout LATE_TIMEOUT --session late``, which gave up; the four run side by side, once. Each turn is let go
     only once its command gave up, and has ended (the echo's answered, the ask's question asked) before this
     returns, so that the next ``send`` of the session finds it settled."""
-    run = uuid.uuid4().hex[:8]
-    cases = {case: (Cli(tmp_path_factory.mktemp(f"late-{case}")), agent.agent(name), f"hold:late-{case}-{run}", flags)
+    cases = {case: (Cli(tmp_path_factory.mktemp(f"late-{case}")), agent.agent(name), agent.held_work(), flags)
              for case, (name, flags) in LATE_CASES.items()}
-    pending = {case: cli.start("send", url, turn, "--timeout", LATE_TIMEOUT, "--session", "late", *flags)
-               for case, (cli, url, turn, flags) in cases.items()}
+    pending = {case: cli.start("send", url, held.text, "--timeout", LATE_TIMEOUT, "--session", "late", *flags)
+               for case, (cli, url, held, flags) in cases.items()}
     try:
         results = {case: each.result() for case, each in pending.items()}
         task_ids = {}
-        for case, (cli, url, turn, flags) in cases.items():
+        for case, (cli, url, held, flags) in cases.items():
             result = results[case]
             assert result.returncode != 0 and f"within {LATE_TIMEOUT} s" in result.stderr, result.report
             found = re.search(r"still working on task (\S+)", result.stderr)  # blocking: the agent had not named it
-            task_ids[case] = found.group(1) if found else wait_until(lambda: _task_sent(url, turn),
-                                                                      f"the task of {turn}")
+            task_ids[case] = found.group(1) if found else wait_until(lambda: _task_sent(url, held.text),
+                                                                      f"the task of {held.text}")
     finally:
         for each in pending.values():
             each.kill()
-        for _cli, _url, turn, _flags in cases.values():
-            agent.release(turn[len("hold:"):])
-    for case, (cli, url, turn, flags) in cases.items():
+        for _cli, _url, held, _flags in cases.values():
+            held.release()
+    for case, (cli, url, held, flags) in cases.items():
         wait_for_state(url, task_ids[case], "TASK_STATE_INPUT_REQUIRED" if case == "asks" else "TASK_STATE_COMPLETED")
-    return {case: (cli, url, turn, task_ids[case]) for case, (cli, url, turn, flags) in cases.items()}
+    return {case: (cli, url, held.text, task_ids[case]) for case, (cli, url, held, flags) in cases.items()}
 
 
 @pytest.mark.parametrize("case", ["streamed", "blocking"])

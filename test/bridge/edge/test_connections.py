@@ -195,8 +195,8 @@ def test_a_body_sent_slowly_within_its_time_is_answered():
 
 def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_logged_once(tmp_path):
     """Requests in progress are never closed to make room, nor timed out while they are
-    answered (a blocking SendMessage of 8 s, beyond the 1 s timeouts: time enough for the
-    requests below on a busy machine); connections closed to
+    answered (blocking SendMessages whose turns are held, beyond the 1 s timeouts, until the
+    requests below are done); connections closed to
     make room give their place up for good; newcomers are refused 503 meanwhile, and the log
     has one line for all of them; a health check gets through all the same."""
     with BridgeProcess(env={**SHORT, "OVOS_A2A_MAX_CONNECTIONS": "3"}, call_log=echo_log(tmp_path)) as bridge:
@@ -204,17 +204,20 @@ def test_at_the_limit_with_every_connection_busy_a_new_one_is_refused_503_and_lo
         for _ in range(6):  # bodies that never end: the first 3 closed to make room for the next, then for the senders
             stalled.add(STALLED[2])
         replies: list[dict] = []
-        senders = [threading.Thread(target=lambda: replies.append(send(bridge.url, message("sleep:8"), timeout=30)))
+        senders = [threading.Thread(target=lambda: replies.append(send(bridge.url, message("hold:busy"), timeout=30)))
                    for _ in range(3)]
         for sender in senders:
             sender.start()
         wait_until(bridge.calls, "the three messages to be in progress", until=lambda n: n == 3)
+        in_progress = time.monotonic()
         refusals = [httpx.get(bridge.root + "/.well-known/agent-card.json", timeout=5) for _ in range(20)]
         assert {r.status_code for r in refusals} == {503}, [r.text for r in refusals]
         assert refusals[0].headers["retry-after"] == "1"
         checks = [httpx.get(bridge.root + "/health", timeout=5) for _ in range(5)]
         assert {r.status_code for r in checks} == {200}, [r.text for r in checks]
         assert {r.json()["running"] for r in checks} == {3}  # while every connection was taken
+        time.sleep(max(0.0, in_progress + 2 * TIMEOUT - time.monotonic()))  # in progress past the timeouts
+        (bridge.call_log.parent / "busy").touch()  # the held turns end
         for sender in senders:
             sender.join(30)
         assert [state(task_of(r)) for r in replies] == ["TASK_STATE_COMPLETED"] * 3, replies

@@ -24,7 +24,7 @@ import pexpect
 import pytest
 
 from support.bridge_in_process import InProcessBridge
-from support.bridge_process import BridgeProcess
+from support.bridge_process import BridgeProcess, echo_log
 from support.bridge_rpc import answer, cancel, get_task, message, send, state, status_text, task_of
 from support.postgres import POSTGRES_VAR, new_database
 from support.terminal import spawn_in_terminal
@@ -153,17 +153,18 @@ def test_a_turn_whose_end_is_saved_slowly_while_the_bridge_drains_still_complete
 
 
 def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
-    bridge = BridgeProcess(state_dir=tmp_path / "state", env={"OVOS_A2A_SHUTDOWN_GRACE": "10"})
+    bridge = BridgeProcess(state_dir=tmp_path / "state", env={"OVOS_A2A_SHUTDOWN_GRACE": "10"},
+                           call_log=echo_log(tmp_path))
     try:
-        task = start_working(bridge, "sleep:6")
+        task = start_working(bridge, "hold:drain")  # until the checks below are done
         with httpx.Client(timeout=10) as kept:  # a load balancer's probe keeps its connection
             assert kept.get(bridge.root + "/health").status_code == 200
             bridge.proc.send_signal(signal.SIGTERM)
             health = wait_until(lambda: kept.get(bridge.root + "/health"), "/health to report draining",
                                 until=lambda r: r.status_code == 503)
             assert health.json()["accepting"] is False
-            # the bridge serves for as long as its drain lasts (the turn's 6 s), on kept connections and
-            # new ones alike, well past the moment the server would have stopped listening before
+            # the bridge serves for as long as its drain lasts (until the turn is let go), on kept
+            # connections and new ones alike, well past the moment the server would have stopped listening before
             probed_until = time.monotonic() + 1.5
             while time.monotonic() < probed_until:
                 for client in (kept, httpx):
@@ -177,6 +178,7 @@ def test_while_draining_new_messages_are_refused_and_health_says_so(tmp_path):
             read = kept.post(bridge.url + "/", json={"jsonrpc": "2.0", "id": 2, "method": "GetTask",
                                                      "params": {"id": task["id"]}}, headers={"A2A-Version": "1.0"})
             assert read.json()["result"]["status"]["state"] == "TASK_STATE_WORKING", read.text
+        (bridge.call_log.parent / "drain").touch()  # the turn ends
         bridge.proc.wait(timeout=20)  # the turn ends within the grace, and then the bridge
         assert bridge.proc.returncode == 0
         assert state(stored_state(tmp_path / "state", task["id"])) == "TASK_STATE_COMPLETED"

@@ -153,7 +153,7 @@ class AgentProcess:
     def held_work(self) -> "HeldWork":
         """A message whose turn works until the test lets it end (a new name: no other test's
         release ends it)."""
-        return HeldWork(self, f"hold:{uuid.uuid4().hex[:12]}")
+        return HeldWork(self, uuid.uuid4().hex[:12])
 
     def flaky(self, count: int, status: int = 503, retry_after: str | None = None, agent: str = "flaky") -> None:
         """Make the 'flaky' agent (or ``agent``) refuse its next ``count`` requests with HTTP ``status``."""
@@ -200,11 +200,15 @@ def _unlink_quietly(path: str) -> None:
 
 
 class HeldWork:
-    """``text`` ("hold:NAME") works, on the echo, ask and fasta2a agents, until :meth:`release`,
+    """:attr:`text` ("hold:NAME") works, on the echo, ask and fasta2a agents, until :meth:`release`,
     which also ends at once a turn of it that comes later."""
 
-    def __init__(self, agent: AgentProcess, text: str) -> None:
-        self.agent, self.text = agent, text
+    def __init__(self, agent: AgentProcess, name: str) -> None:
+        self.agent, self.name = agent, name
+
+    @property
+    def text(self) -> str:
+        return f"hold:{self.name}"
 
     def release(self) -> None:
-        self.agent.release(self.text[len("hold:"):])
+        self.agent.release(self.name)

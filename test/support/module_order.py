@@ -24,8 +24,10 @@ def recorded_seconds(record: Path = RECORD) -> dict[str, float]:
 
 
 def module_key(path: Path) -> str:
-    """How the record names the module at ``path``."""
-    return path.resolve().relative_to(TEST_ROOT).as_posix()
+    """How the record names the module at ``path`` (one outside ``test/``, never recorded, by its
+    whole path)."""
+    resolved = path.resolve()
+    return resolved.relative_to(TEST_ROOT).as_posix() if resolved.is_relative_to(TEST_ROOT) else str(resolved)
 
 
 def longest_first(items: Sequence, seconds: dict[str, float]) -> list:

@@ -19,6 +19,12 @@ def test_the_longest_module_goes_first_and_a_module_never_measured_before_it():
         "b/test_middle.py::test_1", "b/test_middle.py::test_2", "a/test_short.py::test_1", "a/test_short.py::test_2"]
 
 
+def test_a_module_outside_the_test_directory_goes_first_with_the_modules_never_measured(tmp_path):
+    outside = [SimpleNamespace(path=tmp_path / "test_elsewhere.py", name="elsewhere")]
+    order = longest_first([*items_of("a/test_long.py"), *outside], {"a/test_long.py": 90.0})
+    assert [item.name for item in order] == ["elsewhere", "a/test_long.py::test_1", "a/test_long.py::test_2"]
+
+
 def test_the_record_names_only_test_modules_there_are():
     record = recorded_seconds()
     assert record, "test/module_seconds.json is empty"
